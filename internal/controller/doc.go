@@ -1,0 +1,7 @@
+// Package controller holds Reroll's reconciler. The workload is the root
+// object: each Deployment, StatefulSet and DaemonSet that opted in is indexed
+// by the ConfigMaps and Secrets it consumes, a change to one of those maps to
+// the workloads through that index, and Reconcile compares the data the
+// workload consumes now with what Reroll recorded on the workload, rolling it
+// when a consumed key changed.
+package controller

@@ -1,0 +1,143 @@
+package digest
+
+import (
+	"crypto/sha1" //nolint:gosec // Reloader's hash; used for compatibility, not security.
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"maps"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// digestedAnnotation marks a cached object whose values were replaced by
+// digests; its value is the object's Reloader SHA-1. The key holds a ':',
+// which the API server rejects in annotation keys, so no object read from
+// the server can carry it: only Transform sets it.
+const digestedAnnotation = "reroll.dev:digested"
+
+// lastAppliedAnnotation is written by `kubectl apply` and holds a full copy
+// of the object, data included; the cache must not keep it.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Data is what Reroll knows of one ConfigMap's or Secret's content.
+type Data struct {
+	// Keys maps each key of data and binaryData to the lowercase hex
+	// SHA-256 of its value (64 characters).
+	Keys map[string]string
+	// ReloaderSHA1 is the lowercase hex SHA-1 that Stakater Reloader
+	// computes over the whole object; see ReloaderSHA1OfConfigMap and
+	// ReloaderSHA1OfSecret.
+	ReloaderSHA1 string
+}
+
+// Of returns the digests of a ConfigMap or Secret, reading them from an
+// object that Transform already converted or computing them from the raw
+// values otherwise. It returns false for any other type.
+func Of(obj any) (Data, bool) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		if sha, ok := o.Annotations[digestedAnnotation]; ok {
+			return Data{Keys: maps.Clone(o.Data), ReloaderSHA1: sha}, true
+		}
+		keys := make(map[string]string, len(o.Data)+len(o.BinaryData))
+		for k, v := range o.Data {
+			keys[k] = Value([]byte(v))
+		}
+		for k, v := range o.BinaryData {
+			keys[k] = Value(v)
+		}
+		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)}, true
+	case *corev1.Secret:
+		keys := make(map[string]string, len(o.Data))
+		if sha, ok := o.Annotations[digestedAnnotation]; ok {
+			for k, v := range o.Data {
+				keys[k] = string(v)
+			}
+			return Data{Keys: keys, ReloaderSHA1: sha}, true
+		}
+		for k, v := range o.Data {
+			keys[k] = Value(v)
+		}
+		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfSecret(o.Data)}, true
+	}
+	return Data{}, false
+}
+
+// Value returns the lowercase hex SHA-256 of one value (64 characters).
+func Value(v []byte) string {
+	sum := sha256.Sum256(v)
+	return hex.EncodeToString(sum[:])
+}
+
+// ReloaderSHA1OfConfigMap returns the hash that Stakater Reloader computes
+// for a ConfigMap: the strings "key=value" for each data entry and
+// "key=base64(value)" (standard encoding, with padding) for each binaryData
+// entry, sorted, joined with ";", hashed with SHA-1, as lowercase hex.
+func ReloaderSHA1OfConfigMap(data map[string]string, binaryData map[string][]byte) string {
+	entries := make([]string, 0, len(data)+len(binaryData))
+	for k, v := range data {
+		entries = append(entries, k+"="+v)
+	}
+	for k, v := range binaryData {
+		entries = append(entries, k+"="+base64.StdEncoding.EncodeToString(v))
+	}
+	return sha1OfEntries(entries)
+}
+
+// ReloaderSHA1OfSecret returns the hash that Stakater Reloader computes for a
+// Secret: the strings "key=value" with the raw bytes as the value, sorted,
+// joined with ";", hashed with SHA-1, as lowercase hex.
+func ReloaderSHA1OfSecret(data map[string][]byte) string {
+	entries := make([]string, 0, len(data))
+	for k, v := range data {
+		entries = append(entries, k+"="+string(v))
+	}
+	return sha1OfEntries(entries)
+}
+
+func sha1OfEntries(entries []string) string {
+	sort.Strings(entries)
+	sum := sha1.Sum([]byte(strings.Join(entries, ";"))) //nolint:gosec // see import
+	return hex.EncodeToString(sum[:])
+}
+
+// Transform is a client-go cache transform (cache.TransformFunc). For a
+// ConfigMap or Secret it replaces each value with its SHA-256 digest (binaryData
+// moves into data, which the API guarantees shares no key with it) and
+// records the Reloader SHA-1; for every object it drops managedFields and the
+// kubectl last-applied-configuration annotation, which Reroll never reads and
+// which would keep a copy of the data. It is idempotent: client-go may apply
+// it twice to the same object, and the second call changes nothing. Objects
+// of other types, and tombstones, pass through unchanged. It never returns an
+// error.
+func Transform(obj any) (any, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		delete(a, lastAppliedAnnotation)
+	}
+	if _, done := m.GetAnnotations()[digestedAnnotation]; done {
+		return obj, nil
+	}
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		d, _ := Of(o)
+		o.Data, o.BinaryData = d.Keys, nil
+		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, d.ReloaderSHA1)
+	case *corev1.Secret:
+		d, _ := Of(o)
+		o.Data, o.StringData = make(map[string][]byte, len(d.Keys)), nil
+		for k, v := range d.Keys {
+			o.Data[k] = []byte(v)
+		}
+		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, d.ReloaderSHA1)
+	}
+	return obj, nil
+}

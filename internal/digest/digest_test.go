@@ -1,0 +1,136 @@
+package digest
+
+import (
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The expected hashes below were computed outside Go, with
+// `printf '%s' '<joined entries>' | sha1sum`, so they pin Reloader's
+// algorithm rather than this package's reading of it.
+func TestReloaderSHA1(t *testing.T) {
+	cases := map[string]struct {
+		// data and binaryData are a ConfigMap's; secret is a Secret's data.
+		// Exactly one of the two kinds is set per case.
+		data       map[string]string
+		binaryData map[string][]byte
+		secret     map[string][]byte
+		// want is the lowercase hex SHA-1.
+		want string
+	}{
+		"configmap entries are sorted by their key=value string": {
+			data: map[string]string{"b": "2", "a": "1"},
+			want: "f83e99e324ba68ccc373a58ef1eb42f8ab88646a", // "a=1;b=2"
+		},
+		"configmap binaryData is base64 with padding": {
+			data:       map[string]string{"x": "y"},
+			binaryData: map[string][]byte{"bin": {0xff, 0x00}},
+			want:       "f7557653d3b9ee20a5797dce94a452b9f10352f5", // "bin=/wA=;x=y"
+		},
+		"configmap values keep newlines and UTF-8": {
+			data: map[string]string{"z": "é", "k": "line1\nline2"},
+			want: "d13984350377444a79dac4f53a69e44da04f7de5", // "k=line1\nline2;z=é"
+		},
+		"empty configmap hashes the empty string": {
+			want: "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+		},
+		"secret values are the raw bytes": {
+			secret: map[string][]byte{"user": []byte("admin"), "password": []byte("s3cr3t")},
+			want:   "e013dcfd8b3a9e80e812740978788202e1ef1325", // "password=s3cr3t;user=admin"
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			if tc.secret != nil {
+				g.Expect(ReloaderSHA1OfSecret(tc.secret)).To(gomega.Equal(tc.want))
+				d, _ := Of(&corev1.Secret{Data: tc.secret})
+				g.Expect(d.ReloaderSHA1).To(gomega.Equal(tc.want))
+				return
+			}
+			g.Expect(ReloaderSHA1OfConfigMap(tc.data, tc.binaryData)).To(gomega.Equal(tc.want))
+			d, _ := Of(&corev1.ConfigMap{Data: tc.data, BinaryData: tc.binaryData})
+			g.Expect(d.ReloaderSHA1).To(gomega.Equal(tc.want))
+		})
+	}
+}
+
+func TestTransform_ReplacesValuesWithDigests(t *testing.T) {
+	g := gomega.NewWithT(t)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:          "cfg",
+			Labels:        map[string]string{"app": "x"},
+			Annotations:   map[string]string{lastAppliedAnnotation: `{"data":{"greeting":"hello"}}`, "keep": "me"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Data:       map[string]string{"greeting": "hello"},
+		BinaryData: map[string][]byte{"bin": {0xff, 0x00}},
+	}
+	out, err := Transform(cm)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	got := out.(*corev1.ConfigMap)
+	g.Expect(got.Data).To(gomega.Equal(map[string]string{
+		// printf 'hello' | sha256sum
+		"greeting": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824",
+		// printf '\xff\x00' | sha256sum
+		"bin": "ea5dbf9596d187e9500f23e9a680109475341cf4e81f7e043f7d97152c10772f",
+	}))
+	g.Expect(got.BinaryData).To(gomega.BeNil())
+	g.Expect(got.ManagedFields).To(gomega.BeNil())
+	g.Expect(got.Annotations).NotTo(gomega.HaveKey(lastAppliedAnnotation))
+	g.Expect(got.Annotations).To(gomega.HaveKeyWithValue("keep", "me"))
+	g.Expect(got.Labels).To(gomega.HaveKeyWithValue("app", "x"))
+
+	d, ok := Of(got)
+	g.Expect(ok).To(gomega.BeTrue())
+	g.Expect(d.ReloaderSHA1).To(gomega.Equal(ReloaderSHA1OfConfigMap(map[string]string{"greeting": "hello"}, map[string][]byte{"bin": {0xff, 0x00}})))
+	g.Expect(d.Keys).To(gomega.Equal(got.Data))
+}
+
+func TestTransform_IsIdempotent(t *testing.T) {
+	objects := map[string]func() any{
+		"configmap": func() any {
+			return &corev1.ConfigMap{Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": []byte("2")}}
+		},
+		"secret": func() any {
+			return &corev1.Secret{Data: map[string][]byte{"password": []byte("s3cr3t")}}
+		},
+	}
+	for name, mk := range objects {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			once, _ := Transform(mk())
+			want, _ := Of(once)
+			twice, _ := Transform(once)
+			got, _ := Of(twice)
+			g.Expect(got).To(gomega.Equal(want))
+			// The digests of the raw object and of its transformed form agree,
+			// so a cache that holds either compares equal.
+			raw, _ := Of(mk())
+			g.Expect(got).To(gomega.Equal(raw))
+		})
+	}
+}
+
+func TestTransform_SecretHoldsNoValue(t *testing.T) {
+	g := gomega.NewWithT(t)
+	out, _ := Transform(&corev1.Secret{Data: map[string][]byte{"password": []byte("s3cr3t")}, StringData: map[string]string{"x": "y"}})
+	s := out.(*corev1.Secret)
+	g.Expect(s.StringData).To(gomega.BeNil())
+	g.Expect(string(s.Data["password"])).To(gomega.Equal(Value([]byte("s3cr3t"))))
+	g.Expect(string(s.Data["password"])).NotTo(gomega.ContainSubstring("s3cr3t"))
+}
+
+func TestTransform_PassesOtherTypesThrough(t *testing.T) {
+	g := gomega.NewWithT(t)
+	in := "not an object"
+	out, err := Transform(in)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).To(gomega.Equal(in))
+	_, ok := Of(in)
+	g.Expect(ok).To(gomega.BeFalse())
+}

@@ -1,0 +1,190 @@
+package reference
+
+import (
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Kind is the kind of a referenced object: ConfigMap or Secret.
+type Kind string
+
+const (
+	// ConfigMap is the kind of a core/v1 ConfigMap.
+	ConfigMap Kind = "ConfigMap"
+	// Secret is the kind of a core/v1 Secret.
+	Secret Kind = "Secret"
+)
+
+// Reference is one ConfigMap or Secret that a pod template consumes, in the
+// namespace of the workload (pod templates cannot reference other namespaces).
+type Reference struct {
+	// Kind is ConfigMap or Secret.
+	Kind Kind
+	// Name is the object's name.
+	Name string
+	// All is true when every key of the object is consumed (envFrom, or a
+	// volume without items). Keys is then nil.
+	All bool
+	// Keys lists the consumed keys, sorted and without duplicates, when All
+	// is false.
+	Keys []string
+	// Containers names the containers that read the object through env,
+	// envFrom or a volume mount: regular containers first, in spec order,
+	// then init containers. It is empty when only an unmounted volume refers
+	// to the object.
+	Containers []string
+}
+
+// ID returns "Kind/name", the form used in Reroll's records and Events.
+func (r Reference) ID() string { return string(r.Kind) + "/" + r.Name }
+
+// Consumes reports whether key is one of the keys the reference reads.
+func (r Reference) Consumes(key string) bool {
+	if r.All {
+		return true
+	}
+	_, found := slices.BinarySearch(r.Keys, key)
+	return found
+}
+
+// FromPodTemplate returns every ConfigMap and Secret that the pod template
+// consumes, one Reference per object, sorted by kind and then by name. Two
+// references to the same object merge: the union of their keys, or All when
+// either reads the whole object. A nil template yields nil.
+func FromPodTemplate(t *corev1.PodTemplateSpec) []Reference {
+	if t == nil {
+		return nil
+	}
+	c := collector{byID: map[string]*Reference{}, readers: map[string]map[string]bool{}}
+	spec := &t.Spec
+
+	// Which volumes each container mounts, to attribute volume references to
+	// containers.
+	volumeReaders := map[string][]string{}
+	containers := make([]corev1.Container, 0, len(spec.Containers)+len(spec.InitContainers))
+	containers = append(containers, spec.Containers...)
+	containers = append(containers, spec.InitContainers...)
+	for _, ctr := range containers {
+		for _, m := range ctr.VolumeMounts {
+			volumeReaders[m.Name] = append(volumeReaders[m.Name], ctr.Name)
+		}
+	}
+
+	for _, ctr := range containers {
+		for _, env := range ctr.Env {
+			if env.ValueFrom == nil {
+				continue
+			}
+			if ref := env.ValueFrom.ConfigMapKeyRef; ref != nil {
+				c.add(ConfigMap, ref.Name, false, []string{ref.Key}, ctr.Name)
+			}
+			if ref := env.ValueFrom.SecretKeyRef; ref != nil {
+				c.add(Secret, ref.Name, false, []string{ref.Key}, ctr.Name)
+			}
+		}
+		for _, from := range ctr.EnvFrom {
+			if from.ConfigMapRef != nil {
+				c.add(ConfigMap, from.ConfigMapRef.Name, true, nil, ctr.Name)
+			}
+			if from.SecretRef != nil {
+				c.add(Secret, from.SecretRef.Name, true, nil, ctr.Name)
+			}
+		}
+	}
+
+	for _, vol := range spec.Volumes {
+		readers := volumeReaders[vol.Name]
+		if cm := vol.ConfigMap; cm != nil {
+			c.addItems(ConfigMap, cm.Name, cm.Items, readers)
+		}
+		if s := vol.Secret; s != nil {
+			c.addItems(Secret, s.SecretName, s.Items, readers)
+		}
+		if p := vol.Projected; p != nil {
+			for _, src := range p.Sources {
+				if cm := src.ConfigMap; cm != nil {
+					c.addItems(ConfigMap, cm.Name, cm.Items, readers)
+				}
+				if s := src.Secret; s != nil {
+					c.addItems(Secret, s.Name, s.Items, readers)
+				}
+			}
+		}
+	}
+	return c.list(containers)
+}
+
+type collector struct {
+	byID map[string]*Reference
+	// readers collects container names per reference before they are put in
+	// spec order.
+	readers map[string]map[string]bool
+}
+
+func (c *collector) addItems(kind Kind, name string, items []corev1.KeyToPath, readers []string) {
+	// An empty items list projects every key, as the kubelet does.
+	if len(items) == 0 {
+		c.add(kind, name, true, nil, readers...)
+		return
+	}
+	keys := make([]string, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, it.Key)
+	}
+	c.add(kind, name, false, keys, readers...)
+}
+
+func (c *collector) add(kind Kind, name string, all bool, keys []string, containers ...string) {
+	// An empty name is invalid in the API; nothing can be resolved from it.
+	if name == "" {
+		return
+	}
+	id := string(kind) + "/" + name
+	r, ok := c.byID[id]
+	if !ok {
+		r = &Reference{Kind: kind, Name: name}
+		c.byID[id] = r
+	}
+	if all {
+		r.All = true
+		r.Keys = nil
+	} else if !r.All {
+		r.Keys = append(r.Keys, keys...)
+	}
+	if c.readers[id] == nil {
+		c.readers[id] = map[string]bool{}
+	}
+	for _, n := range containers {
+		c.readers[id][n] = true
+	}
+}
+
+func (c *collector) list(containers []corev1.Container) []Reference {
+	if len(c.byID) == 0 {
+		return nil
+	}
+	out := make([]Reference, 0, len(c.byID))
+	for id, r := range c.byID {
+		if !r.All {
+			sort.Strings(r.Keys)
+			r.Keys = slices.Compact(r.Keys)
+		}
+		// containers holds regular containers before init containers, in
+		// spec order; that order is the one Reroll's env-vars trigger uses.
+		for _, ctr := range containers {
+			if c.readers[id][ctr.Name] && !slices.Contains(r.Containers, ctr.Name) {
+				r.Containers = append(r.Containers, ctr.Name)
+			}
+		}
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -1,0 +1,146 @@
+package reference
+
+import (
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestFromPodTemplate(t *testing.T) {
+	cases := map[string]struct {
+		// spec is the pod spec under test.
+		spec corev1.PodSpec
+		// want is the expected result, in order.
+		want []Reference
+	}{
+		"no references": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+			want: nil,
+		},
+		"env valueFrom reads one key of each kind": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app",
+				Env: []corev1.EnvVar{
+					{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey("cfg", "a")}},
+					{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: secretKey("db", "password")}},
+					{Name: "PLAIN", Value: "x"},
+				},
+			}}},
+			want: []Reference{
+				{Kind: ConfigMap, Name: "cfg", Keys: []string{"a"}, Containers: []string{"app"}},
+				{Kind: Secret, Name: "db", Keys: []string{"password"}, Containers: []string{"app"}},
+			},
+		},
+		"envFrom reads the whole object": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app",
+				EnvFrom: []corev1.EnvFromSource{
+					{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: local("cfg")}},
+					{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: local("db")}},
+				},
+			}}},
+			want: []Reference{
+				{Kind: ConfigMap, Name: "cfg", All: true, Containers: []string{"app"}},
+				{Kind: Secret, Name: "db", All: true, Containers: []string{"app"}},
+			},
+		},
+		"key references merge into a sorted union": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "a", Env: []corev1.EnvVar{{Name: "Z", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey("cfg", "z")}}}},
+				{Name: "b", Env: []corev1.EnvVar{
+					{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey("cfg", "x")}},
+					{Name: "Z2", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey("cfg", "z")}},
+				}},
+			}},
+			want: []Reference{{Kind: ConfigMap, Name: "cfg", Keys: []string{"x", "z"}, Containers: []string{"a", "b"}}},
+		},
+		"a whole-object reference wins over a key reference": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name:    "app",
+				Env:     []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey("cfg", "a")}}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: local("cfg")}}},
+			}}},
+			want: []Reference{{Kind: ConfigMap, Name: "cfg", All: true, Containers: []string{"app"}}},
+		},
+		"volumes with and without items, mounted and not": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "whole"}, {Name: "some"}}}},
+				Volumes: []corev1.Volume{
+					{Name: "whole", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: local("cfg")}}},
+					{Name: "some", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", Items: []corev1.KeyToPath{{Key: "tls.key", Path: "k"}, {Key: "tls.crt", Path: "c"}}}}},
+					// Never mounted: still a reference, with no container.
+					{Name: "spare", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: local("spare"), Optional: ptr.To(true)}}},
+				},
+			},
+			want: []Reference{
+				{Kind: ConfigMap, Name: "cfg", All: true, Containers: []string{"app"}},
+				{Kind: ConfigMap, Name: "spare", All: true},
+				{Kind: Secret, Name: "tls", Keys: []string{"tls.crt", "tls.key"}, Containers: []string{"app"}},
+			},
+		},
+		"projected volume sources": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "all-in-one"}}}},
+				Volumes: []corev1.Volume{{Name: "all-in-one", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: local("cfg"), Items: []corev1.KeyToPath{{Key: "app.yaml", Path: "app.yaml"}}}},
+					{Secret: &corev1.SecretProjection{LocalObjectReference: local("db")}},
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				}}}}},
+			},
+			want: []Reference{
+				{Kind: ConfigMap, Name: "cfg", Keys: []string{"app.yaml"}, Containers: []string{"app"}},
+				{Kind: Secret, Name: "db", All: true, Containers: []string{"app"}},
+			},
+		},
+		"init containers come after regular containers": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: local("db")}}}}},
+				Containers:     []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: secretKey("db", "password")}}}}},
+			},
+			want: []Reference{{Kind: Secret, Name: "db", All: true, Containers: []string{"app", "init"}}},
+		},
+		"only an init container reads it": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "migrate", Env: []corev1.EnvVar{{Name: "U", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey("cfg", "url")}}}}},
+				Containers:     []corev1.Container{{Name: "app"}},
+			},
+			want: []Reference{{Kind: ConfigMap, Name: "cfg", Keys: []string{"url"}, Containers: []string{"migrate"}}},
+		},
+		"empty names are ignored": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}}}},
+			want: nil,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			got := FromPodTemplate(&corev1.PodTemplateSpec{Spec: tc.spec})
+			g.Expect(got).To(gomega.Equal(tc.want))
+		})
+	}
+}
+
+func TestReference_Consumes(t *testing.T) {
+	g := gomega.NewWithT(t)
+	some := Reference{Kind: ConfigMap, Name: "cfg", Keys: []string{"a", "c"}}
+	g.Expect(some.Consumes("a")).To(gomega.BeTrue())
+	g.Expect(some.Consumes("b")).To(gomega.BeFalse())
+	g.Expect(Reference{Kind: Secret, Name: "s", All: true}.Consumes("anything")).To(gomega.BeTrue())
+	g.Expect(some.ID()).To(gomega.Equal("ConfigMap/cfg"))
+}
+
+func TestFromPodTemplate_Nil(t *testing.T) {
+	gomega.NewWithT(t).Expect(FromPodTemplate(nil)).To(gomega.BeNil())
+}
+
+func local(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+
+func cmKey(name, key string) *corev1.ConfigMapKeySelector {
+	return &corev1.ConfigMapKeySelector{LocalObjectReference: local(name), Key: key}
+}
+
+func secretKey(name, key string) *corev1.SecretKeySelector {
+	return &corev1.SecretKeySelector{LocalObjectReference: local(name), Key: key}
+}

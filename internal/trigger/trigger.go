@@ -1,0 +1,113 @@
+package trigger
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reroll/reroll/internal/reference"
+)
+
+// Strategy is how a rollout is triggered; the values are Reloader's
+// --reload-strategy values.
+type Strategy string
+
+const (
+	// Annotations sets ConfigHashAnnotation on the pod template.
+	Annotations Strategy = "annotations"
+	// EnvVars sets Reloader's STAKATER_* environment variable on a container.
+	EnvVars Strategy = "env-vars"
+)
+
+// ParseStrategy returns the Strategy named s, or an error naming the accepted
+// values.
+func ParseStrategy(s string) (Strategy, error) {
+	switch Strategy(s) {
+	case Annotations, EnvVars:
+		return Strategy(s), nil
+	}
+	return "", fmt.Errorf("unknown reload strategy %q (want %q or %q)", s, Annotations, EnvVars)
+}
+
+// ConfigHashAnnotation is the pod template annotation of the annotations
+// strategy. Its value is a lowercase hex SHA-256 over the consumed keys of all
+// references, so it changes exactly when consumed data changes.
+const ConfigHashAnnotation = "reroll.dev/config-hash"
+
+// SetConfigHash sets ConfigHashAnnotation on the pod template and reports
+// whether that changed the template.
+func SetConfigHash(t *corev1.PodTemplateSpec, hash string) bool {
+	if t.Annotations[ConfigHashAnnotation] == hash {
+		return false
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[ConfigHashAnnotation] = hash
+	return true
+}
+
+// EnvVarName returns Reloader's environment variable name for an object:
+// "STAKATER_", then the name upper-cased with every run of characters outside
+// A-Z and 0-9 turned into a single "_" (never a leading one), then
+// "_CONFIGMAP" or "_SECRET". For example ConfigMap "my.app-config" gives
+// STAKATER_MY_APP_CONFIG_CONFIGMAP.
+func EnvVarName(kind reference.Kind, name string) string {
+	var b strings.Builder
+	b.WriteString("STAKATER_")
+	pendingSep := false
+	for _, r := range strings.ToUpper(name) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			if pendingSep && b.Len() > len("STAKATER_") {
+				b.WriteByte('_')
+			}
+			pendingSep = false
+			b.WriteRune(r)
+			continue
+		}
+		pendingSep = true
+	}
+	if pendingSep && b.Len() > len("STAKATER_") {
+		b.WriteByte('_')
+	}
+	b.WriteString("_")
+	b.WriteString(strings.ToUpper(string(kind)))
+	return b.String()
+}
+
+// EnvVarContainer returns the container that carries an object's env var, as
+// Reloader chooses it: the first regular container that reads the object;
+// else the first container of the pod (when only an init container reads it,
+// or when it is only listed by name). It returns nil for a template without
+// containers.
+func EnvVarContainer(t *corev1.PodTemplateSpec, ref reference.Reference) *corev1.Container {
+	for _, name := range ref.Containers {
+		for i := range t.Spec.Containers {
+			if t.Spec.Containers[i].Name == name {
+				return &t.Spec.Containers[i]
+			}
+		}
+	}
+	if len(t.Spec.Containers) == 0 {
+		return nil
+	}
+	return &t.Spec.Containers[0]
+}
+
+// SetEnv sets the env var named name to value on the container, adding it
+// when absent, and reports whether the container changed.
+func SetEnv(c *corev1.Container, name, value string) bool {
+	for i := range c.Env {
+		if c.Env[i].Name != name {
+			continue
+		}
+		if c.Env[i].Value == value && c.Env[i].ValueFrom == nil {
+			return false
+		}
+		c.Env[i].Value, c.Env[i].ValueFrom = value, nil
+		return true
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+	return true
+}

@@ -1,0 +1,25 @@
+package workload
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DaemonSet is the apps/v1 DaemonSet. Its controller rolls pods when
+// spec.template changes, following the DaemonSet's own update strategy.
+type DaemonSet struct{}
+
+// Name implements Kind.
+func (DaemonSet) Name() string { return "DaemonSet" }
+
+// New implements Kind.
+func (DaemonSet) New() client.Object { return &appsv1.DaemonSet{} }
+
+// NewList implements Kind.
+func (DaemonSet) NewList() client.ObjectList { return &appsv1.DaemonSetList{} }
+
+// PodTemplate implements Kind.
+func (DaemonSet) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	return &obj.(*appsv1.DaemonSet).Spec.Template
+}

@@ -1,0 +1,25 @@
+package workload
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Deployment is the apps/v1 Deployment. Its controller rolls pods when
+// spec.template changes, following the Deployment's own update strategy.
+type Deployment struct{}
+
+// Name implements Kind.
+func (Deployment) Name() string { return "Deployment" }
+
+// New implements Kind.
+func (Deployment) New() client.Object { return &appsv1.Deployment{} }
+
+// NewList implements Kind.
+func (Deployment) NewList() client.ObjectList { return &appsv1.DeploymentList{} }
+
+// PodTemplate implements Kind.
+func (Deployment) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	return &obj.(*appsv1.Deployment).Spec.Template
+}

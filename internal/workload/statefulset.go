@@ -1,0 +1,25 @@
+package workload
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// StatefulSet is the apps/v1 StatefulSet. Its controller rolls pods when
+// spec.template changes, following the StatefulSet's own update strategy.
+type StatefulSet struct{}
+
+// Name implements Kind.
+func (StatefulSet) Name() string { return "StatefulSet" }
+
+// New implements Kind.
+func (StatefulSet) New() client.Object { return &appsv1.StatefulSet{} }
+
+// NewList implements Kind.
+func (StatefulSet) NewList() client.ObjectList { return &appsv1.StatefulSetList{} }
+
+// PodTemplate implements Kind.
+func (StatefulSet) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	return &obj.(*appsv1.StatefulSet).Spec.Template
+}
