@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,8 +58,10 @@ type WorkloadReconciler struct {
 	// APIReader reads from the API server directly; used only to re-read a
 	// workload after a write conflict, when the cache may be behind.
 	APIReader client.Reader
-	// Recorder emits Events on the workload.
-	Recorder events.EventRecorder
+	// Recorder emits core/v1 Events on the workload. The events.k8s.io
+	// recorder is not used: it folds Events that differ only in their note
+	// into one series, which would hide which keys each rollout was for.
+	Recorder record.EventRecorder
 	// Kind is the workload kind this reconciler handles.
 	Kind workload.Kind
 	// Options are the behaviours chosen by flags.
@@ -67,7 +70,7 @@ type WorkloadReconciler struct {
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile compares the data the workload consumes with what Reroll
 // recorded in ObservedAnnotation and writes, in one patch, the new record
@@ -106,9 +109,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 	}
 	template := r.Kind.PodTemplate(obj)
 	optIn, problems := annotation.Parse(obj.GetAnnotations(), template.Annotations)
-	for _, p := range problems {
-		log.Info("Ignoring malformed annotation", "error", p.Error())
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Reconcile", "%s", p.Error())
+	if len(problems) > 0 {
+		msg := errors.Join(problems...).Error()
+		log.Info("Ignoring malformed annotations", "error", msg)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", strings.ReplaceAll(msg, "\n", "; "))
 	}
 
 	desired := obj.DeepCopyObject().(client.Object)
@@ -145,7 +149,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 		// A damaged record cannot say what changed; start again from first
 		// sight rather than guess and roll by mistake.
 		log.Info("Replacing unreadable record", "error", err.Error())
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Reconcile", "%s; recording the current state without a rollout", err.Error())
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; recording the current state without a rollout", err.Error())
 	}
 
 	var rolled []change
@@ -172,7 +176,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 
 	if err := r.patch(ctx, obj, desired); err != nil {
 		if len(rolled) > 0 && !apierrors.IsConflict(err) {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRollFailed, "Roll", "Could not roll after %s: %s", describe(rolled), err.Error())
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", describe(rolled), err.Error())
 		}
 		return err
 	}
@@ -180,7 +184,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 	case len(rolled) > 0:
 		note := fmt.Sprintf("Rolled after %s", describe(rolled))
 		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy))
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "%s", note)
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "%s", note)
 	case prev == nil:
 		log.Info("Recorded consumed data on first sight", "references", len(refs))
 	}

@@ -34,7 +34,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder(FieldManager),
+			Recorder:  mgr.GetEventRecorderFor(FieldManager), //nolint:staticcheck // see WorkloadReconciler.Recorder
 			Kind:      kind,
 			Options:   opts,
 		}

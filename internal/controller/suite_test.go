@@ -1,0 +1,281 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/internal/trigger"
+)
+
+// plane is the real control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok) shared by every test of
+// the package; each test works in a namespace of its own.
+var plane *controlplane.Plane
+
+// k8s is an uncached admin client: what a user's kubectl sees.
+var k8s client.Client
+
+var scheme = runtime.NewScheme()
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	// Logs of client-go's informers outside any manager: errors only.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root, err := controlplane.RepoRoot()
+	if err == nil {
+		var bins controlplane.Binaries
+		if bins, err = controlplane.BinariesFrom(root); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			plane, err = controlplane.Start(ctx, controlplane.Options{Binaries: bins, Full: true, Log: os.Stderr})
+			cancel()
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
+		return 1
+	}
+	defer func() {
+		if err := plane.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		}
+	}()
+	if k8s, err = client.New(plane.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// newT returns a Gomega for t with timeouts that suit a control plane on a
+// loaded two-core machine.
+func newT(t *testing.T) *gomega.WithT {
+	g := gomega.NewWithT(t)
+	g.SetDefaultEventuallyTimeout(60 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	g.SetDefaultConsistentlyDuration(3 * time.Second)
+	g.SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
+	return g
+}
+
+// newNamespace creates a namespace for one test, waits for its default
+// ServiceAccount (pods cannot be created before it exists), and deletes the
+// namespace when the test ends.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	g := newT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "reroll-test-"}}
+	g.Expect(k8s.Create(t.Context(), ns)).To(gomega.Succeed())
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), ns)
+	})
+	g.Eventually(func() error {
+		return k8s.Get(t.Context(), client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+	}).Should(gomega.Succeed())
+	return ns.Name
+}
+
+// reroll is one run of the controller, scoped to one namespace.
+type reroll struct {
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// startReroll runs Reroll's manager, as cmd/reroll builds it, watching only
+// namespace ns, until the test ends or stop is called.
+func startReroll(t *testing.T, ns string, opts Options) *reroll {
+	t.Helper()
+	g := newT(t)
+	if opts.Strategy == "" {
+		opts.Strategy = trigger.Annotations
+	}
+	logs := &syncBuffer{}
+	cacheOpts := CacheOptions()
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	mgr, err := ctrl.NewManager(plane.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
+		// Every test registers the same controller names in its own manager.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
+	r := &reroll{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- mgr.Start(ctx) }()
+	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
+	t.Cleanup(func() {
+		r.stop(t)
+		if t.Failed() {
+			t.Logf("Reroll's log:\n%s", logs.String())
+		}
+	})
+	return r
+}
+
+// stop ends the run and waits for the manager to return; calling it twice
+// is harmless.
+func (r *reroll) stop(t *testing.T) {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("manager stopped with an error: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("manager did not stop within 30s")
+		}
+	})
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Fixtures.
+
+func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+}
+
+func secret(ns, name string, data map[string]string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
+}
+
+// podSpec returns a pod spec with one container "app" (kwok runs no image).
+func podSpec(mutate ...func(*corev1.PodSpec)) corev1.PodSpec {
+	s := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}
+	for _, m := range mutate {
+		m(&s)
+	}
+	return s
+}
+
+func labelsFor(name string) map[string]string { return map[string]string{"app": name} }
+
+func deployment(ns, name string, annotations map[string]string, spec corev1.PodSpec) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labelsFor(name)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(name)}, Spec: spec},
+		},
+	}
+}
+
+var autoOn = map[string]string{"reloader.stakater.com/auto": "true"}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	g := newT(t)
+	for _, o := range objs {
+		g.Expect(k8s.Create(t.Context(), o)).To(gomega.Succeed())
+	}
+}
+
+// get reads obj afresh from the API server.
+func get[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	g := newT(t)
+	g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)).To(gomega.Succeed())
+	return obj
+}
+
+// update reads obj, applies mutate and writes it, retrying on conflict.
+func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
+	t.Helper()
+	g := newT(t)
+	g.Eventually(func() error {
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		err := k8s.Update(t.Context(), obj)
+		if apierrors.IsConflict(err) {
+			return err
+		}
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return nil
+	}).Should(gomega.Succeed())
+}
+
+// recorded waits until Reroll has recorded the workload on first sight and
+// returns it.
+func recorded[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	newT(t).Eventually(func() map[string]string {
+		return get(t, obj).GetAnnotations()
+	}).Should(gomega.HaveKey(ObservedAnnotation))
+	return obj
+}
+
+// rolledEvents returns the notes of the Rolled Events on the named object.
+func rolledEvents(t *testing.T, ns, name string) []string {
+	t.Helper()
+	return eventsWithReason(t, ns, name, ReasonRolled)
+}
+
+// eventsWithReason returns the messages of the Events with the reason on the
+// named object, one per occurrence (an Event seen twice counts twice).
+func eventsWithReason(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	var list corev1.EventList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns))).To(gomega.Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name != name || e.Reason != reason {
+			continue
+		}
+		for range max(e.Count, 1) {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}

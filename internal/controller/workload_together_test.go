@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reroll/reroll/internal/digest"
+)
+
+func TestWorkloadReconciler_ConfigMapAndSecretEditedTogether(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	startReroll(t, ns, Options{})
+	create(t, configMap(ns, "cfg", map[string]string{"mode": "a"}), secret(ns, "creds", map[string]string{"key": "a"}))
+	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+		}
+	}))
+	create(t, d)
+	recorded(t, d)
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["mode"] = "b" })
+	update(t, secret(ns, "creds", nil), func(s *corev1.Secret) { s.Data["key"] = []byte("b") })
+
+	// Whether Reroll saw the two edits in one reconcile or two, the workload
+	// ends up reflecting both.
+	want := map[string]map[string]string{
+		"ConfigMap/cfg": {"mode": digest.Value([]byte("b"))[:16]},
+		"Secret/creds":  {"key": digest.Value([]byte("b"))[:16]},
+	}
+	g.Eventually(func() map[string]map[string]string {
+		var got map[string]map[string]string
+		_ = json.Unmarshal([]byte(get(t, d).Annotations[ObservedAnnotation]), &got)
+		return got
+	}).Should(gomega.Equal(want))
+	notes := rolledEvents(t, ns, "web")
+	g.Expect(notes).To(gomega.ContainElement(gomega.ContainSubstring("ConfigMap/cfg changed keys mode")))
+	g.Expect(notes).To(gomega.ContainElement(gomega.ContainSubstring("Secret/creds changed keys key")))
+}

@@ -1,0 +1,156 @@
+package controlplane
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// TestStart_FullPlaneRollsOutDeployment starts a full plane and checks what a
+// user of it relies on: a Deployment's pods are scheduled onto the fake Node
+// and reported ready, and Stop leaves no process behind.
+func TestStart_FullPlaneRollsOutDeployment(t *testing.T) {
+	g := NewWithT(t)
+	root, err := RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	bins, err := BinariesFrom(root)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	plane, err := Start(t.Context(), Options{Binaries: bins, Full: true, Log: testWriter{t}})
+	g.Expect(err).NotTo(HaveOccurred())
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = plane.Stop()
+		}
+	})
+	g.Expect(plane.Kubeconfig).To(BeARegularFile())
+
+	client, err := kubernetes.NewForConfig(plane.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := t.Context()
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "rollout-"},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	labels := map[string]string{"app": "demo"}
+	_, err = client.AppsV1().Deployments(ns.Name).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "app", Image: "fake"}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Eventually(func(g Gomega) {
+		d, err := client.AppsV1().Deployments(ns.Name).Get(ctx, "demo", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2))
+		g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(2))
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+	pods, err := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, pod := range pods.Items {
+		g.Expect(pod.Spec.NodeName).To(Equal(NodeName))
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+	}
+
+	pids := plane.PIDs()
+	g.Expect(pids).To(HaveKey("etcd"))
+	g.Expect(pids).To(HaveKey("kube-apiserver"))
+	g.Expect(pids).To(HaveKey("kube-controller-manager"))
+	g.Expect(pids).To(HaveKey("kube-scheduler"))
+	g.Expect(pids).To(HaveKey("kwok"))
+
+	g.Expect(plane.Stop()).To(Succeed())
+	stopped = true
+	for name, pid := range pids {
+		// Stop reaps its children, so the pid is gone rather than a zombie.
+		g.Expect(syscall.Kill(pid, 0)).To(MatchError(syscall.ESRCH), "%s (pid %d) still exists", name, pid)
+	}
+	g.Expect(plane.Dir).NotTo(BeADirectory(), "Stop removes the temporary state folder")
+}
+
+// TestStart_FailureNamesProcessAndLogTail checks that when a process dies
+// during start, the error says which one and shows the end of its log, and
+// that the processes already started are stopped.
+func TestStart_FailureNamesProcessAndLogTail(t *testing.T) {
+	g := NewWithT(t)
+	root, err := RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	bins, err := BinariesFrom(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	broken := filepath.Join(t.TempDir(), "kube-apiserver")
+	g.Expect(os.WriteFile(broken, []byte("#!/bin/sh\necho 'E0101 flag provided but not defined'\nexit 1\n"), 0o755)).To(Succeed())
+	bins.KubeAPIServer = broken
+	dir := t.TempDir()
+
+	_, err = Start(t.Context(), Options{Binaries: bins, Dir: dir})
+	t.Log(err)
+	g.Expect(err).To(MatchError(ContainSubstring("kube-apiserver: exited early")))
+	g.Expect(err).To(MatchError(ContainSubstring("E0101 flag provided but not defined")))
+	g.Expect(err).To(MatchError(ContainSubstring(filepath.Join(dir, "logs", "kube-apiserver.log"))))
+	g.Expect(filepath.Join(dir, pidsFile)).NotTo(BeAnExistingFile(), "the etcd that did start is stopped")
+}
+
+// TestBinariesFrom_MissingBinaryTellsToRunMakeTools checks that a missing
+// binary is named in the error together with the command that builds it.
+func TestBinariesFrom_MissingBinaryTellsToRunMakeTools(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(root, "hack", "tools"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(root, versionsFile), []byte(
+		"# versions\nETCD_VERSION=v3.5.21\nKUBE_VERSION=v1.32.4\n\nKWOK_VERSION=v0.7.0\n"), 0o644)).To(Succeed())
+	// Every binary but kube-scheduler is in place.
+	for _, p := range []string{"etcd-v3.5.21/etcd", "kube-v1.32.4/kube-apiserver", "kube-v1.32.4/kube-controller-manager", "kwok-v0.7.0/kwok"} {
+		path := filepath.Join(root, "bin", p)
+		g.Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+		g.Expect(os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
+	}
+
+	_, err := BinariesFrom(root)
+	g.Expect(err).To(MatchError(ContainSubstring(filepath.Join(root, "bin", "kube-v1.32.4", "kube-scheduler"))))
+	g.Expect(err).To(MatchError(ContainSubstring("make tools")))
+
+	g.Expect(os.WriteFile(filepath.Join(root, "bin", "kube-v1.32.4", "kube-scheduler"), []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
+	bins, err := BinariesFrom(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bins.Kwok).To(Equal(filepath.Join(root, "bin", "kwok-v0.7.0", "kwok")))
+}
+
+// TestBinariesFrom_MissingVersionsFile checks the error when the versions
+// file is not there, for example when the root is wrong.
+func TestBinariesFrom_MissingVersionsFile(t *testing.T) {
+	g := NewWithT(t)
+	_, err := BinariesFrom(t.TempDir())
+	g.Expect(errors.Is(err, os.ErrNotExist)).To(BeTrue(), "error %v wraps fs.ErrNotExist", err)
+}
+
+// testWriter sends the plane's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+// Write logs p as one line.
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p[:len(p)-min(len(p), 1)]))
+	return len(p), nil
+}
