@@ -5,7 +5,7 @@
 #   hack/tools.sh            build everything that is missing
 #   hack/tools.sh kube kwok  build only the named tools
 #
-# Tools: etcd, kube (kube-apiserver, kube-controller-manager, kube-scheduler),
+# Tools: etcd, kube (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
 # kwok, helm. The first build from empty Go caches takes about ten minutes on
 # two cores; every later run takes well under a second.
 set -euo pipefail
@@ -56,15 +56,16 @@ build() {
       (cd "$root/hack/tools/etcd" && with_progress etcd go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" .)
       ;;
     kube)
-      [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]] && return 0
-      echo "==> building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION into $out (about five minutes on a cold cache)"
+      [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" && -x "$out/kubectl" ]] && return 0
+      echo "==> building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $KUBE_VERSION into $out (about five minutes on a cold cache)"
       mkdir -p "$out.tmp"
       ldflags="-s -w"
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=32 -X $pkg.gitTreeState=clean"
       done
       (cd "$root/hack/tools/kube" && with_progress "kube $KUBE_VERSION" go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" \
-        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
+        k8s.io/kubernetes/cmd/kubectl)
       ;;
     kwok)
       [[ -x "$out/kwok" ]] && return 0

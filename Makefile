@@ -1,0 +1,54 @@
+# Reroll's developer commands. `make help` lists them.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO ?= go
+# Go test timeout for the whole run; CI's limit is 90 minutes.
+TEST_TIMEOUT ?= 30m
+CLUSTER_DIR ?= .run/cluster
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the reroll binary into bin/reroll.
+	$(GO) build -o bin/reroll ./cmd/reroll
+
+.PHONY: tools
+tools: ## Build the local control plane's binaries into bin/ (cached by version; ~10 min the first time).
+	hack/tools.sh etcd kube kwok helm
+
+.PHONY: demo
+demo: ## Start a local control plane and Reroll, edit a ConfigMap, watch the rollout, stop everything.
+	hack/demo.sh
+
+.PHONY: test
+test: ## Run every test: unit tests and the controller against a real local control plane.
+	hack/tools.sh etcd kube kwok
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-unit
+test-unit: ## Run only the tests that need no control plane.
+	$(GO) test -count=1 ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/
+
+.PHONY: fuzz
+fuzz: ## Fuzz the annotation parser for 30 seconds.
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/annotation/
+
+.PHONY: lint
+lint: ## Check formatting and run go vet.
+	@out=$$(gofmt -l cmd internal hack); if [[ -n "$$out" ]]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: cluster-up
+cluster-up: ## Start a local control plane that stays up; prints the KUBECONFIG to export.
+	hack/tools.sh etcd kube kwok
+	$(GO) build -o bin/controlplane ./hack/controlplane
+	bin/controlplane up --dir $(CLUSTER_DIR) --full
+
+.PHONY: cluster-down
+cluster-down: ## Stop the control plane started by cluster-up.
+	$(GO) build -o bin/controlplane ./hack/controlplane
+	bin/controlplane down --dir $(CLUSTER_DIR)
