@@ -26,20 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controller"
-	"github.com/reroll/reroll/internal/trigger"
 )
-
-// flags holds the raw command-line values before validation.
-type flags struct {
-	kubeconfig     string
-	metricsAddr    string
-	probeAddr      string
-	logFormat      string
-	logLevel       string
-	reloadStrategy string
-	reloadOnCreate bool
-	reloadOnDelete bool
-}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -50,30 +37,24 @@ func main() {
 
 func run(args []string) error {
 	var f flags
-	fs := pflag.NewFlagSet("reroll", pflag.ContinueOnError)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses $KUBECONFIG, the in-cluster config, or ~/.kube/config")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus /metrics endpoint; 0 disables it")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
-	fs.StringVar(&f.logFormat, "log-format", "", `log format: "json", or "" / "text" for human-readable lines (Reloader's flag)`)
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warning, error, fatal or panic (Reloader's values)")
-	fs.StringVar(&f.reloadStrategy, "reload-strategy", string(trigger.Annotations), `how a rollout is triggered: "annotations" (pod template annotation reroll.dev/config-hash) or "env-vars" (Reloader's STAKATER_* env var)`)
-	fs.BoolVar(&f.reloadOnCreate, "reload-on-create", false, "roll a workload when a ConfigMap or Secret it references is created")
-	fs.BoolVar(&f.reloadOnDelete, "reload-on-delete", false, "roll a workload when a ConfigMap or Secret it references is deleted")
+	fs := newFlagSet(&f)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q; every setting is a --flag", fs.Args())
+	}
 	logger, err := newLogger(f.logFormat, f.logLevel)
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(logger)
-	strategy, err := trigger.ParseStrategy(f.reloadStrategy)
+	opts, err := f.options(os.Getenv)
 	if err != nil {
-		return fmt.Errorf("--reload-strategy: %w", err)
+		return err
 	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -85,20 +66,21 @@ func run(args []string) error {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
+		Scheme:                  scheme,
+		Cache:                   opts.Scope.CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.enableHA,
+		LeaderElectionID:        "reroll-leader",
+		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
+		// Hand the Lease over at once on a clean shutdown.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{
-		Strategy:       strategy,
-		ReloadOnCreate: f.reloadOnCreate,
-		ReloadOnDelete: f.reloadOnDelete,
-	}); err != nil {
+	if err := controller.Setup(ctx, mgr, opts); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -116,7 +98,13 @@ func run(args []string) error {
 	}); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	logger.Info("Starting Reroll", "reloadStrategy", string(strategy), "reloadOnCreate", f.reloadOnCreate, "reloadOnDelete", f.reloadOnDelete)
+	if f.isArgoRollouts {
+		logger.Info("Argo Rollouts are not handled by this version; --is-Argo-Rollouts is accepted and has no effect")
+	}
+	logger.Info("Starting Reroll", "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
+		"reloadOnDelete", opts.ReloadOnDelete, "autoReloadAll", opts.Annotations.AutoReloadAll,
+		"namespaces", opts.Scope.Namespaces, "namespacesToIgnore", opts.Scope.IgnoredNamespaces,
+		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"))
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

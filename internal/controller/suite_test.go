@@ -26,7 +26,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controlplane"
-	"github.com/reroll/reroll/internal/trigger"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -108,19 +107,21 @@ type reroll struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+	// cache is the manager's informer cache, to check what Reroll holds.
+	cache cache.Cache
 }
 
 // startReroll runs Reroll's manager, as cmd/reroll builds it, watching only
-// namespace ns, until the test ends or stop is called.
+// namespace ns (unless opts.Scope names namespaces), until the test ends or
+// stop is called.
 func startReroll(t *testing.T, ns string, opts Options) *reroll {
 	t.Helper()
 	g := newT(t)
-	if opts.Strategy == "" {
-		opts.Strategy = trigger.Annotations
-	}
 	logs := &syncBuffer{}
-	cacheOpts := CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	if len(opts.Scope.Namespaces) == 0 {
+		opts.Scope.Namespaces = []string{ns}
+	}
+	cacheOpts := opts.Scope.CacheOptions()
 	mgr, err := ctrl.NewManager(plane.Config, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
@@ -133,7 +134,7 @@ func startReroll(t *testing.T, ns string, opts Options) *reroll {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
-	r := &reroll{cancel: cancel, done: make(chan error, 1)}
+	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache()}
 	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
 	t.Cleanup(func() {
@@ -210,7 +211,13 @@ func deployment(ns, name string, annotations map[string]string, spec corev1.PodS
 	}
 }
 
-var autoOn = map[string]string{"reloader.stakater.com/auto": "true"}
+// autoOn opts a workload in with Reroll's annotation, whose trigger is
+// reroll.dev/config-hash; reloaderAutoOn with Reloader's, whose trigger is
+// Reloader's own.
+var (
+	autoOn         = map[string]string{"reroll.dev/auto": "true"}
+	reloaderAutoOn = map[string]string{"reloader.stakater.com/auto": "true"}
+)
 
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()

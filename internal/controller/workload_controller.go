@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
-	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -30,11 +30,18 @@ const (
 	// ReasonRolled is a Normal Event: Reroll changed the pod template because
 	// consumed data changed. The note names the objects and keys, never values.
 	ReasonRolled = "Rolled"
-	// ReasonInvalidAnnotation is a Warning Event: an opt-in annotation is
+	// ReasonNotified is a Normal Event: with --webhook-url, Reroll posted the
+	// change instead of rolling.
+	ReasonNotified = "Notified"
+	// ReasonPaused and ReasonResumed are Normal Events around a Deployment's
+	// pause period.
+	ReasonPaused  = "Paused"
+	ReasonResumed = "Resumed"
+	// ReasonInvalidAnnotation is a Warning Event: an annotation is
 	// malformed; the rest of the workload's annotations still apply.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
-	// ReasonRollFailed is a Warning Event: the write that rolls the workload
-	// failed; Reroll retries with backoff.
+	// ReasonRollFailed is a Warning Event: the write that rolls the workload,
+	// or the webhook call that replaces it, failed; Reroll retries with backoff.
 	ReasonRollFailed = "RollFailed"
 )
 
@@ -48,6 +55,19 @@ type Options struct {
 	// ReloadOnDelete rolls a workload when a ConfigMap or Secret it references
 	// is deleted (--reload-on-delete).
 	ReloadOnDelete bool
+	// Annotations are the annotation names and precedence flags
+	// (--auto-reload-all, --resources-to-ignore, the name overrides).
+	Annotations annotation.Config
+	// IgnoredWorkloads are kinds not to handle, as lower-case plurals
+	// ("deployments", "statefulsets", ...; --ignored-workload-types).
+	IgnoredWorkloads []string
+	// Scope limits the namespaces and objects Reroll sees.
+	Scope Scope
+	// WebhookURL, when set, receives a POST instead of each rollout
+	// (--webhook-url).
+	WebhookURL string
+	// Now returns the current time; nil means time.Now. Tests set it.
+	Now func() time.Time
 }
 
 // WorkloadReconciler rolls one kind of workload when data it consumes
@@ -66,6 +86,8 @@ type WorkloadReconciler struct {
 	Kind workload.Kind
 	// Options are the behaviours chosen by flags.
 	Options Options
+	// notifier posts to Options.WebhookURL; nil without one.
+	notifier *notify.Client
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -77,12 +99,17 @@ type WorkloadReconciler struct {
 // and, when a consumed key changed, the rollout trigger. It is level-triggered:
 // the result depends only on the current workload and objects, never on which
 // event caused the call. It returns an error (and the request is retried with
-// backoff) only when reading or writing the API fails.
+// backoff) only when reading or writing the API, or the webhook, fails; a
+// requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+		return ctrl.Result{}, err
+	}
+	var result ctrl.Result
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -93,57 +120,43 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			}
 		}
 		first = false
-		return r.sync(ctx, obj)
+		var err error
+		result, err = r.sync(ctx, obj)
+		return err
 	})
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
 
 // sync does one pass of Reconcile on obj.
-func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error {
+func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if obj.GetDeletionTimestamp() != nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	template := r.Kind.PodTemplate(obj)
-	optIn, problems := annotation.Parse(obj.GetAnnotations(), template.Annotations)
+	optIn, problems := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if len(problems) > 0 {
-		msg := errors.Join(problems...).Error()
+		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
 		log.Info("Ignoring malformed annotations", "error", msg)
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", strings.ReplaceAll(msg, "\n", "; "))
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", msg)
 	}
 
 	desired := obj.DeepCopyObject().(client.Object)
 	if !optIn.Enabled() {
 		// Opted out: forget the record, so that opting in again starts from
 		// first sight instead of rolling for changes made in between.
-		if _, ok := obj.GetAnnotations()[ObservedAnnotation]; !ok {
-			return nil
-		}
-		annotations := desired.GetAnnotations()
-		delete(annotations, ObservedAnnotation)
-		desired.SetAnnotations(annotations)
-		return r.patch(ctx, obj, desired)
+		setAnnotation(desired, ObservedAnnotation, "")
+		return ctrl.Result{}, r.patch(ctx, obj, desired)
 	}
 
-	refs := consumed(optIn, template)
-	cur := observed{}
-	sha1s := map[string]string{}
-	for _, ref := range refs {
-		data, err := r.read(ctx, obj.GetNamespace(), ref)
-		if err != nil {
-			return err
-		}
-		if data == nil {
-			cur[ref.ID()] = nil
-			continue
-		}
-		cur[ref.ID()] = observe(ref, data.Keys)
-		sha1s[ref.ID()] = data.ReloaderSHA1
+	sel, err := r.selectReferences(ctx, obj.GetNamespace(), optIn, template)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-
+	cur := sel.observed()
 	prev, err := parseObserved(obj.GetAnnotations()[ObservedAnnotation])
 	if err != nil {
 		// A damaged record cannot say what changed; start again from first
@@ -154,7 +167,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 
 	var rolled []change
 	if prev != nil {
-		for _, c := range diff(refs, prev, cur) {
+		for _, c := range diff(sel.refs, prev, cur) {
 			if (c.created && !r.Options.ReloadOnCreate) || (c.deleted && !r.Options.ReloadOnDelete) {
 				log.V(1).Info("Not rolling for create or delete", "change", c.String())
 				continue
@@ -163,113 +176,93 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 		}
 	}
 
-	desiredTemplate := r.Kind.PodTemplate(desired)
-	if len(rolled) > 0 {
-		r.setTrigger(desiredTemplate, cur, rolled, sha1s)
+	now := r.now()
+	if len(rolled) > 0 && r.notifier != nil {
+		// --webhook-url: report instead of rolling; the record below is
+		// written only once the webhook accepted the report.
+		if err := r.notifier.Post(ctx, r.payload(obj, cur, rolled, sel, now)); err != nil {
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not notify after %s: %s", describe(rolled), err.Error())
+			return ctrl.Result{}, err
+		}
+	} else if len(rolled) > 0 {
+		r.setTrigger(r.Kind.PodTemplate(desired), optIn, obj.GetNamespace(), cur, rolled, sel, now)
 	}
-	annotations := desired.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[ObservedAnnotation] = cur.String()
-	desired.SetAnnotations(annotations)
+	setAnnotation(desired, ObservedAnnotation, cur.String())
+	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil, now)
 
 	if err := r.patch(ctx, obj, desired); err != nil {
 		if len(rolled) > 0 && !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", describe(rolled), err.Error())
 		}
-		return err
+		return ctrl.Result{}, err
 	}
 	switch {
+	case len(rolled) > 0 && r.notifier != nil:
+		log.Info("Notified webhook instead of rolling", "changes", describe(rolled))
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotified, "Notified %s after %s", r.notifier.URL, describe(rolled))
 	case len(rolled) > 0:
-		note := fmt.Sprintf("Rolled after %s", describe(rolled))
-		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy))
-		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "%s", note)
+		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy), "dialect", string(optIn.Dialect))
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s", describe(rolled))
 	case prev == nil:
-		log.Info("Recorded consumed data on first sight", "references", len(refs))
+		log.Info("Recorded consumed data on first sight", "references", len(sel.refs))
 	}
-	return nil
+	pause.report(ctx, r.Recorder, obj)
+	return ctrl.Result{RequeueAfter: pause.requeueAfter}, nil
 }
 
-// consumed returns the references that decide the workload's rollouts: every
-// reference of the pod template when auto is on, and every explicitly listed
-// object, read with the keys the template consumes or, when the template does
-// not reference it, as a whole (Reloader rolls on any change of a listed
-// object).
-func consumed(optIn annotation.OptIn, template *corev1.PodTemplateSpec) []reference.Reference {
-	fromTemplate := reference.FromPodTemplate(template)
-	byID := make(map[string]reference.Reference, len(fromTemplate))
-	for _, ref := range fromTemplate {
-		byID[ref.ID()] = ref
+func (r *WorkloadReconciler) now() time.Time {
+	if r.Options.Now != nil {
+		return r.Options.Now()
 	}
-	var out []reference.Reference
-	seen := map[string]bool{}
-	add := func(ref reference.Reference) {
-		if !seen[ref.ID()] {
-			seen[ref.ID()] = true
-			out = append(out, ref)
-		}
-	}
-	if optIn.Auto {
-		for _, ref := range fromTemplate {
-			add(ref)
-		}
-	}
-	for kind, names := range map[reference.Kind][]string{reference.ConfigMap: optIn.ConfigMaps, reference.Secret: optIn.Secrets} {
-		for _, name := range names {
-			ref, ok := byID[string(kind)+"/"+name]
-			if !ok {
-				ref = reference.Reference{Kind: kind, Name: name, All: true}
-			}
-			add(ref)
-		}
-	}
-	return out
+	return time.Now()
 }
 
-// read returns the digests of a referenced object from the cache, or nil when
-// it does not exist.
-func (r *WorkloadReconciler) read(ctx context.Context, namespace string, ref reference.Reference) (*digest.Data, error) {
-	var obj client.Object = &corev1.ConfigMap{}
-	if ref.Kind == reference.Secret {
-		obj = &corev1.Secret{}
-	}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
-	}
-	d, _ := digest.Of(obj)
-	return &d, nil
-}
-
-// setTrigger writes the rollout trigger of the configured strategy into the
-// pod template.
-func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, cur observed, rolled []change, sha1s map[string]string) {
-	switch r.Options.Strategy {
-	case trigger.EnvVars:
+// setTrigger writes the rollout trigger of the configured strategy and the
+// workload's dialect into the pod template: Reloader's env var
+// (env-vars), Reloader's last-reloaded-from annotation (annotations, Reloader
+// dialect) or reroll.dev/config-hash (annotations, Reroll dialect).
+func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotation.OptIn, namespace string, cur observed, rolled []change, sel selection, now time.Time) {
+	switch {
+	case r.Options.Strategy == trigger.EnvVars:
 		for _, c := range rolled {
-			ctr := trigger.EnvVarContainer(t, c.ref)
-			if ctr == nil {
-				continue
+			if ctr := trigger.EnvVarContainer(t, c.ref); ctr != nil {
+				trigger.SetEnv(ctr, trigger.EnvVarName(c.ref.Kind, c.ref.Name), sel.reloaderSHA1(c))
 			}
-			// A deleted object has no data; Reloader's hash of no data is
-			// the SHA-1 of the empty string.
-			value := sha1s[c.ref.ID()]
-			if c.deleted {
-				value = digest.ReloaderSHA1OfSecret(nil)
-			}
-			trigger.SetEnv(ctr, trigger.EnvVarName(c.ref.Kind, c.ref.Name), value)
 		}
+	case optIn.Dialect == annotation.DialectReloader:
+		// Reloader rolls once per changed object and the last one's record
+		// stays; Reroll rolls once, with the record of the last object in
+		// name order.
+		c := rolled[len(rolled)-1]
+		trigger.SetLastReloadedFrom(t, trigger.ReloadedFrom{
+			Type:          strings.ToUpper(string(c.ref.Kind)),
+			Name:          c.ref.Name,
+			Namespace:     namespace,
+			Hash:          sel.reloaderSHA1(c),
+			ContainerRefs: c.ref.Containers,
+			ObservedAt:    now.Unix(),
+		})
 	default:
 		trigger.SetConfigHash(t, cur.configHash())
 	}
 }
 
+// payload is the --webhook-url report of a change.
+func (r *WorkloadReconciler) payload(obj client.Object, cur observed, rolled []change, sel selection, now time.Time) notify.Payload {
+	p := notify.Payload{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Hash: cur.configHash(), ObservedAt: now.Unix()}
+	for _, c := range rolled {
+		p.Changes = append(p.Changes, notify.Change{
+			Kind: string(c.ref.Kind), Name: c.ref.Name, Keys: c.keys,
+			Created: c.created, Deleted: c.deleted, Hash: sel.reloaderSHA1(c),
+		})
+	}
+	return p
+}
+
 // patch writes the difference between obj and desired as a strategic merge
 // patch guarded by obj's resourceVersion, so a concurrent change to the
-// workload makes it fail with a conflict instead of being overwritten.
+// workload makes it fail with a conflict instead of being overwritten. It
+// does nothing when they do not differ.
 func (r *WorkloadReconciler) patch(ctx context.Context, obj, desired client.Object) error {
 	if equality.Semantic.DeepEqual(obj, desired) {
 		return nil
@@ -281,6 +274,23 @@ func (r *WorkloadReconciler) patch(ctx context.Context, obj, desired client.Obje
 	return nil
 }
 
+// setAnnotation sets a metadata annotation, or removes it when value is "".
+func setAnnotation(obj client.Object, key, value string) {
+	a := obj.GetAnnotations()
+	if value == "" {
+		if _, ok := a[key]; !ok {
+			return
+		}
+		delete(a, key)
+	} else {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[key] = value
+	}
+	obj.SetAnnotations(a)
+}
+
 func describe(changes []change) string {
 	parts := make([]string, 0, len(changes))
 	for _, c := range changes {
@@ -288,3 +298,7 @@ func describe(changes []change) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// emptySHA1 is Reloader's hash of an object without data, used for a deleted
+// object.
+var emptySHA1 = digest.ReloaderSHA1OfSecret(nil)

@@ -10,49 +10,88 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/reference"
 )
 
 // referenceIndex is the field index on every workload kind: one value
 // "<Kind>/<name>" (e.g. "ConfigMap/app-config") per ConfigMap and Secret
-// that decides the workload's rollouts. controller-runtime scopes field
-// indexes by namespace, so a lookup in the object's namespace is exact.
+// that may decide the workload's rollouts, plus "<Kind>/*" when a Reloader
+// list holds a pattern that may match any name. controller-runtime scopes
+// field indexes by namespace, so a lookup in the object's namespace is exact.
 const referenceIndex = "reroll.dev/references"
 
-// indexReferences is the referenceIndex function for r's kind. Workloads that
-// did not opt in are not indexed, so their dependencies cost nothing.
+// anyName is the index value's name part for workloads with list patterns.
+const anyName = "*"
+
+// indexReferences is the referenceIndex function for r's kind. It indexes
+// every reference of an opted-in workload's pod template and every name its
+// lists hold; Reconcile applies the finer rules (exclude lists, ignore,
+// match). Workloads that did not opt in are not indexed, so their
+// dependencies cost nothing.
 func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	template := r.Kind.PodTemplate(obj)
-	optIn, _ := annotation.Parse(obj.GetAnnotations(), template.Annotations)
+	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if !optIn.Enabled() {
 		return nil
 	}
-	refs := consumed(optIn, template)
-	out := make([]string, 0, len(refs))
-	for _, ref := range refs {
+	var out []string
+	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+		include, _ := optIn.Lists(kind)
+		for _, name := range include.Names() {
+			out = append(out, reference.Reference{Kind: kind, Name: name}.ID())
+		}
+		if include.HasPatterns() {
+			out = append(out, reference.Reference{Kind: kind, Name: anyName}.ID())
+		}
 	}
 	return out
 }
 
 // requestsFor returns a map function from a ConfigMap or Secret to the
-// workloads of r's kind that consume it, found through referenceIndex in
+// workloads of r's kind that may consume it, found through referenceIndex in
 // the cache: no API request.
 func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := r.Kind.NewList()
-		key := reference.Reference{Kind: kind, Name: obj.GetName()}.ID()
-		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
-			return nil
-		}
+		seen := map[types.NamespacedName]bool{}
 		var out []reconcile.Request
-		_ = meta.EachListItem(list, func(item runtime.Object) error {
-			o := item.(client.Object)
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
-			return nil
-		})
+		for _, name := range []string{obj.GetName(), anyName} {
+			list := r.Kind.NewList()
+			key := reference.Reference{Kind: kind, Name: name}.ID()
+			if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
+				continue
+			}
+			_ = meta.EachListItem(list, func(item runtime.Object) error {
+				o := item.(client.Object)
+				nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+				if !seen[nn] {
+					seen[nn] = true
+					out = append(out, reconcile.Request{NamespacedName: nn})
+				}
+				return nil
+			})
+		}
 		return out
 	}
+}
+
+// requestsInNamespace maps a Namespace to every workload of r's kind in it,
+// for --namespace-selector: a namespace whose labels change may enter or
+// leave the scope.
+func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		o := item.(client.Object)
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+		return nil
+	})
+	return out
 }

@@ -23,3 +23,11 @@ func (Deployment) NewList() client.ObjectList { return &appsv1.DeploymentList{} 
 func (Deployment) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
 	return &obj.(*appsv1.Deployment).Spec.Template
 }
+
+// Paused implements Pausable.
+func (Deployment) Paused(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused }
+
+// SetPaused implements Pausable.
+func (Deployment) SetPaused(obj client.Object, paused bool) {
+	obj.(*appsv1.Deployment).Spec.Paused = paused
+}

@@ -23,3 +23,12 @@ type Kind interface {
 func Builtin() []Kind {
 	return []Kind{Deployment{}, StatefulSet{}, DaemonSet{}}
 }
+
+// Pausable is a Kind whose rollouts can be paused, for Reloader's
+// pause-period: only Deployments.
+type Pausable interface {
+	// Paused reports spec.paused.
+	Paused(obj client.Object) bool
+	// SetPaused sets spec.paused.
+	SetPaused(obj client.Object, paused bool)
+}
