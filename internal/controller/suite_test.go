@@ -198,6 +198,18 @@ func podSpec(mutate ...func(*corev1.PodSpec)) corev1.PodSpec {
 	return s
 }
 
+// envFrom returns a pod spec mutation that reads the named ConfigMaps
+// through envFrom in container "app".
+func envFrom(names ...string) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		for _, n := range names {
+			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{
+				ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: n}},
+			})
+		}
+	}
+}
+
 func labelsFor(name string) map[string]string { return map[string]string{"app": name} }
 
 func deployment(ns, name string, annotations map[string]string, spec corev1.PodSpec) *appsv1.Deployment {

@@ -11,18 +11,6 @@ import (
 	"github.com/reroll/reroll/internal/trigger"
 )
 
-// envFrom returns a pod spec mutation that reads the named ConfigMaps
-// through envFrom in container "app".
-func envFrom(names ...string) func(*corev1.PodSpec) {
-	return func(s *corev1.PodSpec) {
-		for _, n := range names {
-			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{
-				ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: n}},
-			})
-		}
-	}
-}
-
 func TestWorkloadReconciler_ReloaderDialectWritesLastReloadedFrom(t *testing.T) {
 	t.Parallel()
 	g := newT(t)

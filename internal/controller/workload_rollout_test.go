@@ -19,9 +19,7 @@ func TestWorkloadReconciler_RollsDeploymentOnConfigMapChange(t *testing.T) {
 	ns := newNamespace(t)
 	startReroll(t, ns, Options{})
 	create(t, configMap(ns, "app-config", map[string]string{"LOG_LEVEL": "info", "PORT": "8080"}))
-	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
-	}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("app-config")))
 	create(t, d)
 	recorded(t, d)
 	waitRolledOut(t, d)
