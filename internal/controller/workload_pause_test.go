@@ -26,7 +26,7 @@ func TestWorkloadReconciler_PausePeriodSurvivesRestart(t *testing.T) {
 	pausedAt, err := time.Parse(time.RFC3339, get(t, d).Annotations["deployment.reloader.stakater.com/paused-at"])
 	g.Expect(err).NotTo(gomega.HaveOccurred(), "paused-at is an RFC 3339 time, as Reloader writes it")
 	g.Expect(pausedAt.Location()).To(gomega.Equal(time.UTC))
-	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 
 	// Reroll stops while the Deployment is paused; the pause outlives it.
 	first.stop(t)
@@ -40,5 +40,5 @@ func TestWorkloadReconciler_PausePeriodSurvivesRestart(t *testing.T) {
 	g.Expect(time.Since(pausedAt)).To(gomega.BeNumerically(">=", 3*time.Second), "resumed only after the period (paused-at has second precision)")
 	waitRolledOut(t, d)
 	g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(2), "the two changes made one rollout")
-	g.Expect(eventsWithReason(t, ns, "web", ReasonResumed)).To(gomega.HaveLen(1))
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonResumed) }).Should(gomega.HaveLen(1))
 }

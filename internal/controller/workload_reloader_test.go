@@ -123,6 +123,7 @@ func TestWorkloadReconciler_ExcludeIgnoreAndTypedAuto(t *testing.T) {
 	g.Expect(get(t, auto).Annotations[ObservedAnnotation]).NotTo(gomega.Or(gomega.ContainSubstring("ConfigMap/ignored"), gomega.ContainSubstring("ConfigMap/excluded")))
 	// typed secret auto: only creds counts.
 	g.Eventually(func() []string { return rolledEvents(t, ns, "typed") }).Should(gomega.ConsistOf(gomega.HaveSuffix("Secret/creds changed keys k")))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "auto") }).ShouldNot(gomega.BeEmpty())
 	for _, note := range rolledEvents(t, ns, "auto") {
 		g.Expect(note).NotTo(gomega.Or(gomega.ContainSubstring("ignored"), gomega.ContainSubstring("excluded")))
 	}

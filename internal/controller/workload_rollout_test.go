@@ -99,8 +99,8 @@ func TestWorkloadReconciler_RollsStatefulSetAndDaemonSet(t *testing.T) {
 	))
 	// The DaemonSet controller saw the new template.
 	g.Eventually(func() int64 { return get(t, ds).Status.ObservedGeneration }).Should(gomega.Equal(int64(2)))
-	g.Expect(rolledEvents(t, ns, "db")).To(gomega.HaveLen(1))
-	g.Expect(rolledEvents(t, ns, "agent")).To(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "agent") }).Should(gomega.HaveLen(1))
 }
 
 // waitRolledOut waits, like `kubectl rollout status`, until the Deployment
