@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 func main() {
@@ -99,7 +100,9 @@ func run(args []string) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if f.isArgoRollouts {
-		logger.Info("Argo Rollouts are not handled by this version; --is-Argo-Rollouts is accepted and has no effect")
+		if _, err := mgr.GetRESTMapper().RESTMapping(workload.ArgoRollout().GVK.GroupKind(), "v1alpha1"); err != nil {
+			return fmt.Errorf("--is-Argo-Rollouts: the API server does not serve argoproj.io/v1alpha1 Rollouts: %w", err)
+		}
 	}
 	logger.Info("Starting Reroll", "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
 		"reloadOnDelete", opts.ReloadOnDelete, "autoReloadAll", opts.Annotations.AutoReloadAll,

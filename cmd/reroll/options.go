@@ -15,6 +15,7 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // flags holds the raw command-line values. Names, types and defaults follow
@@ -40,6 +41,9 @@ type flags struct {
 	webhookURL         string
 	enableHA           bool
 	isArgoRollouts     bool
+	workloads          []string
+	cronJobTrigger     string
+	recreateCompleted  bool
 }
 
 // newFlagSet binds every flag to f.
@@ -68,19 +72,34 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.names.PausePeriod, "pause-deployment-annotation", d.PausePeriod, "Annotation on a Deployment: how long to keep it paused after each rollout.")
 	fs.StringVar(&f.names.PausedAt, "pause-deployment-time-annotation", d.PausedAt, "Annotation Reroll writes on a Deployment it paused: when the pause began.")
 	fs.StringSliceVar(&f.resourcesToIgnore, "resources-to-ignore", nil, "Kinds never watched: configMaps, secrets.")
-	fs.StringSliceVar(&f.ignoredWorkloads, "ignored-workload-types", nil, "Workload kinds never rolled: deployments, statefulsets, daemonsets, jobs, cronjobs, rollouts, deploymentconfigs.")
+	fs.StringSliceVar(&f.ignoredWorkloads, "ignored-workload-types", nil, "Workload kinds never rolled: deployments, statefulsets, daemonsets, jobs, cronjobs, rollouts, deploymentconfigs, or the plural of a --workload kind.")
 	fs.StringSliceVar(&f.namespaces, "namespaces", nil, "Only these namespaces are watched (default all; KUBERNETES_NAMESPACE also sets one).")
 	fs.StringSliceVar(&f.namespacesToIgnore, "namespaces-to-ignore", nil, "Namespaces never watched (filtered by the API server).")
 	fs.StringVar(&f.namespaceSelector, "namespace-selector", "", "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'.")
 	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
 	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
-	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Accepted for Reloader compatibility; Argo Rollouts are not handled yet.")
+	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
+	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
+	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
+	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
 	return fs
 }
 
 // workloadTypes are the names --ignored-workload-types accepts.
 var workloadTypes = []string{"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs", "rollouts", "deploymentconfigs"}
+
+// ignorable returns the names --ignored-workload-types accepts: the
+// built-in ones and the plural of each --workload kind.
+func (f *flags) ignorable() []string {
+	out := append([]string{}, workloadTypes...)
+	for _, w := range f.workloads {
+		if k, err := workload.ParseUnstructured(w); err == nil {
+			out = append(out, workload.Plural(k))
+		}
+	}
+	return out
+}
 
 // options validates f and returns the controller's options. Every unknown or
 // malformed value is an error naming the flag; nothing falls back silently.
@@ -91,7 +110,27 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--reload-strategy: %w", err))
 	}
+	switch f.cronJobTrigger {
+	case workload.CronJobTriggerNone, workload.CronJobTriggerJob:
+	default:
+		errs = append(errs, fmt.Errorf("--cronjob-trigger: unknown trigger %q (want none or job)", f.cronJobTrigger))
+	}
+	kinds := append(workload.Builtin(),
+		workload.CronJob{Trigger: f.cronJobTrigger},
+		workload.Job{RecreateCompleted: f.recreateCompleted},
+		workload.ArgoRollout(),
+		workload.DeploymentConfig(),
+	)
+	for _, w := range f.workloads {
+		k, err := workload.ParseUnstructured(w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--workload: %w", err))
+			continue
+		}
+		kinds = append(kinds, k)
+	}
 	o := controller.Options{
+		Kinds:          kinds,
 		Strategy:       strategy,
 		ReloadOnCreate: f.reloadOnCreate,
 		ReloadOnDelete: f.reloadOnDelete,
@@ -113,8 +152,8 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	for _, v := range f.ignoredWorkloads {
 		v = strings.ToLower(strings.TrimSpace(v))
-		if !slices.Contains(workloadTypes, v) {
-			errs = append(errs, fmt.Errorf("--ignored-workload-types: unknown workload type %q (want one of %s)", v, strings.Join(workloadTypes, ", ")))
+		if !slices.Contains(f.ignorable(), v) {
+			errs = append(errs, fmt.Errorf("--ignored-workload-types: unknown workload type %q (want one of %s)", v, strings.Join(f.ignorable(), ", ")))
 			continue
 		}
 		o.IgnoredWorkloads = append(o.IgnoredWorkloads, v)

@@ -10,10 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
@@ -30,6 +33,9 @@ const (
 	// ReasonRolled is a Normal Event: Reroll changed the pod template because
 	// consumed data changed. The note names the objects and keys, never values.
 	ReasonRolled = "Rolled"
+	// ReasonNotRolled is a Normal Event: consumed data changed but the kind
+	// does not restart for it (a CronJob's next Job reads it; a finished Job).
+	ReasonNotRolled = "NotRolled"
 	// ReasonNotified is a Normal Event: with --webhook-url, Reroll posted the
 	// change instead of rolling.
 	ReasonNotified = "Notified"
@@ -40,6 +46,9 @@ const (
 	// ReasonInvalidAnnotation is a Warning Event: an annotation is
 	// malformed; the rest of the workload's annotations still apply.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonInvalidWorkload is a Warning Event: the object's pod template
+	// cannot be read at the configured path (--workload).
+	ReasonInvalidWorkload = "InvalidWorkload"
 	// ReasonRollFailed is a Warning Event: the write that rolls the workload,
 	// or the webhook call that replaces it, failed; Reroll retries with backoff.
 	ReasonRollFailed = "RollFailed"
@@ -58,6 +67,9 @@ type Options struct {
 	// Annotations are the annotation names and precedence flags
 	// (--auto-reload-all, --resources-to-ignore, the name overrides).
 	Annotations annotation.Config
+	// Kinds are the workload kinds to handle; nil means the built-in
+	// Deployment, StatefulSet and DaemonSet.
+	Kinds []workload.Kind
 	// IgnoredWorkloads are kinds not to handle, as lower-case plurals
 	// ("deployments", "statefulsets", ...; --ignored-workload-types).
 	IgnoredWorkloads []string
@@ -109,6 +121,9 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		return ctrl.Result{}, err
 	}
+	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
+		return ctrl.Result{}, nil
+	}
 	var result ctrl.Result
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -136,7 +151,13 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if obj.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil
 	}
-	template := r.Kind.PodTemplate(obj)
+	template, err := r.Kind.PodTemplate(obj)
+	if err != nil {
+		// The object's shape does not match the configured template path:
+		// retrying cannot help until the object or the flag changes.
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidWorkload, "%s", err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
 	optIn, problems := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if len(problems) > 0 {
 		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
@@ -176,21 +197,31 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 	}
 
+	setAnnotation(desired, ObservedAnnotation, cur.String())
 	now := r.now()
-	if len(rolled) > 0 && r.notifier != nil {
+	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil, now)
+	note, skipped := "", false
+	switch {
+	case len(rolled) > 0 && r.notifier != nil:
 		// --webhook-url: report instead of rolling; the record below is
-		// written only once the webhook accepted the report.
+		// written only once the webhook accepted the report, so delivery is
+		// at least once. Report only from the current version of the
+		// workload, so that a write conflict after the report (which would
+		// report again) is unlikely.
+		if err := r.ensureCurrent(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.notifier.Post(ctx, r.payload(obj, cur, rolled, sel, now)); err != nil {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not notify after %s: %s", describe(rolled), err.Error())
 			return ctrl.Result{}, err
 		}
-	} else if len(rolled) > 0 {
-		r.setTrigger(r.Kind.PodTemplate(desired), optIn, obj.GetNamespace(), cur, rolled, sel, now)
+		err = r.patch(ctx, obj, desired)
+	case len(rolled) > 0:
+		err = r.roll(ctx, obj, desired, optIn, cur, rolled, sel, now, &note, &skipped)
+	default:
+		err = r.patch(ctx, obj, desired)
 	}
-	setAnnotation(desired, ObservedAnnotation, cur.String())
-	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil, now)
-
-	if err := r.patch(ctx, obj, desired); err != nil {
+	if err != nil {
 		if len(rolled) > 0 && !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", describe(rolled), err.Error())
 		}
@@ -200,6 +231,12 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	case len(rolled) > 0 && r.notifier != nil:
 		log.Info("Notified webhook instead of rolling", "changes", describe(rolled))
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotified, "Notified %s after %s", r.notifier.URL, describe(rolled))
+	case len(rolled) > 0 && skipped:
+		log.Info("Not rolling workload", "changes", describe(rolled), "reason", note)
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotRolled, "%s; %s", describe(rolled), note)
+	case len(rolled) > 0 && note != "":
+		log.Info("Rolled workload", "changes", describe(rolled), "action", note)
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s: %s", describe(rolled), note)
 	case len(rolled) > 0:
 		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy), "dialect", string(optIn.Dialect))
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s", describe(rolled))
@@ -208,6 +245,45 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	pause.report(ctx, r.Recorder, obj)
 	return ctrl.Result{RequeueAfter: pause.requeueAfter}, nil
+}
+
+// roll makes the workload pick up the changes: through the kind's own action
+// when it has one (workload.Roller), else by writing the trigger into the
+// pod template, in the same patch as the record. note receives the action's
+// description, if any, and skipped whether the kind chose not to restart.
+func (r *WorkloadReconciler) roll(ctx context.Context, obj, desired client.Object, optIn annotation.OptIn, cur observed, rolled []change, sel selection, now time.Time, note *string, skipped *bool) error {
+	if roller, ok := r.Kind.(workload.Roller); ok {
+		res, err := roller.Roll(ctx, r.Client, workload.Rollout{
+			Original: obj, Desired: desired, Hash: cur.configHash(), Now: now, Patch: r.patch,
+		})
+		if res.Handled {
+			*note, *skipped = res.Note, !res.Rolled
+			return err
+		}
+	}
+	t, err := r.Kind.PodTemplate(desired)
+	if err != nil {
+		return err
+	}
+	r.setTrigger(t, optIn, obj.GetNamespace(), cur, rolled, sel, now)
+	if err := r.Kind.SetPodTemplate(desired, t); err != nil {
+		return err
+	}
+	return r.patch(ctx, obj, desired)
+}
+
+// ensureCurrent returns a conflict error, which makes Reconcile re-read the
+// workload from the API server, when obj is older than the stored version.
+func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Object) error {
+	cur := r.Kind.New()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return err
+	}
+	if cur.GetResourceVersion() != obj.GetResourceVersion() {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
+	}
+	return nil
 }
 
 func (r *WorkloadReconciler) now() time.Time {
@@ -267,7 +343,13 @@ func (r *WorkloadReconciler) patch(ctx context.Context, obj, desired client.Obje
 	if equality.Semantic.DeepEqual(obj, desired) {
 		return nil
 	}
-	p := client.StrategicMergeFrom(obj, client.MergeFromWithOptimisticLock{})
+	// Strategic merge patches merge container and env lists by name; custom
+	// resources accept only JSON merge patches, which replace lists whole,
+	// safe here because the resourceVersion guards against a lost update.
+	var p client.Patch = client.StrategicMergeFrom(obj, client.MergeFromWithOptimisticLock{})
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		p = client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
+	}
 	if err := r.Client.Patch(ctx, desired, p, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,7 +30,10 @@ const anyName = "*"
 // match). Workloads that did not opt in are not indexed, so their
 // dependencies cost nothing.
 func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
-	template := r.Kind.PodTemplate(obj)
+	template, err := r.Kind.PodTemplate(obj)
+	if err != nil {
+		return nil
+	}
 	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if !optIn.Enabled() {
 		return nil
@@ -82,6 +86,10 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 // for --namespace-selector: a namespace whose labels change may enter or
 // leave the scope.
 func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	// Namespaces are watched cluster-wide; most are outside the scope.
+	if s := r.Options.Scope; (len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, ns.GetName())) || slices.Contains(s.IgnoredNamespaces, ns.GetName()) {
+		return nil
+	}
 	list := r.Kind.NewList()
 	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())

@@ -2,15 +2,19 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -39,9 +43,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.WebhookURL != "" {
 		notifier = &notify.Client{URL: opts.WebhookURL}
 	}
-	for _, kind := range workload.Builtin() {
-		if slices.Contains(opts.IgnoredWorkloads, strings.ToLower(kind.Name())+"s") {
-			ctrl.LoggerFrom(ctx).Info("Not handling ignored workload kind", "kind", kind.Name())
+	log := ctrl.LoggerFrom(ctx)
+	kinds := opts.Kinds
+	if kinds == nil {
+		kinds = workload.Builtin()
+	}
+	for _, kind := range kinds {
+		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
+			log.Info("Not handling ignored workload kind", "kind", kind.Name())
+			continue
+		}
+		if err := available(ctx, mgr, kind, opts.Scope); err != nil {
+			if errors.Is(err, errNotServed) {
+				log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
+			} else {
+				log.Error(err, "Not handling workload kind", "kind", kind.Name())
+			}
 			continue
 		}
 		r := &WorkloadReconciler{
@@ -66,7 +83,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	relevant := r.relevantChange()
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(strings.ToLower(r.Kind.Name())).
+		Named(controllerName(r.Kind)).
 		// The workload itself: a new workload is recorded on first sight; a
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
@@ -113,4 +130,60 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 		}
 	}
 	return true
+}
+
+// errNotServed marks a kind whose API the cluster does not serve.
+var errNotServed = errors.New("API not served")
+
+// available checks that the API server serves kind and that Reroll may
+// list, watch and patch it (in each namespace of the scope, or cluster-wide),
+// so that one missing CRD or permission costs one log line instead of a
+// controller that never syncs. It returns an error wrapping errNotServed,
+// or one naming the missing permission.
+func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope Scope) error {
+	gvk, err := apiutil.GVKForObject(kind.New(), mgr.GetScheme())
+	if err != nil {
+		return fmt.Errorf("kind %s: %w", kind.Name(), err)
+	}
+	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("%w: %s", errNotServed, gvk.String())
+	}
+	if err != nil {
+		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
+	}
+	namespaces := scope.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		for _, verb := range []string{"list", "watch", "patch"} {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: verb, Group: gvk.Group, Resource: mapping.Resource.Resource,
+				},
+			}}
+			if err := mgr.GetClient().Create(ctx, review); err != nil {
+				return fmt.Errorf("checking permission to %s %s: %w", verb, mapping.Resource.Resource, err)
+			}
+			if !review.Status.Allowed {
+				where := "cluster-wide"
+				if ns != "" {
+					where = "in namespace " + ns
+				}
+				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, mapping.Resource.Resource, gvk.Group, where)
+			}
+		}
+	}
+	return nil
+}
+
+// controllerName is unique per kind: "deployment" for the built-in kinds,
+// "<kind>.<group>" for others (two groups may both have a StatefulSet).
+func controllerName(k workload.Kind) string {
+	name := strings.ToLower(k.Name())
+	if u, ok := k.(workload.Unstructured); ok && u.GVK.Group != "" {
+		name += "." + u.GVK.Group
+	}
+	return name
 }
