@@ -66,17 +66,16 @@ func run(args []string) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Cache:                   opts.Scope.CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.enableHA,
-		LeaderElectionID:        "reroll-leader",
-		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
-		// Hand the Lease over at once on a clean shutdown.
-		LeaderElectionReleaseOnCancel: true,
-	})
+	mo := opts.Scope.ManagerOptions()
+	mo.Scheme = scheme
+	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
+	mo.HealthProbeBindAddress = f.probeAddr
+	mo.LeaderElection = f.enableHA
+	mo.LeaderElectionID = "reroll-leader"
+	mo.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	// Hand the Lease over at once on a clean shutdown.
+	mo.LeaderElectionReleaseOnCancel = true
+	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

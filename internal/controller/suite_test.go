@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +46,10 @@ func TestMain(m *testing.M) {
 func runTests(m *testing.M) int {
 	// Logs of client-go's informers outside any manager: errors only.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -121,16 +126,14 @@ func startReroll(t *testing.T, ns string, opts Options) *reroll {
 	if len(opts.Scope.Namespaces) == 0 {
 		opts.Scope.Namespaces = []string{ns}
 	}
-	cacheOpts := opts.Scope.CacheOptions()
-	mgr, err := ctrl.NewManager(plane.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
-		// Every test registers the same controller names in its own manager.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mo := opts.Scope.ManagerOptions()
+	mo.Scheme = scheme
+	mo.Metrics = metricsserver.Options{BindAddress: "0"}
+	mo.HealthProbeBindAddress = "0"
+	mo.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
+	// Every test registers the same controller names in its own manager.
+	mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(plane.Config, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())

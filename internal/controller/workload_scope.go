@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,6 +63,17 @@ func (s Scope) CacheOptions() cache.Options {
 		}
 	}
 	return o
+}
+
+// ManagerOptions returns the manager settings Reroll needs: the scope's
+// cache (CacheOptions), and a client that reads unstructured objects (custom
+// workload kinds) from that cache too, not from the API server. Callers add
+// metrics, probes and leader election.
+func (s Scope) ManagerOptions() ctrl.Options {
+	return ctrl.Options{
+		Cache:  s.CacheOptions(),
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
