@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -114,12 +115,21 @@ type reroll struct {
 	once   sync.Once
 	// cache is the manager's informer cache, to check what Reroll holds.
 	cache cache.Cache
+	// logs holds what Reroll logged.
+	logs *syncBuffer
 }
 
 // startReroll runs Reroll's manager, as cmd/reroll builds it, watching only
 // namespace ns (unless opts.Scope names namespaces), until the test ends or
 // stop is called.
 func startReroll(t *testing.T, ns string, opts Options) *reroll {
+	t.Helper()
+	return startRerollAs(t, plane.Config, ns, opts)
+}
+
+// startRerollAs is startReroll with the identity of cfg instead of the
+// plane's admin.
+func startRerollAs(t *testing.T, cfg *rest.Config, ns string, opts Options) *reroll {
 	t.Helper()
 	g := newT(t)
 	logs := &syncBuffer{}
@@ -133,11 +143,11 @@ func startReroll(t *testing.T, ns string, opts Options) *reroll {
 	mo.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
 	// Every test registers the same controller names in its own manager.
 	mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(plane.Config, mo)
+	mgr, err := ctrl.NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
-	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache()}
+	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache(), logs: logs}
 	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
 	t.Cleanup(func() {
