@@ -168,9 +168,15 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	desired := obj.DeepCopyObject().(client.Object)
 	if !optIn.Enabled() {
 		// Opted out: forget the record, so that opting in again starts from
-		// first sight instead of rolling for changes made in between.
+		// first sight instead of rolling for changes made in between, and end
+		// a pause Reroll started.
 		setAnnotation(desired, ObservedAnnotation, "")
-		return ctrl.Result{}, r.patch(ctx, obj, desired)
+		pause := r.pause(desired, optIn, false, r.now())
+		if err := r.patch(ctx, obj, desired); err != nil {
+			return ctrl.Result{}, err
+		}
+		pause.report(ctx, r.Recorder, obj)
+		return ctrl.Result{}, nil
 	}
 
 	sel, err := r.selectReferences(ctx, obj.GetNamespace(), optIn, template)
