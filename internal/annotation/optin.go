@@ -23,6 +23,18 @@ const (
 	DialectReloader Dialect = "reloader"
 	// DialectReroll is reroll.dev annotations; it wins when both are present.
 	DialectReroll Dialect = "reroll"
+	// DialectPodReloader is SAP pod-reloader's annotations, when neither
+	// Reroll's nor Reloader's opt-in annotations are present.
+	DialectPodReloader Dialect = "pod-reloader"
+)
+
+// SAP pod-reloader's annotations on a workload's metadata: comma-separated
+// names of ConfigMaps and Secrets in the workload's namespace. In this
+// dialect any write to a listed object rolls the workload, as pod-reloader
+// does.
+const (
+	PodReloaderConfigMaps = "pod-reloader.cs.sap.com/configmaps"
+	PodReloaderSecrets    = "pod-reloader.cs.sap.com/secrets"
 )
 
 // Config is how annotations are read: the names in use and the flags that
@@ -64,11 +76,17 @@ type OptIn struct {
 	// PausePeriod, when positive, keeps a Deployment paused this long after
 	// each rollout Reroll triggers.
 	PausePeriod time.Duration
+	// PodReloaderConfigMaps and PodReloaderSecrets are pod-reloader's lists,
+	// in annotation order (its hash depends on the order); set only in
+	// DialectPodReloader.
+	PodReloaderConfigMaps []string
+	PodReloaderSecrets    []string
 }
 
 // Enabled reports whether the workload opted in at all.
 func (o OptIn) Enabled() bool {
-	return o.Auto || o.AutoConfigMaps || o.AutoSecrets || o.Search || len(o.ConfigMaps) > 0 || len(o.Secrets) > 0
+	return o.Auto || o.AutoConfigMaps || o.AutoSecrets || o.Search || len(o.ConfigMaps) > 0 || len(o.Secrets) > 0 ||
+		len(o.PodReloaderConfigMaps) > 0 || len(o.PodReloaderSecrets) > 0
 }
 
 // Lists returns the explicit and exclude lists for one kind.
@@ -145,7 +163,30 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 		}
 		o.PausePeriod = d
 	}
+	if o.Dialect == DialectReloader && !o.Enabled() && hasAny(workload, []string{PodReloaderConfigMaps, PodReloaderSecrets}) {
+		o.Dialect = DialectPodReloader
+		o.PodReloaderConfigMaps = p.ordered(workload, PodReloaderConfigMaps)
+		o.PodReloaderSecrets = p.ordered(workload, PodReloaderSecrets)
+	}
 	return o, p.errs
+}
+
+// ordered parses a comma-separated list of object names, keeping the order
+// and duplicates as written; invalid names are reported and dropped.
+func (p *parser) ordered(annotations map[string]string, key string) []string {
+	var out []string
+	for _, entry := range strings.Split(annotations[key], ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if problems := validation.IsDNS1123Subdomain(entry); len(problems) > 0 {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid object name: %s", key, entry, strings.Join(problems, "; ")))
+			continue
+		}
+		out = append(out, entry)
+	}
+	return out
 }
 
 // Selects decides whether one ConfigMap or Secret decides the workload's

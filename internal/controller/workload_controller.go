@@ -305,6 +305,9 @@ func (r *WorkloadReconciler) now() time.Time {
 // dialect) or reroll.dev/config-hash (annotations, Reroll dialect).
 func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotation.OptIn, namespace string, cur observed, rolled []change, sel selection, now time.Time) {
 	switch {
+	case optIn.Dialect == annotation.DialectPodReloader:
+		// pod-reloader's own output, whatever the strategy.
+		trigger.SetAnnotation(t, trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader))
 	case r.Options.Strategy == trigger.EnvVars:
 		for _, c := range rolled {
 			if ctr := trigger.EnvVarContainer(t, c.ref); ctr != nil {

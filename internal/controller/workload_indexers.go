@@ -24,6 +24,22 @@ const referenceIndex = "reroll.dev/references"
 // anyName is the index value's name part for workloads with list patterns.
 const anyName = "*"
 
+// writtenPrefix marks index values of workloads for which any write to the
+// object counts (the pod-reloader dialect), not only data changes.
+const writtenPrefix = "written:"
+
+// anyWriteMatters reports whether a workload of r's kind in the object's
+// namespace counts every write to the object (pod-reloader dialect); a cache
+// lookup, no API request.
+func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
+	list := r.Kind.NewList()
+	key := writtenPrefix + reference.Reference{Kind: kind, Name: obj.GetName()}.ID()
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
+		return true
+	}
+	return meta.LenList(list) > 0
+}
+
 // indexReferences is the referenceIndex function for r's kind. It indexes
 // every reference of an opted-in workload's pod template and every name its
 // lists hold; Reconcile applies the finer rules (exclude lists, ignore,
@@ -41,6 +57,14 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	var out []string
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
+	}
+	for _, name := range optIn.PodReloaderConfigMaps {
+		id := reference.Reference{Kind: reference.ConfigMap, Name: name}.ID()
+		out = append(out, id, writtenPrefix+id)
+	}
+	for _, name := range optIn.PodReloaderSecrets {
+		id := reference.Reference{Kind: reference.Secret, Name: name}.ID()
+		out = append(out, id, writtenPrefix+id)
 	}
 	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
 		include, _ := optIn.Lists(kind)

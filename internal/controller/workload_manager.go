@@ -81,7 +81,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
 	}
-	relevant := r.relevantChange()
+	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName(r.Kind)).
 		// The workload itself: a new workload is recorded on first sight; a
@@ -92,8 +92,8 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// ConfigMaps and Secrets: a data change maps through the reference
 		// index to the workloads that may consume the object. Updates of
 		// other metadata are dropped here, before any work.
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevant)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.Secret)), builder.WithPredicates(relevant))
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevantCM)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.Secret)), builder.WithPredicates(relevantSecret))
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.
@@ -108,8 +108,9 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 
 // relevantChange passes creates, deletes, and updates that change the data
 // digests or the annotations that decide selection (ignore, match); an update
-// of labels or other annotations alone is dropped.
-func (r *WorkloadReconciler) relevantChange() predicate.Predicate {
+// of labels or other annotations alone is dropped, unless a workload in the
+// pod-reloader dialect lists the object (every write counts there).
+func (r *WorkloadReconciler) relevantChange(ctx context.Context, kind reference.Kind) predicate.Predicate {
 	keys := r.Options.Annotations.SelectionKeys()
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -118,7 +119,10 @@ func (r *WorkloadReconciler) relevantChange() predicate.Predicate {
 			if !ok1 || !ok2 || !maps.Equal(before.Keys, after.Keys) {
 				return true
 			}
-			return !sameValues(e.ObjectOld, e.ObjectNew, keys)
+			if !sameValues(e.ObjectOld, e.ObjectNew, keys) {
+				return true
+			}
+			return r.anyWriteMatters(ctx, kind, e.ObjectNew)
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +24,15 @@ type selection struct {
 	// data holds each reference's digests by ID; nil when the object does
 	// not exist.
 	data map[string]*digest.Data
+	// podReloader holds, in pod-reloader's order, the objects of its hash;
+	// set only in that dialect.
+	podReloader []digest.PodReloaderEntry
 }
+
+// writtenKey is the single pseudo-key of an object in the pod-reloader
+// dialect: its digest is that of "<uid>.<resourceVersion>", which any write
+// changes.
+const writtenKey = "(uid.resourceVersion)"
 
 // observed returns the recorded form of the selection.
 func (s selection) observed() observed {
@@ -51,6 +60,8 @@ func (s selection) reloaderSHA1(c change) string {
 type cached struct {
 	annotations map[string]string
 	data        *digest.Data
+	// uid and resourceVersion identify the version of the object.
+	uid, resourceVersion string
 }
 
 // selectReferences applies the workload's opt-in, with Reloader's
@@ -58,6 +69,9 @@ type cached struct {
 // and to the objects its explicit lists name or match. Every read is from the
 // cache; lists are read only for Reloader list entries that are patterns.
 func (r *WorkloadReconciler) selectReferences(ctx context.Context, namespace string, optIn annotation.OptIn, template *corev1.PodTemplateSpec) (selection, error) {
+	if optIn.Dialect == annotation.DialectPodReloader {
+		return r.selectPodReloader(ctx, namespace, optIn)
+	}
 	cfg := r.Options.Annotations
 	sel := selection{data: map[string]*digest.Data{}}
 	considered := map[string]bool{}
@@ -124,7 +138,7 @@ func (r *WorkloadReconciler) lookup(ctx context.Context, namespace string, kind 
 		return cached{}, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
 	}
 	d, _ := digest.Of(obj)
-	return cached{annotations: obj.GetAnnotations(), data: &d}, nil
+	return cached{annotations: obj.GetAnnotations(), data: &d, uid: string(obj.GetUID()), resourceVersion: obj.GetResourceVersion()}, nil
 }
 
 // matching returns the names of the cached objects of kind in namespace that
@@ -162,4 +176,39 @@ func newObject(kind reference.Kind) client.Object {
 		return &corev1.Secret{}
 	}
 	return &corev1.ConfigMap{}
+}
+
+// selectPodReloader selects the objects SAP pod-reloader's lists name, each
+// compared on its "<uid>.<resourceVersion>" (any write counts), and keeps
+// them in pod-reloader's order for its hash.
+func (r *WorkloadReconciler) selectPodReloader(ctx context.Context, namespace string, optIn annotation.OptIn) (selection, error) {
+	sel := selection{data: map[string]*digest.Data{}}
+	for _, list := range []struct {
+		kind  reference.Kind
+		names []string
+	}{{reference.ConfigMap, optIn.PodReloaderConfigMaps}, {reference.Secret, optIn.PodReloaderSecrets}} {
+		for _, name := range list.names {
+			obj, err := r.lookup(ctx, namespace, list.kind, name)
+			if err != nil {
+				return selection{}, err
+			}
+			sel.podReloader = append(sel.podReloader, digest.PodReloaderEntry{
+				Kind: strings.ToLower(string(list.kind)), Namespace: namespace, Name: name,
+				Exists: obj.data != nil, UID: obj.uid, ResourceVersion: obj.resourceVersion,
+			})
+			ref := reference.Reference{Kind: list.kind, Name: name, All: true}
+			if _, dup := sel.data[ref.ID()]; dup {
+				continue
+			}
+			sel.refs = append(sel.refs, ref)
+			sel.data[ref.ID()] = nil
+			if obj.data != nil {
+				sel.data[ref.ID()] = &digest.Data{
+					Keys:         map[string]string{writtenKey: digest.Value([]byte(obj.uid + "." + obj.resourceVersion))},
+					ReloaderSHA1: obj.data.ReloaderSHA1,
+				}
+			}
+		}
+	}
+	return sel, nil
 }

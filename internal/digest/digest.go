@@ -141,3 +141,34 @@ func Transform(obj any) (any, error) {
 	}
 	return obj, nil
 }
+
+// PodReloaderEntry is one object in SAP pod-reloader's hash.
+type PodReloaderEntry struct {
+	// Kind is "configmap" or "secret".
+	Kind string
+	// Namespace and Name identify the object.
+	Namespace, Name string
+	// Exists is false for a listed object that does not exist; UID and
+	// ResourceVersion are then ignored.
+	Exists          bool
+	UID             string
+	ResourceVersion string
+}
+
+// PodReloaderHash returns SAP pod-reloader's config hash: for each entry in
+// order (pod-reloader lists ConfigMaps, in annotation order, then Secrets),
+// "<kind>/<namespace>/<name>/" followed by "<uid>.<resourceVersion>" when
+// the object exists, and a newline; the lowercase hex SHA-256 of the whole.
+// Any write to an object changes its resourceVersion, so any write changes
+// the hash.
+func PodReloaderHash(entries []PodReloaderEntry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Kind + "/" + e.Namespace + "/" + e.Name + "/")
+		if e.Exists {
+			b.WriteString(e.UID + "." + e.ResourceVersion)
+		}
+		b.WriteString("\n")
+	}
+	return Value([]byte(b.String()))
+}

@@ -134,3 +134,15 @@ func TestTransform_PassesOtherTypesThrough(t *testing.T) {
 	_, ok := Of(in)
 	g.Expect(ok).To(gomega.BeFalse())
 }
+
+// The expected hashes were computed outside Go:
+// printf 'configmap/ns/a/1111.5\nconfigmap/ns/missing/\nsecret/ns/s/2222.7\n' | sha256sum
+func TestPodReloaderHash(t *testing.T) {
+	g := gomega.NewWithT(t)
+	g.Expect(PodReloaderHash([]PodReloaderEntry{
+		{Kind: "configmap", Namespace: "ns", Name: "a", Exists: true, UID: "1111", ResourceVersion: "5"},
+		{Kind: "configmap", Namespace: "ns", Name: "missing", UID: "ignored"},
+		{Kind: "secret", Namespace: "ns", Name: "s", Exists: true, UID: "2222", ResourceVersion: "7"},
+	})).To(gomega.Equal("965af9c657566dedebeb67cc58192adc0d03e419f0ff428dbcd17b364489a436"))
+	g.Expect(PodReloaderHash(nil)).To(gomega.Equal("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"))
+}

@@ -37,16 +37,27 @@ func ParseStrategy(s string) (Strategy, error) {
 // references, so it changes exactly when consumed data changes.
 const ConfigHashAnnotation = "reroll.dev/config-hash"
 
+// PodReloaderHashAnnotation is the pod template annotation SAP pod-reloader
+// writes; Reroll writes it, with pod-reloader's value, for workloads that
+// use pod-reloader's annotations.
+const PodReloaderHashAnnotation = "pod-reloader.cs.sap.com/config-hash"
+
 // SetConfigHash sets ConfigHashAnnotation on the pod template and reports
 // whether that changed the template.
 func SetConfigHash(t *corev1.PodTemplateSpec, hash string) bool {
-	if t.Annotations[ConfigHashAnnotation] == hash {
+	return SetAnnotation(t, ConfigHashAnnotation, hash)
+}
+
+// SetAnnotation sets one pod template annotation and reports whether that
+// changed the template.
+func SetAnnotation(t *corev1.PodTemplateSpec, key, value string) bool {
+	if v, ok := t.Annotations[key]; ok && v == value {
 		return false
 	}
 	if t.Annotations == nil {
 		t.Annotations = map[string]string{}
 	}
-	t.Annotations[ConfigHashAnnotation] = hash
+	t.Annotations[key] = value
 	return true
 }
 
