@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/reroll/reroll/internal/reference"
@@ -26,6 +27,20 @@ const (
 	// DialectPodReloader is SAP pod-reloader's annotations, when neither
 	// Reroll's nor Reloader's opt-in annotations are present.
 	DialectPodReloader Dialect = "pod-reloader"
+	// DialectWave is Wave's annotations, when no other dialect's opt-in is
+	// present.
+	DialectWave Dialect = "wave"
+)
+
+// Wave's (wave.pusher.com) annotations on a workload's metadata.
+const (
+	// WaveUpdate: "true" rolls on every ConfigMap and Secret the pod
+	// template references, as Wave reads them.
+	WaveUpdate = "wave.pusher.com/update-on-config-change"
+	// WaveExtraConfigMaps and WaveExtraSecrets list more objects, as "name"
+	// or "namespace/name".
+	WaveExtraConfigMaps = "wave.pusher.com/extra-configmaps"
+	WaveExtraSecrets    = "wave.pusher.com/extra-secrets"
 )
 
 // SAP pod-reloader's annotations on a workload's metadata: comma-separated
@@ -81,12 +96,18 @@ type OptIn struct {
 	// DialectPodReloader.
 	PodReloaderConfigMaps []string
 	PodReloaderSecrets    []string
+	// Wave is set in DialectWave; WaveExtraConfigMaps and WaveExtraSecrets
+	// are its extra lists, each entry with Namespace "" for the workload's
+	// own namespace.
+	Wave                bool
+	WaveExtraConfigMaps []types.NamespacedName
+	WaveExtraSecrets    []types.NamespacedName
 }
 
 // Enabled reports whether the workload opted in at all.
 func (o OptIn) Enabled() bool {
 	return o.Auto || o.AutoConfigMaps || o.AutoSecrets || o.Search || len(o.ConfigMaps) > 0 || len(o.Secrets) > 0 ||
-		len(o.PodReloaderConfigMaps) > 0 || len(o.PodReloaderSecrets) > 0
+		len(o.PodReloaderConfigMaps) > 0 || len(o.PodReloaderSecrets) > 0 || o.Wave
 }
 
 // Lists returns the explicit and exclude lists for one kind.
@@ -168,7 +189,40 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 		o.PodReloaderConfigMaps = p.ordered(workload, PodReloaderConfigMaps)
 		o.PodReloaderSecrets = p.ordered(workload, PodReloaderSecrets)
 	}
+	if o.Dialect == DialectReloader && !o.Enabled() {
+		if wave, _ := p.boolean(workload, WaveUpdate); wave {
+			o.Dialect, o.Wave = DialectWave, true
+			o.WaveExtraConfigMaps = p.namespaced(workload, WaveExtraConfigMaps)
+			o.WaveExtraSecrets = p.namespaced(workload, WaveExtraSecrets)
+		}
+	}
 	return o, p.errs
+}
+
+// namespaced parses a comma-separated list of "name" or "namespace/name"
+// entries; invalid ones are reported and dropped.
+func (p *parser) namespaced(annotations map[string]string, key string) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, entry := range strings.Split(annotations[key], ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		nn := types.NamespacedName{Name: entry}
+		if ns, name, ok := strings.Cut(entry, "/"); ok {
+			nn = types.NamespacedName{Namespace: ns, Name: name}
+		}
+		problems := validation.IsDNS1123Subdomain(nn.Name)
+		if nn.Namespace != "" {
+			problems = append(problems, validation.IsDNS1123Label(nn.Namespace)...)
+		}
+		if len(problems) > 0 {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid name or namespace/name: %s", key, entry, strings.Join(problems, "; ")))
+			continue
+		}
+		out = append(out, nn)
+	}
+	return out
 }
 
 // ordered parses a comma-separated list of object names, keeping the order

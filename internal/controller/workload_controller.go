@@ -183,6 +183,12 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(sel.missing) > 0 {
+		// Wave's rule: nothing happens while a required object or key is
+		// missing; the record stays, so the change rolls once it is complete.
+		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(sel.missing, ", "))
+		return ctrl.Result{}, nil
+	}
 	cur := sel.observed()
 	prev, err := parseObserved(obj.GetAnnotations()[ObservedAnnotation])
 	if err != nil {
@@ -267,6 +273,13 @@ func (r *WorkloadReconciler) roll(ctx context.Context, obj, desired client.Objec
 			return err
 		}
 	}
+	if optIn.Dialect == annotation.DialectWave {
+		h, err := r.waveHash(ctx, obj.GetNamespace(), sel)
+		if err != nil {
+			return err
+		}
+		sel.waveHash = h
+	}
 	t, err := r.Kind.PodTemplate(desired)
 	if err != nil {
 		return err
@@ -305,6 +318,9 @@ func (r *WorkloadReconciler) now() time.Time {
 // dialect) or reroll.dev/config-hash (annotations, Reroll dialect).
 func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotation.OptIn, namespace string, cur observed, rolled []change, sel selection, now time.Time) {
 	switch {
+	case optIn.Dialect == annotation.DialectWave:
+		// Wave's own output, whatever the strategy.
+		trigger.SetAnnotation(t, trigger.WaveHashAnnotation, sel.waveHash)
 	case optIn.Dialect == annotation.DialectPodReloader:
 		// pod-reloader's own output, whatever the strategy.
 		trigger.SetAnnotation(t, trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader))

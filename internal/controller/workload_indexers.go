@@ -58,6 +58,18 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
 	}
+	for _, extra := range []struct {
+		kind  reference.Kind
+		names []types.NamespacedName
+	}{{reference.ConfigMap, optIn.WaveExtraConfigMaps}, {reference.Secret, optIn.WaveExtraSecrets}} {
+		for _, nn := range extra.names {
+			ref := reference.Reference{Kind: extra.kind, Namespace: nn.Namespace, Name: nn.Name}
+			if nn.Namespace == obj.GetNamespace() {
+				ref.Namespace = ""
+			}
+			out = append(out, ref.ID())
+		}
+	}
 	for _, name := range optIn.PodReloaderConfigMaps {
 		id := reference.Reference{Kind: reference.ConfigMap, Name: name}.ID()
 		out = append(out, id, writtenPrefix+id)
@@ -85,10 +97,20 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		seen := map[types.NamespacedName]bool{}
 		var out []reconcile.Request
-		for _, name := range []string{obj.GetName(), anyName} {
+		lookups := []struct {
+			key       string
+			namespace string
+		}{
+			{reference.Reference{Kind: kind, Name: obj.GetName()}.ID(), obj.GetNamespace()},
+			{reference.Reference{Kind: kind, Name: anyName}.ID(), obj.GetNamespace()},
+			// Workloads in any namespace that name this object with its
+			// namespace (Wave's extra lists).
+			{reference.Reference{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}.ID(), ""},
+		}
+		for _, l := range lookups {
 			list := r.Kind.NewList()
-			key := reference.Reference{Kind: kind, Name: name}.ID()
-			if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
+			key := l.key
+			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{referenceIndex: key}); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
 				continue
 			}

@@ -27,6 +27,12 @@ type selection struct {
 	// podReloader holds, in pod-reloader's order, the objects of its hash;
 	// set only in that dialect.
 	podReloader []digest.PodReloaderEntry
+	// missing names required (non-optional) objects or keys that do not
+	// exist; the Wave dialect does not roll while any is missing.
+	missing []string
+	// waveHash is Wave's hash of the selected data, computed only when a
+	// Wave-dialect workload rolls.
+	waveHash string
 }
 
 // writtenKey is the single pseudo-key of an object in the pod-reloader
@@ -69,8 +75,11 @@ type cached struct {
 // and to the objects its explicit lists name or match. Every read is from the
 // cache; lists are read only for Reloader list entries that are patterns.
 func (r *WorkloadReconciler) selectReferences(ctx context.Context, namespace string, optIn annotation.OptIn, template *corev1.PodTemplateSpec) (selection, error) {
-	if optIn.Dialect == annotation.DialectPodReloader {
+	switch optIn.Dialect {
+	case annotation.DialectPodReloader:
 		return r.selectPodReloader(ctx, namespace, optIn)
+	case annotation.DialectWave:
+		return r.selectWave(ctx, namespace, optIn, template)
 	}
 	cfg := r.Options.Annotations
 	sel := selection{data: map[string]*digest.Data{}}
@@ -211,4 +220,115 @@ func (r *WorkloadReconciler) selectPodReloader(ctx context.Context, namespace st
 		}
 	}
 	return sel, nil
+}
+
+// selectWave selects what Wave hashes (reference.ForWave, plus its extra
+// lists, which may name other namespaces), compared on content like Reroll's
+// own dialect, and notes the required objects and keys that are missing.
+func (r *WorkloadReconciler) selectWave(ctx context.Context, namespace string, optIn annotation.OptIn, template *corev1.PodTemplateSpec) (selection, error) {
+	sel := selection{data: map[string]*digest.Data{}}
+	refs := reference.ForWave(template)
+	for _, extra := range []struct {
+		kind  reference.Kind
+		names []types.NamespacedName
+	}{{reference.ConfigMap, optIn.WaveExtraConfigMaps}, {reference.Secret, optIn.WaveExtraSecrets}} {
+		for _, nn := range extra.names {
+			ref := reference.Reference{Kind: extra.kind, Name: nn.Name, All: true}
+			if nn.Namespace != namespace {
+				ref.Namespace = nn.Namespace
+			}
+			refs = append(refs, ref)
+		}
+	}
+	for _, ref := range refs {
+		if _, dup := sel.data[ref.ID()]; dup {
+			continue
+		}
+		obj, err := r.lookup(ctx, refNamespace(ref, namespace), ref.Kind, ref.Name)
+		if err != nil {
+			return selection{}, err
+		}
+		sel.refs = append(sel.refs, ref)
+		sel.data[ref.ID()] = obj.data
+		if ref.Optional {
+			continue
+		}
+		if obj.data == nil {
+			sel.missing = append(sel.missing, ref.ID())
+			continue
+		}
+		for _, k := range ref.Keys {
+			if _, ok := obj.data.Keys[k]; !ok {
+				sel.missing = append(sel.missing, ref.ID()+" key "+k)
+			}
+		}
+	}
+	return sel, nil
+}
+
+// waveHash computes Wave's hash of the selection. Wave hashes values, which
+// the cache does not hold, so this reads each selected object from the API
+// server: only when a Wave-dialect workload rolls.
+func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, sel selection) (string, error) {
+	configMaps := map[string]map[string][]byte{}
+	secrets := map[string]map[string][]byte{}
+	for _, ref := range sel.refs {
+		key := types.NamespacedName{Namespace: refNamespace(ref, namespace), Name: ref.Name}
+		values := map[string][]byte{}
+		if ref.Kind == reference.Secret {
+			var s corev1.Secret
+			if err := r.APIReader.Get(ctx, key, &s); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return "", fmt.Errorf("reading Secret %s for Wave's hash: %w", key, err)
+			}
+			for k, v := range s.Data {
+				if ref.Consumes(k) {
+					values[k] = v
+				}
+			}
+			secrets[ref.Name] = mergeValues(secrets[ref.Name], values)
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := r.APIReader.Get(ctx, key, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return "", fmt.Errorf("reading ConfigMap %s for Wave's hash: %w", key, err)
+		}
+		for k, v := range cm.Data {
+			if ref.Consumes(k) {
+				values[k] = []byte(v)
+			}
+		}
+		for k, v := range cm.BinaryData {
+			if ref.Consumes(k) {
+				values[k] = v
+			}
+		}
+		configMaps[ref.Name] = mergeValues(configMaps[ref.Name], values)
+	}
+	return digest.WaveHash(configMaps, secrets), nil
+}
+
+// mergeValues adds b's entries to a (Wave keys objects by name only, so two
+// namespaces' objects of one name share an entry).
+func mergeValues(a, b map[string][]byte) map[string][]byte {
+	if a == nil {
+		return b
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// refNamespace is the namespace of a reference: its own, or the workload's.
+func refNamespace(ref reference.Reference, workloadNamespace string) string {
+	if ref.Namespace != "" {
+		return ref.Namespace
+	}
+	return workloadNamespace
 }

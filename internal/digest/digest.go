@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"maps"
 	"sort"
 	"strings"
@@ -171,4 +172,20 @@ func PodReloaderHash(entries []PodReloaderEntry) string {
 		b.WriteString("\n")
 	}
 	return Value([]byte(b.String()))
+}
+
+// WaveHash returns Wave's (wave.pusher.com) config hash: the lowercase hex
+// SHA-256 of {"configMaps": {<name>: {<key>: <value>}}, "secrets": {...}}
+// serialized by Go's encoding/json (map keys sorted, byte values in
+// standard base64). Objects are keyed by name only; a nil map counts as
+// empty.
+func WaveHash(configMaps, secrets map[string]map[string][]byte) string {
+	if configMaps == nil {
+		configMaps = map[string]map[string][]byte{}
+	}
+	if secrets == nil {
+		secrets = map[string]map[string][]byte{}
+	}
+	b, _ := json.Marshal(map[string]map[string]map[string][]byte{"configMaps": configMaps, "secrets": secrets}) // maps of bytes always encode
+	return Value(b)
 }

@@ -42,6 +42,10 @@ const ConfigHashAnnotation = "reroll.dev/config-hash"
 // use pod-reloader's annotations.
 const PodReloaderHashAnnotation = "pod-reloader.cs.sap.com/config-hash"
 
+// WaveHashAnnotation is the pod template annotation Wave writes; Reroll
+// writes it, with Wave's value, for workloads that use Wave's annotations.
+const WaveHashAnnotation = "wave.pusher.com/config-hash"
+
 // SetConfigHash sets ConfigHashAnnotation on the pod template and reports
 // whether that changed the template.
 func SetConfigHash(t *corev1.PodTemplateSpec, hash string) bool {
