@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -48,6 +49,11 @@ type Options struct {
 	// ReloadOnDelete rolls a workload when a ConfigMap or Secret it references
 	// is deleted (--reload-on-delete).
 	ReloadOnDelete bool
+	// CoalesceWindow is how long a change to a ConfigMap or Secret waits
+	// before its workloads are reconciled, so that changes arriving within
+	// it roll each workload once (--coalesce-window). 0 reconciles at once.
+	// Events of the workload itself are never delayed. See enqueueCoalesced.
+	CoalesceWindow time.Duration
 }
 
 // WorkloadReconciler rolls one kind of workload when data it consumes

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reroll/reroll/internal/digest"
@@ -59,9 +58,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// ConfigMaps and Secrets: a data change maps through the reference
 		// index to the workloads that consume the object. Metadata-only
-		// updates are dropped here, before any work.
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.ConfigMap)), builder.WithPredicates(dataChanged())).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.Secret)), builder.WithPredicates(dataChanged())).
+		// updates are dropped here, before any work. Changes that come
+		// close together are coalesced into one rollout (workload_coalesce.go).
+		Watches(&corev1.ConfigMap{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap)), builder.WithPredicates(dataChanged())).
+		Watches(&corev1.Secret{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret)), builder.WithPredicates(dataChanged())).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
