@@ -41,7 +41,10 @@ func Of(obj any) (Data, bool) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		if sha, ok := o.Annotations[digestedAnnotation]; ok {
-			return Data{Keys: maps.Clone(o.Data), ReloaderSHA1: sha}, true
+			// Never nil: a nil Keys means a missing object to callers.
+			keys := make(map[string]string, len(o.Data))
+			maps.Copy(keys, o.Data)
+			return Data{Keys: keys, ReloaderSHA1: sha}, true
 		}
 		keys := make(map[string]string, len(o.Data)+len(o.BinaryData))
 		for k, v := range o.Data {
@@ -126,18 +129,33 @@ func Transform(obj any) (any, error) {
 	if _, done := m.GetAnnotations()[digestedAnnotation]; done {
 		return obj, nil
 	}
+	// The values are replaced in the maps the decoder made, so that the
+	// only allocation per key is its digest: at start-up this runs once per
+	// ConfigMap and Secret of the cluster.
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		d, _ := Of(o)
-		o.Data, o.BinaryData = d.Keys, nil
-		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, d.ReloaderSHA1)
-	case *corev1.Secret:
-		d, _ := Of(o)
-		o.Data, o.StringData = make(map[string][]byte, len(d.Keys)), nil
-		for k, v := range d.Keys {
-			o.Data[k] = []byte(v)
+		sha := ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)
+		if o.Data == nil && len(o.BinaryData) > 0 {
+			o.Data = make(map[string]string, len(o.BinaryData))
 		}
-		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, d.ReloaderSHA1)
+		for k, v := range o.Data {
+			o.Data[k] = Value([]byte(v))
+		}
+		for k, v := range o.BinaryData {
+			o.Data[k] = Value(v)
+		}
+		o.BinaryData = nil
+		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, sha)
+	case *corev1.Secret:
+		sha := ReloaderSHA1OfSecret(o.Data)
+		for k, v := range o.Data {
+			sum := sha256.Sum256(v)
+			d := make([]byte, hex.EncodedLen(len(sum)))
+			hex.Encode(d, sum[:])
+			o.Data[k] = d
+		}
+		o.StringData = nil
+		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, sha)
 	}
 	return obj, nil
 }

@@ -134,3 +134,21 @@ func TestTransform_PassesOtherTypesThrough(t *testing.T) {
 	_, ok := Of(in)
 	g.Expect(ok).To(gomega.BeFalse())
 }
+
+func TestTransform_EmptyObjectsStillHaveKeys(t *testing.T) {
+	// Of returns nil Keys only for no object at all; an existing object
+	// without data must not look missing once transformed.
+	for name, obj := range map[string]any{
+		"configmap": &corev1.ConfigMap{},
+		"secret":    &corev1.Secret{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			out, _ := Transform(obj)
+			d, ok := Of(out)
+			g.Expect(ok).To(gomega.BeTrue())
+			g.Expect(d.Keys).NotTo(gomega.BeNil())
+			g.Expect(d.Keys).To(gomega.BeEmpty())
+		})
+	}
+}
