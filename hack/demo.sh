@@ -83,15 +83,16 @@ echo "Keys that changed: ${msg##*changed keys }"
 
 step "A label-only edit of the ConfigMap, and an edit of a Secret key the pods do not read: nothing rolls"
 hash_before=$(kubectl -n $ns get deployment web -o jsonpath='{.spec.template.metadata.annotations.reroll\.dev/config-hash}')
-rv_before=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.resourceVersion}')
+# A Deployment's generation rises with every write to its spec or annotations.
+gen_before=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation}')
 kubectl -n $ns label configmap app-config team=payments
 kubectl -n $ns patch secret db-credentials --type merge -p '{"stringData":{"username":"someone-else"}}'
 echo "waiting 5 seconds for anything to happen..."
 sleep 5
 hash_after=$(kubectl -n $ns get deployment web -o jsonpath='{.spec.template.metadata.annotations.reroll\.dev/config-hash}')
-rv_after=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.resourceVersion}')
+gen_after=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation}')
 [[ "$hash_before" == "$hash_after" ]] || fail "the label-only edit rolled the Deployment"
-[[ "$rv_before" == "$rv_after" ]] || fail "Reroll wrote to the Deployment after a label-only edit"
+[[ "$gen_before" == "$gen_after" ]] || fail "Reroll wrote to the Deployment after a label-only edit"
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 2 ]] || fail "a new ReplicaSet appeared"
 echo "config-hash unchanged ($hash_after), the Deployment was not written to, still 2 ReplicaSets."
 
