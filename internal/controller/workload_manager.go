@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -29,6 +30,15 @@ func CacheOptions() cache.Options {
 // with its field index and watches. It returns an error when an index or a
 // controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	// The controllers create their ConfigMap and Secret informers only when
+	// they start, after the cache has synced the informers it already had;
+	// creating them here makes every wait for the cache (and so /readyz)
+	// include them.
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("creating the %T informer: %w", obj, err)
+		}
+	}
 	for _, kind := range workload.Builtin() {
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
