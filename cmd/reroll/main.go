@@ -121,6 +121,9 @@ func run(args []string) error {
 	}); err != nil {
 		return err
 	}
+	if err := freeMemoryAfterSync(mgr); err != nil {
+		return fmt.Errorf("adding the memory release: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
 	}
