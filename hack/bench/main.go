@@ -95,6 +95,7 @@ func main() {
 	window := fs.String("coalesce-window", "", "Reroll's --coalesce-window for the cold run; empty keeps Reroll's default")
 	check := fs.Bool("check", false, "exit 1 when a behaviour is wrong (for make test-e2e)")
 	designs := fs.Bool("designs", true, "also measure the cache of each design (digest, metadata-only)")
+	hold := fs.Bool("hold", false, "create the profile, print its KUBECONFIG and wait for Ctrl-C instead of running Reroll (to investigate by hand)")
 	probeDesign := fs.String("probe", "", "internal: fill the cache of one design and print what it cost")
 	kubeconfig := fs.String("kubeconfig", "", "internal: kubeconfig for -probe")
 	_ = fs.Parse(os.Args[1:])
@@ -112,7 +113,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs)
+	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -130,7 +131,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
-func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs bool) (*result, error) {
+func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool) (*result, error) {
 	res := &result{Profile: p, Machine: machineInfo(), Window: window}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -173,6 +174,11 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 	}
 	res.CreateS = time.Since(begin).Seconds()
 	logf("created %d objects in %s", res.Objects, since(begin))
+	if hold {
+		logf("holding; export KUBECONFIG=%s; Ctrl-C stops the control plane", plane.Kubeconfig)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	tr, err := newTracker(ctx, cs)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -82,6 +83,16 @@ func probe(design, kubeconfig string) error {
 	}
 	res := probeResult{Design: design, SyncSeconds: time.Since(begin).Seconds()}
 	runtime.GC()
+	if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return err
+		}
+		f.Close()
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.HeapAfterGC = float64(ms.HeapAlloc)
