@@ -54,6 +54,7 @@ func main() {
 }
 
 func run(args []string) error {
+	setGCPercent()
 	var f flags
 	fs := pflag.NewFlagSet("reroll", pflag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses $KUBECONFIG, the in-cluster config, or ~/.kube/config")

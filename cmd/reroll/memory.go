@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,4 +23,22 @@ func freeMemoryAfterSync(mgr ctrl.Manager) error {
 		}
 		return nil
 	}))
+}
+
+// defaultGOGC is the garbage collector's target, in percent of the live
+// heap, when the GOGC environment variable is not set. Reroll's heap is
+// almost all its caches, which live as long as the process; Go's default of
+// 100 lets the heap grow to twice that between collections, and the process
+// keeps those pages. At 25 it collects four times as often, which costs
+// little since Reroll allocates little between changes: on the large bench
+// profile, RSS after sync 60 MiB instead of 69 MiB, and start-up 1.3 s
+// instead of 0.9 s (docs/benchmarks.md).
+const defaultGOGC = 25
+
+// setGCPercent applies defaultGOGC unless GOGC is set. GOMEMLIMIT, which the
+// Helm chart derives from the container's limit, still applies on top.
+func setGCPercent() {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(defaultGOGC)
+	}
 }

@@ -238,6 +238,11 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 			b.reroll.stop()
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
+		// Asynchronous work of a step (Events are posted after the patch)
+		// must not be counted in the next one.
+		if err := b.quiet(ctx); err != nil {
+			return nil, err
+		}
 		if _, err := b.reroll.memoryNow(); err != nil {
 			return nil, err
 		}
