@@ -95,6 +95,7 @@ func main() {
 	window := fs.String("coalesce-window", "", "Reroll's --coalesce-window for the cold run; empty keeps Reroll's default")
 	check := fs.Bool("check", false, "exit 1 when a behaviour is wrong (for make test-e2e)")
 	designs := fs.Bool("designs", true, "also measure the cache of each design (digest, metadata-only)")
+	secretBytes := fs.Int("secret-bytes", 0, "override the profile's Secret size, in bytes (to show memory does not depend on it)")
 	hold := fs.Bool("hold", false, "create the profile, print its KUBECONFIG and wait for Ctrl-C instead of running Reroll (to investigate by hand)")
 	probeDesign := fs.String("probe", "", "internal: fill the cache of one design and print what it cost")
 	kubeconfig := fs.String("kubeconfig", "", "internal: kubeconfig for -probe")
@@ -110,6 +111,9 @@ func main() {
 	if !ok {
 		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small or large)\n", *profileName)
 		os.Exit(2)
+	}
+	if *secretBytes > 0 {
+		p.SecretSize = *secretBytes
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
