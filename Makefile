@@ -37,6 +37,22 @@ test-unit: ## Run only the tests that need no control plane.
 docs: ## Regenerate docs/flags.md from the flags in the code.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
 
+# The bench's profile: small (seconds to create) or large (10,000 Secrets).
+PROFILE ?= small
+BENCH_DIR ?= .run/bench
+
+.PHONY: bench
+bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large); see docs/benchmarks.md.
+	hack/tools.sh etcd kube
+	@mkdir -p $(BENCH_DIR)
+	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll
+	$(GO) build -o $(BENCH_DIR)/bench ./hack/bench
+	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) $(BENCH_FLAGS)
+
+.PHONY: test-e2e
+test-e2e: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
+	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
+
 .PHONY: fuzz
 fuzz: ## Fuzz the annotation parser for 30 seconds.
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/annotation/

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,6 +45,9 @@ type flags struct {
 	workloads          []string
 	cronJobTrigger     string
 	recreateCompleted  bool
+	coalesceWindow     time.Duration
+	kubeAPIQPS         float32
+	kubeAPIBurst       int
 }
 
 // newFlagSet binds every flag to f.
@@ -82,6 +86,9 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
+	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "How long a ConfigMap or Secret change waits before its workloads are reconciled, so that changes within it roll a workload once; 0 disables.")
+	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
 	return fs
 }
@@ -136,6 +143,13 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		ReloadOnDelete: f.reloadOnDelete,
 		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
 		WebhookURL:     f.webhookURL,
+		CoalesceWindow: f.coalesceWindow,
+	}
+	if f.coalesceWindow < 0 {
+		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
+	}
+	if f.kubeAPIQPS <= 0 || f.kubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", f.kubeAPIQPS, f.kubeAPIBurst))
 	}
 	for _, v := range f.resourcesToIgnore {
 		switch strings.ToLower(strings.TrimSpace(v)) {

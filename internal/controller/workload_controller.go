@@ -80,6 +80,11 @@ type Options struct {
 	WebhookURL string
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// CoalesceWindow is how long a change to a ConfigMap or Secret waits
+	// before its workloads are reconciled, so that changes arriving within
+	// it roll each workload once (--coalesce-window). 0 reconciles at once.
+	// Events of the workload itself are never delayed. See enqueueCoalesced.
+	CoalesceWindow time.Duration
 }
 
 // WorkloadReconciler rolls one kind of workload when data it consumes

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -33,6 +34,15 @@ import (
 // means annotations and zero annotation names mean Reloader's. It returns an
 // error when an index or a controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	// The controllers create their ConfigMap and Secret informers only when
+	// they start, after the cache has synced the informers it already had;
+	// creating them here makes every wait for the cache (and so /readyz)
+	// include them.
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("creating the %T informer: %w", obj, err)
+		}
+	}
 	if opts.Strategy == "" {
 		opts.Strategy = trigger.Annotations
 	}
@@ -92,8 +102,8 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// ConfigMaps and Secrets: a data change maps through the reference
 		// index to the workloads that may consume the object. Updates of
 		// other metadata are dropped here, before any work.
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevantCM)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.Secret)), builder.WithPredicates(relevantSecret))
+		Watches(&corev1.ConfigMap{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevantCM)).
+		Watches(&corev1.Secret{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret)), builder.WithPredicates(relevantSecret))
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.

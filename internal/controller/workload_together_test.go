@@ -39,6 +39,7 @@ func TestWorkloadReconciler_ConfigMapAndSecretEditedTogether(t *testing.T) {
 		_ = json.Unmarshal([]byte(get(t, d).Annotations[ObservedAnnotation]), &got)
 		return got
 	}).Should(gomega.Equal(want))
+	// Events are posted asynchronously, after the patch.
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.And(
 		gomega.ContainElement(gomega.ContainSubstring("ConfigMap/cfg changed keys mode")),
 		gomega.ContainElement(gomega.ContainSubstring("Secret/creds changed keys key")),

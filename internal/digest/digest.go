@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
 	"sort"
 	"strings"
 
@@ -14,11 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// digestedAnnotation marks a cached object whose values were replaced by
-// digests; its value is the object's Reloader SHA-1. The key holds a ':',
-// which the API server rejects in annotation keys, so no object read from
-// the server can carry it: only Transform sets it.
-const digestedAnnotation = "reroll.dev:digested"
+// digestedKey is the data key that marks a cached object whose values were
+// replaced by digests; its value is the object's Reloader SHA-1. ConfigMap
+// and Secret keys must match [-._a-zA-Z0-9]+, so no object read from the API
+// server can carry it: only Transform sets it. It lives in the data map,
+// which the object has anyway, rather than in an annotation: most
+// ConfigMaps and Secrets have no annotations, and a map made only for the
+// mark would cost about 400 bytes per object, a fifth of the cache.
+const digestedKey = "reroll.dev:digested"
 
 // lastAppliedAnnotation is written by `kubectl apply` and holds a full copy
 // of the object, data included; the cache must not keep it.
@@ -41,8 +43,15 @@ type Data struct {
 func Of(obj any) (Data, bool) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		if sha, ok := o.Annotations[digestedAnnotation]; ok {
-			return Data{Keys: maps.Clone(o.Data), ReloaderSHA1: sha}, true
+		if sha, ok := o.Data[digestedKey]; ok {
+			// Never nil: a nil Keys means a missing object to callers.
+			keys := make(map[string]string, len(o.Data)-1)
+			for k, v := range o.Data {
+				if k != digestedKey {
+					keys[k] = v
+				}
+			}
+			return Data{Keys: keys, ReloaderSHA1: sha}, true
 		}
 		keys := make(map[string]string, len(o.Data)+len(o.BinaryData))
 		for k, v := range o.Data {
@@ -54,11 +63,13 @@ func Of(obj any) (Data, bool) {
 		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)}, true
 	case *corev1.Secret:
 		keys := make(map[string]string, len(o.Data))
-		if sha, ok := o.Annotations[digestedAnnotation]; ok {
+		if sha, ok := o.Data[digestedKey]; ok {
 			for k, v := range o.Data {
-				keys[k] = string(v)
+				if k != digestedKey {
+					keys[k] = string(v)
+				}
 			}
-			return Data{Keys: keys, ReloaderSHA1: sha}, true
+			return Data{Keys: keys, ReloaderSHA1: string(sha)}, true
 		}
 		for k, v := range o.Data {
 			keys[k] = Value(v)
@@ -109,7 +120,8 @@ func sha1OfEntries(entries []string) string {
 // Transform is a client-go cache transform (cache.TransformFunc). For a
 // ConfigMap or Secret it replaces each value with its SHA-256 digest (binaryData
 // moves into data, which the API guarantees shares no key with it) and
-// records the Reloader SHA-1; for every object it drops managedFields and the
+// records the Reloader SHA-1 under a data key no real object can have (read
+// the result with Of, never from Data directly); for every object it drops managedFields and the
 // kubectl last-applied-configuration annotation, which Reroll never reads and
 // which would keep a copy of the data. It is idempotent: client-go may apply
 // it twice to the same object, and the second call changes nothing. Objects
@@ -124,21 +136,42 @@ func Transform(obj any) (any, error) {
 	if a := m.GetAnnotations(); a != nil {
 		delete(a, lastAppliedAnnotation)
 	}
-	if _, done := m.GetAnnotations()[digestedAnnotation]; done {
-		return obj, nil
-	}
+	// The values are replaced in the maps the decoder made, so that the
+	// only allocation per key is its digest: at start-up this runs once per
+	// ConfigMap and Secret of the cluster.
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		d, _ := Of(o)
-		o.Data, o.BinaryData = d.Keys, nil
-		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, d.ReloaderSHA1)
-	case *corev1.Secret:
-		d, _ := Of(o)
-		o.Data, o.StringData = make(map[string][]byte, len(d.Keys)), nil
-		for k, v := range d.Keys {
-			o.Data[k] = []byte(v)
+		if _, done := o.Data[digestedKey]; done {
+			return obj, nil
 		}
-		metav1.SetMetaDataAnnotation(&o.ObjectMeta, digestedAnnotation, d.ReloaderSHA1)
+		sha := ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)
+		if o.Data == nil {
+			o.Data = make(map[string]string, len(o.BinaryData)+1)
+		}
+		for k, v := range o.Data {
+			o.Data[k] = Value([]byte(v))
+		}
+		for k, v := range o.BinaryData {
+			o.Data[k] = Value(v)
+		}
+		o.BinaryData = nil
+		o.Data[digestedKey] = sha
+	case *corev1.Secret:
+		if _, done := o.Data[digestedKey]; done {
+			return obj, nil
+		}
+		sha := ReloaderSHA1OfSecret(o.Data)
+		if o.Data == nil {
+			o.Data = make(map[string][]byte, 1)
+		}
+		for k, v := range o.Data {
+			sum := sha256.Sum256(v)
+			d := make([]byte, hex.EncodedLen(len(sum)))
+			hex.Encode(d, sum[:])
+			o.Data[k] = d
+		}
+		o.StringData = nil
+		o.Data[digestedKey] = []byte(sha)
 	}
 	return obj, nil
 }

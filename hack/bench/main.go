@@ -1,0 +1,489 @@
+// Command bench measures Reroll at scale (`make bench`, `make test-e2e`).
+//
+// It starts a local etcd and kube-apiserver (no controller-manager: the
+// Deployments have no replicas, and the bench measures Reroll's patches, not
+// pod rollouts), creates a profile of namespaces, Secrets, ConfigMaps and
+// Deployments, runs the built Reroll binary as a local process, and runs the
+// scenarios of docs/benchmarks.md against it. It prints a table and, last,
+// one line of JSON. With -check it exits 1 when a behaviour is wrong (a
+// label-only change made a request, a workload was rolled other than exactly
+// once per burst); timings and memory are printed against their targets but
+// never fail the run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/controlplane"
+)
+
+// result is everything a run measured; it is printed as one JSON line.
+type result struct {
+	Profile  profile       `json:"profile"`
+	Machine  machine       `json:"machine"`
+	Objects  int           `json:"objectsCreated"`
+	CreateS  float64       `json:"createSeconds"`
+	Window   string        `json:"coalesceWindow"`
+	Cold     run           `json:"cold"`
+	Restart  run           `json:"restartWindow0"`
+	Designs  []probeResult `json:"designs,omitempty"`
+	Targets  []target      `json:"targets"`
+	Failures []string      `json:"failures"`
+}
+
+// run is one Reroll process and what it did.
+type run struct {
+	Flags []string `json:"flags"`
+	// StartupSeconds is from exec to /readyz answering 200.
+	StartupSeconds float64 `json:"startupSeconds"`
+	// FirstSightSeconds is from ready to every Deployment recorded.
+	FirstSightSeconds float64 `json:"firstSightSeconds"`
+	// StartRequests are the requests made until quiet after start.
+	StartRequests apiRequests `json:"startRequests"`
+	AfterSync     memory      `json:"afterSync"`
+	PeakRSS       float64     `json:"peakRSSBytes"`
+	// HeapPeak is the highest heap scraped (every 250 ms during start-up
+	// and at each step): a lower bound of the true peak.
+	HeapPeak   float64          `json:"heapPeakScrapedBytes"`
+	Sequential latency          `json:"sequential"`
+	LabelOnly  *labelOnlyResult `json:"labelOnly,omitempty"`
+	Storm      *rolloutsResult  `json:"storm,omitempty"`
+	Shared     *rolloutsResult  `json:"shared,omitempty"`
+	Together   *rolloutsResult  `json:"together,omitempty"`
+}
+
+type machine struct {
+	CPUs       int    `json:"cpus"`
+	CPU        string `json:"cpu"`
+	MemoryMiB  int    `json:"memoryMiB"`
+	Kernel     string `json:"kernel"`
+	Go         string `json:"go"`
+	KubeServer string `json:"kubeServer"`
+}
+
+type target struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	Unit  string  `json:"unit"`
+	Met   bool    `json:"met"`
+}
+
+func main() {
+	// A flag set of its own: controller-runtime adds --kubeconfig to the
+	// global one.
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	profileName := fs.String("profile", "small", "small or large")
+	rerollBin := fs.String("reroll", ".run/bench/reroll", "the built Reroll binary")
+	dir := fs.String("dir", ".run/bench", "folder for the control plane's state and the logs")
+	window := fs.String("coalesce-window", "", "Reroll's --coalesce-window for the cold run; empty keeps Reroll's default")
+	check := fs.Bool("check", false, "exit 1 when a behaviour is wrong (for make test-e2e)")
+	designs := fs.Bool("designs", true, "also measure the cache of each design (digest, metadata-only)")
+	secretBytes := fs.Int("secret-bytes", 0, "override the profile's Secret size, in bytes (to show memory does not depend on it)")
+	hold := fs.Bool("hold", false, "create the profile, print its KUBECONFIG and wait for Ctrl-C instead of running Reroll (to investigate by hand)")
+	probeDesign := fs.String("probe", "", "internal: fill the cache of one design and print what it cost")
+	kubeconfig := fs.String("kubeconfig", "", "internal: kubeconfig for -probe")
+	_ = fs.Parse(os.Args[1:])
+	if *probeDesign != "" {
+		if err := probe(*probeDesign, *kubeconfig); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	p, ok := profiles[*profileName]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small or large)\n", *profileName)
+		os.Exit(2)
+	}
+	if *secretBytes > 0 {
+		p.SecretSize = *secretBytes
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	printTable(res)
+	line, _ := json.Marshal(res)
+	fmt.Println(string(line))
+	if *check && len(res.Failures) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d behaviour check(s) failed:\n  %s\n", len(res.Failures), strings.Join(res.Failures, "\n  "))
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool) (*result, error) {
+	res := &result{Profile: p, Machine: machineInfo(), Window: window}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins, err := controlplane.BinariesFrom(root)
+	if err != nil {
+		return nil, err
+	}
+	logf("starting etcd and kube-apiserver in %s", filepath.Join(dir, "plane"))
+	plane, err := controlplane.Start(ctx, controlplane.Options{Binaries: bins, Dir: filepath.Join(dir, "plane")})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := plane.Stop(); err != nil {
+			logf("stopping the control plane: %v", err)
+		}
+	}()
+
+	// The bench's own client: fast creates, protobuf to spare the API
+	// server's CPU.
+	cfg := rest.CopyConfig(plane.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		res.Machine.KubeServer = v.GitVersion
+	}
+	logf("creating the %s profile", p.Name)
+	begin := time.Now()
+	if res.Objects, err = p.create(ctx, cs, 64); err != nil {
+		return nil, fmt.Errorf("creating the profile: %w", err)
+	}
+	res.CreateS = time.Since(begin).Seconds()
+	logf("created %d objects in %s", res.Objects, since(begin))
+	if hold {
+		logf("holding; export KUBECONFIG=%s; Ctrl-C stops the control plane", plane.Kubeconfig)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	tr, err := newTracker(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	ch := &changer{cs: cs, secretSize: p.SecretSize}
+	ws := p.workloads()
+	pick := func(offset, n int) []workload {
+		out := make([]workload, 0, n)
+		for i := range min(n, len(ws)) {
+			out = append(out, ws[(offset+i)%len(ws)])
+		}
+		return out
+	}
+
+	// Cold start: Reroll sees every workload for the first time.
+	var flags []string
+	if window != "" {
+		flags = append(flags, "--coalesce-window="+window)
+	}
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, plane.Kubeconfig, filepath.Join(dir, "reroll-cold.log"), p.totalDeployments(), flags)
+	if err != nil {
+		return nil, err
+	}
+	res.Cold = *cold
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"20 sequential changes (with the window)", func() (err error) {
+			cold.Sequential, err = b.sequential(ctx, pick(0, 20), 20)
+			return err
+		}},
+		{"100 label-only changes", func() error {
+			r, err := b.labelOnly(ctx, pick(0, 50), 100)
+			cold.LabelOnly = &r
+			return err
+		}},
+		{"storm: 100 changes in one second", func() error {
+			r, err := b.storm(ctx, pick(100, 50))
+			cold.Storm = &r
+			return err
+		}},
+		{"one ConfigMap shared by 50 Deployments", func() error {
+			r, err := b.shared(ctx, p.sharedWorkloads())
+			cold.Shared = &r
+			return err
+		}},
+		{"ConfigMap and Secret of 10 workloads changed together", func() error {
+			r, err := b.together(ctx, pick(200, 10))
+			cold.Together = &r
+			return err
+		}},
+	}
+	for _, s := range steps {
+		logf("cold run: %s", s.name)
+		if err := s.do(); err != nil {
+			b.reroll.stop()
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		// Asynchronous work of a step (Events are posted after the patch)
+		// must not be counted in the next one.
+		if err := b.quiet(ctx); err != nil {
+			return nil, err
+		}
+		if _, err := b.reroll.memoryNow(); err != nil {
+			return nil, err
+		}
+	}
+	cold.PeakRSS, _ = b.reroll.peakRSS()
+	cold.HeapPeak = b.reroll.heapPeak
+	b.reroll.stop()
+	res.Cold = *cold
+
+	// Restart without a window: start-up with every workload recorded, and
+	// the latency of Reroll's own work.
+	restart, b, err := startRun(ctx, tr, ch, rerollBin, plane.Kubeconfig, filepath.Join(dir, "reroll-restart.log"), p.totalDeployments(), []string{"--coalesce-window=0"})
+	if err != nil {
+		return nil, err
+	}
+	n := 200
+	if p.Name == "small" {
+		n = 100
+	}
+	logf("restart: %d sequential changes (no window)", n)
+	if restart.Sequential, err = b.sequential(ctx, pick(300, n), n); err != nil {
+		b.reroll.stop()
+		return nil, err
+	}
+	logf("restart: ConfigMap and Secret of 10 workloads changed together (no window)")
+	r, err := b.together(ctx, pick(310, 10))
+	if err != nil {
+		b.reroll.stop()
+		return nil, err
+	}
+	restart.Together = &r
+	_, _ = b.reroll.memoryNow()
+	restart.PeakRSS, _ = b.reroll.peakRSS()
+	restart.HeapPeak = b.reroll.heapPeak
+	b.reroll.stop()
+	res.Restart = *restart
+
+	if designs {
+		for _, d := range []string{designDigest, designMetadata} {
+			logf("design probe: %s", d)
+			pr, err := runProbe(ctx, d, plane.Kubeconfig)
+			if err != nil {
+				return nil, err
+			}
+			res.Designs = append(res.Designs, pr)
+		}
+	}
+	evaluate(res)
+	return res, nil
+}
+
+// startRun starts Reroll, waits for ready, for every Deployment recorded and
+// for quiet, and measures the start.
+func startRun(ctx context.Context, tr *tracker, ch *changer, bin, kubeconfig, logPath string, deployments int, flags []string) (*run, *bench, error) {
+	logf("starting Reroll %s (log %s)", strings.Join(flags, " "), logPath)
+	rp, err := startReroll(ctx, bin, kubeconfig, logPath, 5*time.Minute, flags...)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &run{Flags: flags, StartupSeconds: rp.Ready.Sub(rp.Started).Seconds()}
+	if err := tr.waitRecorded(ctx, deployments, 5*time.Minute); err != nil {
+		rp.stop()
+		return nil, nil, err
+	}
+	r.FirstSightSeconds = time.Since(rp.Ready).Seconds()
+	b := &bench{tr: tr, ch: ch, reroll: rp, window: controller.DefaultCoalesceWindow}
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--coalesce-window="); ok {
+			if b.window, err = time.ParseDuration(v); err != nil {
+				rp.stop()
+				return nil, nil, err
+			}
+		}
+	}
+	if err := b.quiet(ctx); err != nil {
+		rp.stop()
+		return nil, nil, err
+	}
+	if r.StartRequests, err = rp.requests(); err != nil {
+		rp.stop()
+		return nil, nil, err
+	}
+	if r.AfterSync, err = rp.memoryNow(); err != nil {
+		rp.stop()
+		return nil, nil, err
+	}
+	logf("ready after %.2fs, every Deployment recorded %.2fs later; RSS %.1f MiB, heap %.1f MiB", r.StartupSeconds, r.FirstSightSeconds, r.AfterSync.RSS/mib, r.AfterSync.HeapAlloc/mib)
+	return r, b, nil
+}
+
+const mib = 1 << 20
+
+// evaluate fills Targets (the large profile's targets, shown for any
+// profile) and Failures (behaviours that must hold on any profile).
+func evaluate(res *result) {
+	c := res.Cold
+	add := func(name string, v, limit float64, unit string) {
+		res.Targets = append(res.Targets, target{Name: name, Value: v, Limit: limit, Unit: unit, Met: v <= limit})
+	}
+	add("RSS after sync", c.AfterSync.RSS/mib, 64, "MiB")
+	add("peak RSS (cold run)", c.PeakRSS/mib, 96, "MiB")
+	add("latency p99 (window 0)", res.Restart.Sequential.P99, 50, "ms")
+	if c.LabelOnly != nil {
+		add("GET+LIST per label-only change", (c.LabelOnly.Requests.count("get", "")+c.LabelOnly.Requests.count("list", ""))/float64(c.LabelOnly.Changes), 0, "")
+	}
+	add("start-up to synced (cold)", c.StartupSeconds, 10, "s")
+	add("start-up to synced (restart)", res.Restart.StartupSeconds, 10, "s")
+
+	fail := func(format string, args ...any) { res.Failures = append(res.Failures, fmt.Sprintf(format, args...)) }
+	if l := c.LabelOnly; l != nil && (l.Requests.total() != 0 || l.Rollouts != 0) {
+		fail("label-only changes made %v requests and %d rollouts, want none", l.Requests, l.Rollouts)
+	}
+	for name, r := range map[string]*rolloutsResult{"storm": c.Storm, "shared ConfigMap": c.Shared, "together": c.Together} {
+		if r == nil {
+			continue
+		}
+		if r.RolloutsMin != 1 || r.RolloutsMax != 1 {
+			fail("%s: rollouts per workload between %d and %d, want exactly 1", name, r.RolloutsMin, r.RolloutsMax)
+		}
+		if p := r.Requests.count("patch", "deployments"); p != float64(r.Workloads) {
+			fail("%s: %v Deployment patches for %d workloads, want one each", name, p, r.Workloads)
+		}
+		if g := r.Requests.count("get", "") + r.Requests.count("list", ""); g != 0 {
+			fail("%s: %v GET/LIST requests, want none", name, g)
+		}
+	}
+	for name, r := range map[string]run{"cold": res.Cold, "restart": res.Restart} {
+		if n := r.StartRequests.count("list", "deployments") + r.StartRequests.count("list", "configmaps") + r.StartRequests.count("list", "secrets"); n > 3+3 {
+			fail("%s start: %v LIST requests for 3 kinds", name, n)
+		}
+	}
+}
+
+func printTable(res *result) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	p := res.Profile
+	fmt.Fprintf(w, "Reroll bench, profile %s: %d namespaces x (%d Secrets of %d B, %d ConfigMaps, %d Deployments) + %d Deployments sharing one ConfigMap\n",
+		p.Name, p.Namespaces, p.SecretsPerNamespace, p.SecretSize, p.ConfigMapsPerNamespace, p.DeploymentsPerNamespace, p.SharedDeployments)
+	m := res.Machine
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB, kernel %s, %s, kube-apiserver %s; %d objects created in %.1fs\n\n", m.CPUs, m.CPU, m.MemoryMiB, m.Kernel, m.Go, m.KubeServer, res.Objects, res.CreateS)
+	for _, r := range []struct {
+		name string
+		run  run
+	}{{"cold start (default flags" + map[bool]string{true: "", false: ", --coalesce-window=" + res.Window}[res.Window == ""] + ")", res.Cold}, {"restart with --coalesce-window=0", res.Restart}} {
+		c := r.run
+		fmt.Fprintf(w, "%s\n", r.name)
+		fmt.Fprintf(w, "  start-up to /readyz\t%.2f s\n", c.StartupSeconds)
+		fmt.Fprintf(w, "  then every Deployment recorded\t%.2f s\n", c.FirstSightSeconds)
+		fmt.Fprintf(w, "  requests until quiet\t%s\n", formatRequests(c.StartRequests, 1))
+		fmt.Fprintf(w, "  RSS / heap after sync\t%.1f MiB / %.1f MiB\n", c.AfterSync.RSS/mib, c.AfterSync.HeapAlloc/mib)
+		fmt.Fprintf(w, "  peak RSS (VmHWM) / peak heap scraped\t%.1f MiB / %.1f MiB\n", c.PeakRSS/mib, c.HeapPeak/mib)
+		s := c.Sequential
+		fmt.Fprintf(w, "  change -> patched template, %d sequential\tp50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n", s.N, s.P50, s.P95, s.P99, s.Max)
+		if l := c.LabelOnly; l != nil {
+			fmt.Fprintf(w, "  %d label-only changes\t%d rollouts; requests per change: %s\n", l.Changes, l.Rollouts, formatRequests(l.Requests, float64(l.Changes)))
+		}
+		for _, x := range []struct {
+			name string
+			r    *rolloutsResult
+		}{{"storm", c.Storm}, {"shared ConfigMap", c.Shared}, {"together", c.Together}} {
+			if x.r == nil {
+				continue
+			}
+			fmt.Fprintf(w, "  %s: %d changes to %d workloads in %.2f s\tall patched after %.2f s; rollouts per workload %d..%d; requests: %s\n",
+				x.name, x.r.Changes, x.r.Workloads, x.r.SendSeconds, x.r.AllPatchedSeconds, x.r.RolloutsMin, x.r.RolloutsMax, formatRequests(x.r.Requests, 1))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(res.Designs) > 0 {
+		fmt.Fprintf(w, "cache designs (informers only, one process each)\tsync\tlive heap\tRSS\tpeak RSS\trequests\n")
+		for _, d := range res.Designs {
+			fmt.Fprintf(w, "  %s\t%.2f s\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s\n", d.Design, d.SyncSeconds, d.HeapAfterGC/mib, d.RSS/mib, d.PeakRSS/mib, formatRequests(d.Requests, 1))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "target (large profile)\tvalue\tlimit\tmet\n")
+	for _, t := range res.Targets {
+		fmt.Fprintf(w, "  %s\t%.2f %s\t%.0f %s\t%v\n", t.Name, t.Value, t.Unit, t.Limit, t.Unit, map[bool]string{true: "yes", false: "NO"}[t.Met])
+	}
+	if len(res.Failures) > 0 {
+		fmt.Fprintf(w, "\nbehaviour failures:\n  %s\n", strings.Join(res.Failures, "\n  "))
+	} else {
+		fmt.Fprintf(w, "\nbehaviour checks: all passed\n")
+	}
+	w.Flush()
+}
+
+func formatRequests(r apiRequests, per float64) string {
+	if len(r) == 0 {
+		return "none"
+	}
+	var parts []string
+	for k, v := range r {
+		parts = append(parts, fmt.Sprintf("%s %.4g", k, v/per))
+	}
+	sortStrings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func machineInfo() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if kb, err := procMeminfo("MemTotal"); err == nil {
+		m.MemoryMiB = int(kb / 1024)
+	}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		var b []byte
+		for _, c := range u.Release {
+			if c == 0 {
+				break
+			}
+			b = append(b, byte(c))
+		}
+		m.Kernel = string(b)
+	}
+	return m
+}
+
+func procMeminfo(field string) (float64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb float64
+			_, err := fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb)
+			return kb, err
+		}
+	}
+	return 0, errors.New("no " + field)
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// profile is the shape of the cluster a run creates.
+type profile struct {
+	Name string `json:"name"`
+	// Namespaces holds Secrets, ConfigMaps and Deployments each.
+	Namespaces int `json:"namespaces"`
+	// SecretsPerNamespace Secrets of SecretSize bytes; Deployment i reads
+	// Secret i, the rest are referenced by nothing.
+	SecretsPerNamespace int `json:"secretsPerNamespace"`
+	SecretSize          int `json:"secretSizeBytes"`
+	// ConfigMapsPerNamespace ConfigMaps; Deployment i reads ConfigMap i.
+	ConfigMapsPerNamespace  int `json:"configMapsPerNamespace"`
+	DeploymentsPerNamespace int `json:"deploymentsPerNamespace"`
+	// SharedDeployments read the one ConfigMap of namespace bench-shared.
+	SharedDeployments int `json:"sharedDeployments"`
+}
+
+var profiles = map[string]profile{
+	"small": {Name: "small", Namespaces: 5, SecretsPerNamespace: 20, SecretSize: 1 << 10, ConfigMapsPerNamespace: 10, DeploymentsPerNamespace: 10, SharedDeployments: 50},
+	"large": {Name: "large", Namespaces: 20, SecretsPerNamespace: 500, SecretSize: 10 << 10, ConfigMapsPerNamespace: 20, DeploymentsPerNamespace: 20, SharedDeployments: 50},
+}
+
+const (
+	sharedNamespace = "bench-shared"
+	sharedConfigMap = "shared"
+	// secretKey is the one key of every Secret, read by valueFrom.
+	secretKey = "value"
+	// configKey is the ConfigMap key the scenarios change.
+	configKey      = "LOG_LEVEL"
+	autoAnnotation = "reroll.dev/auto"
+)
+
+func namespaceName(i int) string { return fmt.Sprintf("bench-%02d", i) }
+func secretName(i int) string    { return fmt.Sprintf("s-%03d", i) }
+func configMapName(i int) string { return fmt.Sprintf("cm-%02d", i) }
+func deploymentName(i int) string {
+	return fmt.Sprintf("d-%02d", i)
+}
+func sharedDeploymentName(i int) string { return fmt.Sprintf("sh-%02d", i) }
+
+// workload names one Deployment of the profile and what it reads.
+type workload struct {
+	Namespace, Name, ConfigMap, Secret string
+}
+
+func (w workload) key() string { return w.Namespace + "/" + w.Name }
+
+// workloads returns the Deployments that read their own ConfigMap and
+// Secret, in an order that visits every namespace before reusing one.
+func (p profile) workloads() []workload {
+	var out []workload
+	for i := range p.DeploymentsPerNamespace {
+		for n := range p.Namespaces {
+			out = append(out, workload{Namespace: namespaceName(n), Name: deploymentName(i), ConfigMap: configMapName(i), Secret: secretName(i)})
+		}
+	}
+	return out
+}
+
+func (p profile) sharedWorkloads() []workload {
+	var out []workload
+	for i := range p.SharedDeployments {
+		out = append(out, workload{Namespace: sharedNamespace, Name: sharedDeploymentName(i), ConfigMap: sharedConfigMap})
+	}
+	return out
+}
+
+func (p profile) totalDeployments() int {
+	return p.Namespaces*p.DeploymentsPerNamespace + p.SharedDeployments
+}
+
+func deploymentObject(w workload) *appsv1.Deployment {
+	labels := map[string]string{"app": w.Name}
+	c := corev1.Container{
+		Name:  "app",
+		Image: "registry.example/app:1",
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.ConfigMap},
+		}}},
+	}
+	if w.Secret != "" {
+		c.Env = []corev1.EnvVar{{Name: "SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.Secret}, Key: secretKey,
+		}}}}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name, Annotations: map[string]string{autoAnnotation: "true"}},
+		Spec: appsv1.DeploymentSpec{
+			// No pods: the bench measures Reroll's patches, not the
+			// Deployment controller and kubelets rolling pods.
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+			},
+		},
+	}
+}
+
+func configMapObject(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Data:       map[string]string{configKey: "info", "FEATURE_FLAGS": "a,b,c", "GREETING": "hello from " + ns + "/" + name},
+	}
+}
+
+// create makes every object of the profile with workers concurrent
+// requests, Secrets and ConfigMaps before the Deployments that read them.
+func (p profile) create(ctx context.Context, cs kubernetes.Interface, workers int) (int, error) {
+	var jobs []func() error
+	rng := rand.New(rand.NewChaCha8([32]byte{}))
+	namespaces := []string{sharedNamespace}
+	for n := range p.Namespaces {
+		namespaces = append(namespaces, namespaceName(n))
+	}
+	for _, ns := range namespaces {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return 0, fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	for n := range p.Namespaces {
+		ns := namespaceName(n)
+		for i := range p.SecretsPerNamespace {
+			value := make([]byte, p.SecretSize)
+			for j := range value {
+				value[j] = byte(rng.Uint32())
+			}
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName(i)}, Data: map[string][]byte{secretKey: value}}
+			jobs = append(jobs, func() error {
+				_, err := cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+				return err
+			})
+		}
+		for i := range p.ConfigMapsPerNamespace {
+			cm := configMapObject(ns, configMapName(i))
+			jobs = append(jobs, func() error {
+				_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+				return err
+			})
+		}
+	}
+	cm := configMapObject(sharedNamespace, sharedConfigMap)
+	jobs = append(jobs, func() error {
+		_, err := cs.CoreV1().ConfigMaps(sharedNamespace).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	})
+	if err := runJobs(jobs, workers); err != nil {
+		return 0, err
+	}
+	count := len(jobs)
+	jobs = nil
+	for _, w := range append(p.workloads(), p.sharedWorkloads()...) {
+		d := deploymentObject(w)
+		jobs = append(jobs, func() error {
+			_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+			return err
+		})
+	}
+	return count + len(jobs) + len(namespaces), runJobs(jobs, workers)
+}
+
+// runJobs runs jobs on workers goroutines and returns the first error.
+func runJobs(jobs []func() error, workers int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(jobs) {
+					return
+				}
+				if err := jobs[i](); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// since is a short duration for tables.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

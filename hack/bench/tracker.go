@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+const (
+	// configHashAnnotation is the pod template annotation Reroll's default
+	// strategy writes: a change of it is a rollout.
+	configHashAnnotation = "reroll.dev/config-hash"
+	// observedAnnotation is where Reroll records a workload on first sight.
+	observedAnnotation = "reroll.dev/observed"
+)
+
+// tracker watches every Deployment, as a user's watch would, and records
+// when each one's pod template was changed by Reroll.
+type tracker struct {
+	mu       sync.Mutex
+	rollouts map[string][]time.Time
+	recorded map[string]bool
+}
+
+func newTracker(ctx context.Context, cs kubernetes.Interface) (*tracker, error) {
+	t := &tracker{rollouts: map[string][]time.Time{}, recorded: map[string]bool{}}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	inf := factory.Apps().V1().Deployments().Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { t.see(nil, obj.(*appsv1.Deployment)) },
+		UpdateFunc: func(old, obj any) {
+			t.see(old.(*appsv1.Deployment), obj.(*appsv1.Deployment))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("the bench's %v informer did not sync", typ)
+		}
+	}
+	return t, nil
+}
+
+func (t *tracker) see(old, d *appsv1.Deployment) {
+	now := time.Now()
+	key := d.Namespace + "/" + d.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, t.recorded[key] = d.Annotations[observedAnnotation]
+	if old != nil && old.Spec.Template.Annotations[configHashAnnotation] != d.Spec.Template.Annotations[configHashAnnotation] {
+		t.rollouts[key] = append(t.rollouts[key], now)
+	}
+}
+
+func (t *tracker) rolloutCount(key string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.rollouts[key])
+}
+
+func (t *tracker) recordedCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, ok := range t.recorded {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// waitRollout waits for the (n+1)th rollout of key and returns when the
+// watch showed it.
+func (t *tracker) waitRollout(ctx context.Context, key string, n int, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		t.mu.Lock()
+		r := t.rollouts[key]
+		t.mu.Unlock()
+		if len(r) > n {
+			return r[n], nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("%s was not rolled within %s", key, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// waitRecorded waits until n Deployments carry Reroll's first-sight record.
+func (t *tracker) waitRecorded(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for t.recordedCount() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d Deployments recorded by Reroll after %s", t.recordedCount(), n, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
