@@ -156,12 +156,15 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if obj.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil
 	}
-	template, err := r.Kind.PodTemplate(obj)
-	if err != nil {
+	template, err := r.podTemplate(ctx, obj)
+	if errors.Is(err, workload.ErrShape) {
 		// The object's shape does not match the configured template path:
 		// retrying cannot help until the object or the flag changes.
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidWorkload, "%s", err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	optIn, problems := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if len(problems) > 0 {
@@ -272,6 +275,7 @@ func (r *WorkloadReconciler) roll(ctx context.Context, obj, desired client.Objec
 	if roller, ok := r.Kind.(workload.Roller); ok {
 		res, err := roller.Roll(ctx, r.Client, workload.Rollout{
 			Original: obj, Desired: desired, Hash: cur.configHash(), Now: now, Patch: r.patch,
+			SetTrigger: func(t *corev1.PodTemplateSpec) { r.setTrigger(t, optIn, obj.GetNamespace(), cur, rolled, sel, now) },
 		})
 		if res.Handled {
 			*note, *skipped = res.Note, !res.Rolled
@@ -308,6 +312,15 @@ func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Objec
 		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
 	}
 	return nil
+}
+
+// podTemplate returns the pod template obj's pods run: its own, or the one
+// of the object it refers to (workload.TemplateReader).
+func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if tr, ok := r.Kind.(workload.TemplateReader); ok {
+		return tr.ReadPodTemplate(ctx, r.Client, obj)
+	}
+	return r.Kind.PodTemplate(obj)
 }
 
 func (r *WorkloadReconciler) now() time.Time {

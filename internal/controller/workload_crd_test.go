@@ -153,9 +153,20 @@ func TestWorkloadReconciler_ArgoRollout(t *testing.T) {
 	}
 	byTemplate := customObject(t, argo, ns, "by-template", autoOn, spec("by-template"))
 	byRestart := customObject(t, argo, ns, "by-restart", map[string]string{"reroll.dev/auto": "true", workload.RolloutStrategyAnnotation: "restart"}, spec("by-restart"))
-	create(t, byTemplate, byRestart)
+	// A Rollout whose pods come from a Deployment's template (workloadRef):
+	// the change goes to that template, which Argo watches.
+	target := deployment(ns, "ref-target", nil, podSpec(envFrom("cfg")))
+	target.Spec.Replicas = ptr.To[int32](0)
+	byRef := customObject(t, argo, ns, "by-ref", autoOn, map[string]any{
+		"replicas":    int64(1),
+		"selector":    map[string]any{"matchLabels": map[string]any{"app": "ref-target"}},
+		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "ref-target"},
+	})
+	create(t, byTemplate, byRestart, target, byRef)
 	recorded(t, byTemplate)
 	recorded(t, byRestart)
+	recorded(t, byRef)
+	g.Expect(get(t, byRef).GetAnnotations()[ObservedAnnotation]).To(gomega.ContainSubstring("ConfigMap/cfg"), "references come from the Deployment's template")
 
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"only": "labels"} })
 	g.Consistently(func() map[string]string { return templateAnnotations(t, byTemplate) }).ShouldNot(gomega.HaveKey(trigger.ConfigHashAnnotation))
@@ -171,6 +182,8 @@ func TestWorkloadReconciler_ArgoRollout(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(templateAnnotations(t, byRestart)).NotTo(gomega.HaveKey(trigger.ConfigHashAnnotation), "restart leaves the template alone")
 	g.Eventually(func() []string { return rolledEvents(t, ns, "by-restart") }).Should(gomega.ConsistOf(gomega.ContainSubstring("set spec.restartAt")))
+	g.Eventually(func() map[string]string { return get(t, target).Spec.Template.Annotations }).Should(gomega.HaveKey(trigger.ConfigHashAnnotation))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "by-ref") }).Should(gomega.ConsistOf(gomega.ContainSubstring("the Rollout's workloadRef")))
 }
 
 func TestWorkloadReconciler_DeploymentConfigAndCustomResources(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // referenceIndex is the field index on every workload kind: one value
@@ -57,6 +58,13 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	var out []string
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
+	}
+	if tr, ok := r.Kind.(workload.TemplateReader); ok && tr.TemplateElsewhere(obj) {
+		// The template's references are in another object: any ConfigMap or
+		// Secret of the namespace may matter, and Reconcile reads which.
+		for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+			out = append(out, reference.Reference{Kind: kind, Name: anyName}.ID())
+		}
 	}
 	for _, extra := range []struct {
 		kind  reference.Kind

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -125,17 +128,17 @@ func (u Unstructured) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, e
 	if u.AnnotationsPath != nil {
 		a, _, err := unstructured.NestedStringMap(o.Object, u.AnnotationsPath...)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s/%s: %s is not a string map: %w", u.GVK.Kind, o.GetNamespace(), o.GetName(), strings.Join(u.AnnotationsPath, "."), err)
+			return nil, fmt.Errorf("%w: %s %s/%s: %s is not a string map: %w", ErrShape, u.GVK.Kind, o.GetNamespace(), o.GetName(), strings.Join(u.AnnotationsPath, "."), err)
 		}
 		return &corev1.PodTemplateSpec{ObjectMeta: metaWithAnnotations(a)}, nil
 	}
 	m, _, err := unstructured.NestedMap(o.Object, u.TemplatePath...)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %s is not an object: %w", u.GVK.Kind, o.GetNamespace(), o.GetName(), strings.Join(u.TemplatePath, "."), err)
+		return nil, fmt.Errorf("%w: %s %s/%s: %s is not an object: %w", ErrShape, u.GVK.Kind, o.GetNamespace(), o.GetName(), strings.Join(u.TemplatePath, "."), err)
 	}
 	t := &corev1.PodTemplateSpec{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, t); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %s is not a pod template: %w", u.GVK.Kind, o.GetNamespace(), o.GetName(), strings.Join(u.TemplatePath, "."), err)
+		return nil, fmt.Errorf("%w: %s %s/%s: %s is not a pod template: %w", ErrShape, u.GVK.Kind, o.GetNamespace(), o.GetName(), strings.Join(u.TemplatePath, "."), err)
 	}
 	return t, nil
 }
@@ -193,10 +196,62 @@ func (u Unstructured) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpe
 	return nil
 }
 
-// Roll implements Roller for Argo Rollouts with the restart strategy: it
+// workloadRef returns the Deployment an Argo Rollout's spec.workloadRef
+// names, if any.
+func (u Unstructured) workloadRef(obj client.Object) (types.NamespacedName, bool) {
+	o, ok := obj.(*unstructured.Unstructured)
+	if !u.ArgoRollout || !ok {
+		return types.NamespacedName{}, false
+	}
+	kind, _, _ := unstructured.NestedString(o.Object, "spec", "workloadRef", "kind")
+	name, _, _ := unstructured.NestedString(o.Object, "spec", "workloadRef", "name")
+	if kind != "Deployment" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: name}, true
+}
+
+// TemplateElsewhere implements TemplateReader.
+func (u Unstructured) TemplateElsewhere(obj client.Object) bool {
+	_, ok := u.workloadRef(obj)
+	return ok
+}
+
+// ReadPodTemplate implements TemplateReader: an Argo Rollout with
+// spec.workloadRef runs the pod template of the referenced Deployment.
+func (u Unstructured) ReadPodTemplate(ctx context.Context, c client.Reader, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	ref, ok := u.workloadRef(obj)
+	if !ok {
+		return u.PodTemplate(obj)
+	}
+	var d appsv1.Deployment
+	if err := c.Get(ctx, ref, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &corev1.PodTemplateSpec{}, nil
+		}
+		return nil, fmt.Errorf("reading Deployment %s, the workloadRef of Rollout %s: %w", ref, obj.GetName(), err)
+	}
+	return d.Spec.Template.DeepCopy(), nil
+}
+
+// Roll implements Roller for Argo Rollouts. With the restart strategy it
 // sets spec.restartAt (RFC 3339, UTC) in r.Desired and writes it, and Argo
-// restarts the pods. Every other object rolls by its template.
-func (u Unstructured) Roll(ctx context.Context, _ client.Client, r Rollout) (RollResult, error) {
+// restarts the pods. With spec.workloadRef it writes the trigger into the
+// referenced Deployment's pod template, which Argo watches, and the record
+// on the Rollout. Every other object rolls by its own template.
+func (u Unstructured) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
+	if ref, ok := u.workloadRef(r.Original); ok && r.Original.GetAnnotations()[RolloutStrategyAnnotation] != "restart" {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, ref, &d); err != nil {
+			return RollResult{Handled: true}, fmt.Errorf("reading Deployment %s, the workloadRef of Rollout %s: %w", ref, r.Original.GetName(), err)
+		}
+		desired := d.DeepCopy()
+		r.SetTrigger(&desired.Spec.Template)
+		if err := r.Patch(ctx, &d, desired); err != nil {
+			return RollResult{Handled: true}, err
+		}
+		return RollResult{Handled: true, Rolled: true, Note: "changed the pod template of Deployment " + ref.Name + " (the Rollout's workloadRef)"}, r.Patch(ctx, r.Original, r.Desired)
+	}
 	if !u.ArgoRollout || r.Original.GetAnnotations()[RolloutStrategyAnnotation] != "restart" {
 		return RollResult{}, nil
 	}

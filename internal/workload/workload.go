@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -45,7 +46,27 @@ type Rollout struct {
 	// Patch writes Desired over Original as the reconciler does for any
 	// kind (guarded by resourceVersion).
 	Patch func(ctx context.Context, original, desired client.Object) error
+	// SetTrigger writes the reconciler's rollout trigger into a pod
+	// template, for kinds whose template lives in another object.
+	SetTrigger func(t *corev1.PodTemplateSpec)
 }
+
+// TemplateReader is a Kind whose objects may keep their pod template in
+// another object, such as an Argo Rollout with spec.workloadRef.
+type TemplateReader interface {
+	// ReadPodTemplate returns the pod template obj's pods run, reading the
+	// referenced object through c when obj refers to one. It returns an
+	// error when the reference cannot be read; a referenced object that does
+	// not exist yields an empty template.
+	ReadPodTemplate(ctx context.Context, c client.Reader, obj client.Object) (*corev1.PodTemplateSpec, error)
+	// TemplateElsewhere reports whether obj's pod template lives in another
+	// object, so that its references cannot be indexed from obj alone.
+	TemplateElsewhere(obj client.Object) bool
+}
+
+// ErrShape marks an error decoding an object's pod template: the object does
+// not have the shape its kind's configuration says, and retrying cannot help.
+var ErrShape = errors.New("unexpected object shape")
 
 // Roller is a Kind whose rollout, for some objects, is an action other than
 // a pod template change: creating a Job from a CronJob, re-creating a Job,
