@@ -81,10 +81,11 @@ func runTests(m *testing.M) int {
 }
 
 // newT returns a Gomega for t with timeouts that suit a control plane on a
-// loaded two-core machine.
+// loaded two-core machine: generous, since a passing test never waits them
+// out.
 func newT(t *testing.T) *gomega.WithT {
 	g := gomega.NewWithT(t)
-	g.SetDefaultEventuallyTimeout(60 * time.Second)
+	g.SetDefaultEventuallyTimeout(120 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	g.SetDefaultConsistentlyDuration(3 * time.Second)
 	g.SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)

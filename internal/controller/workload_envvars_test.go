@@ -28,7 +28,7 @@ func TestWorkloadReconciler_EnvVarsAdoptsReloaderWorkloadWithoutRollout(t *testi
 		s.Containers[1].Env = []corev1.EnvVar{{Name: "STAKATER_FOO_CONFIGMAP", Value: reloaderSHA1("a=1;b=2")}}
 	}))
 	create(t, d)
-	waitRolledOut(t, d)
+	waitFirstReplicaSet(t, d)
 
 	startReroll(t, ns, Options{Strategy: "env-vars"})
 	recorded(t, d)

@@ -16,7 +16,7 @@ func TestWorkloadReconciler_FirstSightDoesNotRoll(t *testing.T) {
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
-	waitRolledOut(t, d)
+	waitFirstReplicaSet(t, d)
 	template := get(t, d).Spec.Template.DeepCopy()
 
 	startReroll(t, ns, Options{})

@@ -54,7 +54,7 @@ func TestWorkloadReconciler_PodReloaderDialect(t *testing.T) {
 	switched.Spec.Template.Annotations = map[string]string{trigger.PodReloaderHashAnnotation: podReloaderHash(t, ns, cms, secrets)}
 	fresh := deployment(ns, "fresh", lists, podSpec())
 	create(t, switched, fresh)
-	waitRolledOut(t, switched)
+	waitFirstReplicaSet(t, switched)
 
 	startReroll(t, ns, Options{})
 	recorded(t, switched)

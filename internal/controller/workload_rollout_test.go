@@ -103,6 +103,14 @@ func TestWorkloadReconciler_RollsStatefulSetAndDaemonSet(t *testing.T) {
 	g.Eventually(func() []string { return rolledEvents(t, ns, "agent") }).Should(gomega.HaveLen(1))
 }
 
+// waitFirstReplicaSet waits until the Deployment controller has created the
+// Deployment's first ReplicaSet: the baseline against which a test counts
+// rollouts.
+func waitFirstReplicaSet(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	newT(t).Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, d.Namespace, d.Name) }).Should(gomega.HaveLen(1))
+}
+
 // waitRolledOut waits, like `kubectl rollout status`, until the Deployment
 // controller has seen the latest template and every replica is updated and
 // ready.

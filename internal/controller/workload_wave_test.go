@@ -58,7 +58,7 @@ func TestWorkloadReconciler_WaveDialect(t *testing.T) {
 	// Wave waits while a required reference is missing.
 	waiting := deployment(ns, "waiting", map[string]string{"wave.pusher.com/update-on-config-change": "true"}, podSpec(envFrom("cfg", "not-yet")))
 	create(t, switched, waiting)
-	waitRolledOut(t, switched)
+	waitFirstReplicaSet(t, switched)
 
 	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
 	recorded(t, switched)
