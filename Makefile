@@ -31,7 +31,11 @@ test: ## Run every test: unit tests and the controller against a real local cont
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
-	$(GO) test -count=1 ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/
+	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/
+
+.PHONY: docs
+docs: ## Regenerate docs/flags.md from the flags in the code.
+	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
 
 # The bench's profile: small (seconds to create) or large (10,000 Secrets).
 PROFILE ?= small

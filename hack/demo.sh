@@ -63,16 +63,22 @@ old_rs=$(kubectl -n $ns get rs -l app=web -o jsonpath='{.items[0].metadata.name}
 
 step "Editing the ConfigMap: LOG_LEVEL info -> debug"
 kubectl -n $ns patch configmap app-config --type merge -p '{"data":{"LOG_LEVEL":"debug"}}'
-kubectl -n $ns wait deployment/web --for=jsonpath='{.spec.template.metadata.annotations.reroll\.dev/config-hash}' --timeout=60s >/dev/null ||
+# The Deployment opted in with Reloader's annotation, so Reroll writes
+# Reloader's own trigger: the pod template annotation last-reloaded-from.
+trigger_path='{.spec.template.metadata.annotations.reloader\.stakater\.com/last-reloaded-from}'
+kubectl -n $ns wait deployment/web --for=jsonpath="$trigger_path" --timeout=60s >/dev/null ||
   fail "Reroll did not roll the Deployment"
 kubectl -n $ns rollout status deployment/web --timeout=120s
 
 step "What happened"
 echo "ReplicaSets (the old one scaled to 0, the new one runs 3 pods):"
-kubectl -n $ns get rs -l app=web -o custom-columns='NAME:.metadata.name,DESIRED:.spec.replicas,READY:.status.readyReplicas,CONFIG-HASH:.spec.template.metadata.annotations.reroll\.dev/config-hash'
+kubectl -n $ns get rs -l app=web -o custom-columns='NAME:.metadata.name,DESIRED:.spec.replicas,READY:.status.readyReplicas'
 new_rs=$(kubectl -n $ns get rs -l app=web -o jsonpath='{range .items[?(@.spec.replicas>0)]}{.metadata.name}{end}')
 [[ -n "$new_rs" && "$new_rs" != "$old_rs" ]] || fail "no new ReplicaSet"
 echo "old ReplicaSet: $old_rs   new ReplicaSet: $new_rs"
+echo
+echo "The trigger Reroll wrote on the pod template (Reloader's format; the hash is Reloader's SHA-1 of app-config):"
+echo "  reloader.stakater.com/last-reloaded-from: $(kubectl -n $ns get deployment web -o jsonpath="$trigger_path")"
 echo
 echo "The Event Reroll recorded on the Deployment:"
 kubectl -n $ns get events --field-selector involvedObject.name=web,reason=Rolled -o custom-columns='TYPE:.type,REASON:.reason,MESSAGE:.message'
@@ -82,18 +88,18 @@ echo
 echo "Keys that changed: ${msg##*changed keys }"
 
 step "A label-only edit of the ConfigMap, and an edit of a Secret key the pods do not read: nothing rolls"
-hash_before=$(kubectl -n $ns get deployment web -o jsonpath='{.spec.template.metadata.annotations.reroll\.dev/config-hash}')
+hash_before=$(kubectl -n $ns get deployment web -o jsonpath="$trigger_path")
 # A Deployment's generation rises with every write to its spec or annotations.
 gen_before=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation}')
 kubectl -n $ns label configmap app-config team=payments
 kubectl -n $ns patch secret db-credentials --type merge -p '{"stringData":{"username":"someone-else"}}'
 echo "waiting 5 seconds for anything to happen..."
 sleep 5
-hash_after=$(kubectl -n $ns get deployment web -o jsonpath='{.spec.template.metadata.annotations.reroll\.dev/config-hash}')
+hash_after=$(kubectl -n $ns get deployment web -o jsonpath="$trigger_path")
 gen_after=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation}')
 [[ "$hash_before" == "$hash_after" ]] || fail "the label-only edit rolled the Deployment"
 [[ "$gen_before" == "$gen_after" ]] || fail "Reroll wrote to the Deployment after a label-only edit"
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 2 ]] || fail "a new ReplicaSet appeared"
-echo "config-hash unchanged ($hash_after), the Deployment was not written to, still 2 ReplicaSets."
+echo "pod template unchanged, the Deployment was not written to, still 2 ReplicaSets."
 
 step "Demo complete: one data change, one rollout; metadata changes and unread keys, none"

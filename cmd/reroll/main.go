@@ -28,23 +28,8 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
-	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
 )
-
-// flags holds the raw command-line values before validation.
-type flags struct {
-	kubeconfig     string
-	metricsAddr    string
-	probeAddr      string
-	logFormat      string
-	logLevel       string
-	reloadStrategy string
-	reloadOnCreate bool
-	reloadOnDelete bool
-	coalesceWindow time.Duration
-	kubeAPIQPS     float32
-	kubeAPIBurst   int
-}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -56,36 +41,24 @@ func main() {
 func run(args []string) error {
 	setGCPercent()
 	var f flags
-	fs := pflag.NewFlagSet("reroll", pflag.ContinueOnError)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses $KUBECONFIG, the in-cluster config, or ~/.kube/config")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus /metrics endpoint; 0 disables it")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
-	fs.StringVar(&f.logFormat, "log-format", "", `log format: "json", or "" / "text" for human-readable lines (Reloader's flag)`)
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warning, error, fatal or panic (Reloader's values)")
-	fs.StringVar(&f.reloadStrategy, "reload-strategy", string(trigger.Annotations), `how a rollout is triggered: "annotations" (pod template annotation reroll.dev/config-hash) or "env-vars" (Reloader's STAKATER_* env var)`)
-	fs.BoolVar(&f.reloadOnCreate, "reload-on-create", false, "roll a workload when a ConfigMap or Secret it references is created")
-	fs.BoolVar(&f.reloadOnDelete, "reload-on-delete", false, "roll a workload when a ConfigMap or Secret it references is deleted")
-	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "how long a ConfigMap or Secret change waits before its workloads are reconciled, so changes within it roll a workload once; 0 disables")
-	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "requests per second to the Kubernetes API, averaged (client-side limit)")
-	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "requests to the Kubernetes API allowed in a burst above --kube-api-qps")
+	fs := newFlagSet(&f)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q; every setting is a --flag", fs.Args())
+	}
 	logger, err := newLogger(f.logFormat, f.logLevel)
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(logger)
-	strategy, err := trigger.ParseStrategy(f.reloadStrategy)
+	opts, err := f.options(os.Getenv)
 	if err != nil {
-		return fmt.Errorf("--reload-strategy: %w", err)
-	}
-	if f.coalesceWindow < 0 {
-		return fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow)
+		return err
 	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -104,22 +77,21 @@ func run(args []string) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-	})
+	mo := opts.Scope.ManagerOptions()
+	mo.Scheme = scheme
+	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
+	mo.HealthProbeBindAddress = f.probeAddr
+	mo.LeaderElection = f.enableHA
+	mo.LeaderElectionID = "reroll-leader"
+	mo.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	// Hand the Lease over at once on a clean shutdown.
+	mo.LeaderElectionReleaseOnCancel = true
+	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{
-		Strategy:       strategy,
-		ReloadOnCreate: f.reloadOnCreate,
-		ReloadOnDelete: f.reloadOnDelete,
-		CoalesceWindow: f.coalesceWindow,
-	}); err != nil {
+	if err := controller.Setup(ctx, mgr, opts); err != nil {
 		return err
 	}
 	if err := freeMemoryAfterSync(mgr); err != nil {
@@ -140,7 +112,15 @@ func run(args []string) error {
 	}); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	logger.Info("Starting Reroll", "reloadStrategy", string(strategy), "reloadOnCreate", f.reloadOnCreate, "reloadOnDelete", f.reloadOnDelete)
+	if f.isArgoRollouts {
+		if _, err := mgr.GetRESTMapper().RESTMapping(workload.ArgoRollout().GVK.GroupKind(), "v1alpha1"); err != nil {
+			return fmt.Errorf("--is-Argo-Rollouts: the API server does not serve argoproj.io/v1alpha1 Rollouts: %w", err)
+		}
+	}
+	logger.Info("Starting Reroll", "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
+		"reloadOnDelete", opts.ReloadOnDelete, "autoReloadAll", opts.Annotations.AutoReloadAll,
+		"namespaces", opts.Scope.Namespaces, "namespacesToIgnore", opts.Scope.IgnoredNamespaces,
+		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"))
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -53,7 +53,7 @@ func probe(design, kubeconfig string) error {
 	cfg.QPS, cfg.Burst = 50, 300
 	counter := metrics.NewRequestCounter()
 	cfg.Wrap(counter.Wrap)
-	opts := controller.CacheOptions()
+	opts := controller.Scope{}.CacheOptions()
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ const (
 	secretKey = "value"
 	// configKey is the ConfigMap key the scenarios change.
 	configKey      = "LOG_LEVEL"
-	autoAnnotation = "reloader.stakater.com/auto"
+	autoAnnotation = "reroll.dev/auto"
 )
 
 func namespaceName(i int) string { return fmt.Sprintf("bench-%02d", i) }

@@ -2,78 +2,236 @@ package annotation
 
 import (
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
+
+	"github.com/reroll/reroll/internal/reference"
 )
 
-func TestParse(t *testing.T) {
+func TestConfig_Parse(t *testing.T) {
 	cases := map[string]struct {
+		// config is the flag-derived configuration; zero means DefaultConfig.
+		config *Config
 		// workload and template are the metadata and pod template annotations.
 		workload, template map[string]string
-		// want is the expected opt-in.
-		want OptIn
+		// check inspects the result.
+		check func(g *gomega.WithT, o OptIn)
 		// wantErrs is the number of malformed values expected.
 		wantErrs int
 	}{
 		"nothing set": {
-			want: OptIn{},
+			check: func(g *gomega.WithT, o OptIn) { g.Expect(o.Enabled()).To(gomega.BeFalse()) },
 		},
 		"reloader auto on metadata": {
-			workload: map[string]string{ReloaderAuto: "true"},
-			want:     OptIn{Auto: true},
+			workload: map[string]string{"reloader.stakater.com/auto": "true"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.Auto).To(gomega.BeTrue())
+				g.Expect(o.Dialect).To(gomega.Equal(DialectReloader))
+			},
 		},
 		"reroll auto on the pod template": {
 			template: map[string]string{Auto: "true"},
-			want:     OptIn{Auto: true},
-		},
-		"auto false opts out": {
-			workload: map[string]string{Auto: "false"},
-			want:     OptIn{},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.Auto).To(gomega.BeTrue())
+				g.Expect(o.Dialect).To(gomega.Equal(DialectReroll))
+			},
 		},
 		"metadata wins over the pod template": {
 			workload: map[string]string{Auto: "false"},
 			template: map[string]string{Auto: "true"},
-			want:     OptIn{},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.Enabled()).To(gomega.BeFalse()) },
 		},
-		"lists from both dialects merge, trimmed, sorted and unique": {
-			workload: map[string]string{
-				ReloaderConfigMaps: "b, a,,",
-				ConfigMaps:         "a",
-				ReloaderSecrets:    "db",
-				Secrets:            "tls , db",
+		"typed auto": {
+			workload: map[string]string{"secret.reloader.stakater.com/auto": "true"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.AutoSecrets).To(gomega.BeTrue())
+				g.Expect(o.AutoConfigMaps || o.Auto).To(gomega.BeFalse())
 			},
-			want: OptIn{ConfigMaps: []string{"a", "b"}, Secrets: []string{"db", "tls"}},
 		},
-		"a malformed boolean is reported and counts as false": {
-			workload: map[string]string{Auto: "yes please", ReloaderConfigMaps: "cfg"},
-			want:     OptIn{ConfigMaps: []string{"cfg"}},
+		"auto-reload-all opts in everything but an explicit false": {
+			config:   &Config{Names: DefaultNames(), AutoReloadAll: true},
+			workload: map[string]string{"unrelated": "x"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.Auto).To(gomega.BeTrue()) },
+		},
+		"auto-reload-all respects auto false": {
+			config:   &Config{Names: DefaultNames(), AutoReloadAll: true},
+			workload: map[string]string{"reloader.stakater.com/auto": "false"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.Auto).To(gomega.BeFalse()) },
+		},
+		"overridden annotation names": {
+			config:   &Config{Names: Names{Auto: "example.com/roll"}},
+			workload: map[string]string{"example.com/roll": "true", "reloader.stakater.com/auto": "true"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.Auto).To(gomega.BeTrue()) },
+		},
+		"lists from both dialects": {
+			workload: map[string]string{
+				"configmap.reloader.stakater.com/reload": "b, app-.*,,",
+				ConfigMaps:                               "a",
+				"secret.reloader.stakater.com/reload":    "db",
+				Secrets:                                  "tls , db",
+			},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.ConfigMaps.Names()).To(gomega.Equal([]string{"a", "b"}))
+				g.Expect(o.ConfigMaps.Matches("app-frontend")).To(gomega.BeTrue())
+				g.Expect(o.ConfigMaps.HasPatterns()).To(gomega.BeTrue())
+				g.Expect(o.Secrets.Names()).To(gomega.Equal([]string{"db", "tls"}))
+				g.Expect(o.Secrets.HasPatterns()).To(gomega.BeFalse())
+				g.Expect(o.Dialect).To(gomega.Equal(DialectReroll))
+			},
+		},
+		"reloader entries are anchored at both ends": {
+			workload: map[string]string{"configmap.reloader.stakater.com/reload": "app"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.ConfigMaps.Matches("app")).To(gomega.BeTrue())
+				g.Expect(o.ConfigMaps.Matches("my-app")).To(gomega.BeFalse())
+				g.Expect(o.ConfigMaps.Matches("app-2")).To(gomega.BeFalse())
+			},
+		},
+		"a dot in a reloader entry is a wildcard, as in Reloader": {
+			workload: map[string]string{"configmap.reloader.stakater.com/reload": "app.config"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.ConfigMaps.Matches("app.config")).To(gomega.BeTrue())
+				g.Expect(o.ConfigMaps.Matches("app-config")).To(gomega.BeTrue())
+				g.Expect(o.ConfigMaps.Names()).To(gomega.Equal([]string{"app.config"}))
+			},
+		},
+		"an invalid regular expression is reported, the other entries kept": {
+			workload: map[string]string{"configmap.reloader.stakater.com/reload": "good,bad[,also-good"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.ConfigMaps.Names()).To(gomega.Equal([]string{"also-good", "good"}))
+			},
 			wantErrs: 1,
 		},
-		"a malformed list entry is dropped, the others kept": {
-			workload: map[string]string{Secrets: "good,Not_Valid,also-good"},
-			want:     OptIn{Secrets: []string{"also-good", "good"}},
+		"a malformed boolean is reported and counts as unset": {
+			workload: map[string]string{Auto: "yes please", ConfigMaps: "cfg"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.Auto).To(gomega.BeFalse())
+				g.Expect(o.ConfigMaps.Names()).To(gomega.Equal([]string{"cfg"}))
+			},
+			wantErrs: 1,
+		},
+		"a malformed reroll name is dropped": {
+			workload: map[string]string{Secrets: "good,Not_Valid"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.Secrets.Names()).To(gomega.Equal([]string{"good"})) },
+			wantErrs: 1,
+		},
+		"exclude lists and pause period come from metadata or template": {
+			workload: map[string]string{"configmaps.exclude.reloader.stakater.com/reload": "skip-.*", "deployment.reloader.stakater.com/pause-period": "5m"},
+			template: map[string]string{"reloader.stakater.com/auto": "true", ExcludeSecrets: "keep-out"},
+			check: func(g *gomega.WithT, o OptIn) {
+				g.Expect(o.Auto).To(gomega.BeTrue())
+				g.Expect(o.ExcludeConfigMaps.Matches("skip-me")).To(gomega.BeTrue())
+				g.Expect(o.ExcludeSecrets.Matches("keep-out")).To(gomega.BeTrue())
+				g.Expect(o.PausePeriod).To(gomega.Equal(5 * time.Minute))
+			},
+		},
+		"a malformed pause period is reported": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", PausePeriod: "soon"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
 			wantErrs: 1,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := gomega.NewWithT(t)
-			got, errs := Parse(tc.workload, tc.template)
-			g.Expect(got).To(gomega.Equal(tc.want))
+			c := DefaultConfig()
+			if tc.config != nil {
+				c = *tc.config
+			}
+			got, errs := c.Parse(tc.workload, tc.template)
+			tc.check(g, got)
 			g.Expect(errs).To(gomega.HaveLen(tc.wantErrs))
-			g.Expect(got.Enabled()).To(gomega.Equal(tc.want.Auto || len(tc.want.ConfigMaps)+len(tc.want.Secrets) > 0))
+		})
+	}
+}
+
+func TestConfig_Selects(t *testing.T) {
+	match := map[string]string{"reloader.stakater.com/match": "true"}
+	ignore := map[string]string{"reloader.stakater.com/ignore": "true"}
+	cases := map[string]struct {
+		// config is the configuration; zero means DefaultConfig.
+		config *Config
+		// workload holds the workload's annotations.
+		workload map[string]string
+		// kind and name identify the object; object holds its annotations.
+		kind   reference.Kind
+		name   string
+		object map[string]string
+		// referenced says whether the pod template references the object.
+		referenced bool
+		// want is the decision.
+		want bool
+	}{
+		"auto selects a referenced object": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true"}, kind: reference.ConfigMap, name: "a", referenced: true, want: true,
+		},
+		"auto does not select an unreferenced object": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true"}, kind: reference.ConfigMap, name: "a", want: false,
+		},
+		"typed auto selects only its kind": {
+			workload: map[string]string{"configmap.reloader.stakater.com/auto": "true"}, kind: reference.Secret, name: "s", referenced: true, want: false,
+		},
+		"ignored resource type beats an explicit list": {
+			config:   &Config{Names: DefaultNames(), IgnoreSecrets: true},
+			workload: map[string]string{"secret.reloader.stakater.com/reload": "s"}, kind: reference.Secret, name: "s", referenced: true, want: false,
+		},
+		"ignore annotation beats an explicit list": {
+			workload: map[string]string{"configmap.reloader.stakater.com/reload": "a"}, kind: reference.ConfigMap, name: "a", object: ignore, want: false,
+		},
+		"exclude beats auto": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", "configmaps.exclude.reloader.stakater.com/reload": "a"}, kind: reference.ConfigMap, name: "a", referenced: true, want: false,
+		},
+		"exclude beats an explicit list": {
+			workload: map[string]string{"reroll.dev/configmaps": "a", "reroll.dev/exclude-configmaps": "a"}, kind: reference.ConfigMap, name: "a", want: false,
+		},
+		"explicit list selects without a reference": {
+			workload: map[string]string{"configmap.reloader.stakater.com/reload": "a-.*"}, kind: reference.ConfigMap, name: "a-1", want: true,
+		},
+		"search with match": {
+			workload: map[string]string{"reloader.stakater.com/search": "true"}, kind: reference.Secret, name: "s", object: match, referenced: true, want: true,
+		},
+		"search without match": {
+			workload: map[string]string{"reloader.stakater.com/search": "true"}, kind: reference.Secret, name: "s", referenced: true, want: false,
+		},
+		"match without search": {
+			workload: map[string]string{"configmap.reloader.stakater.com/reload": "other"}, kind: reference.Secret, name: "s", object: match, referenced: true, want: false,
+		},
+		"reroll match works with reloader search": {
+			workload: map[string]string{"reloader.stakater.com/search": "true"}, kind: reference.Secret, name: "s", object: map[string]string{Match: "true"}, referenced: true, want: true,
+		},
+		"auto-reload-all": {
+			config: &Config{Names: DefaultNames(), AutoReloadAll: true}, kind: reference.ConfigMap, name: "a", referenced: true, want: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			c := DefaultConfig()
+			if tc.config != nil {
+				c = *tc.config
+			}
+			o, errs := c.Parse(tc.workload, nil)
+			g.Expect(errs).To(gomega.BeEmpty())
+			g.Expect(c.Selects(o, tc.kind, tc.name, tc.object, tc.referenced)).To(gomega.Equal(tc.want))
 		})
 	}
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add("true", "a,b", "c")
-	f.Add("nope", ",,", "Bad_Name")
-	f.Fuzz(func(t *testing.T, auto, cms, secrets string) {
-		got, _ := Parse(map[string]string{Auto: auto, ConfigMaps: cms, Secrets: secrets}, nil)
-		for _, n := range append(got.ConfigMaps, got.Secrets...) {
+	f.Add("true", "a,b", "c", "x.*")
+	f.Add("nope", ",,", "Bad_Name", "[")
+	f.Fuzz(func(t *testing.T, auto, cms, secrets, regexes string) {
+		c := DefaultConfig()
+		got, _ := c.Parse(map[string]string{Auto: auto, ConfigMaps: cms, Secrets: secrets, "configmap.reloader.stakater.com/reload": regexes}, nil)
+		for _, n := range append(got.ConfigMaps.Names(), got.Secrets.Names()...) {
 			if n == "" {
 				t.Fatalf("empty name in %#v", got)
+			}
+		}
+		for _, p := range got.ConfigMaps {
+			if !got.ConfigMaps.Matches(p.Text) && p.re == nil {
+				t.Fatalf("entry %q does not match itself", p.Text)
 			}
 		}
 	})

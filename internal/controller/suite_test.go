@@ -13,10 +13,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,7 +28,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controlplane"
-	"github.com/reroll/reroll/internal/trigger"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -46,6 +47,10 @@ func TestMain(m *testing.M) {
 func runTests(m *testing.M) int {
 	// Logs of client-go's informers outside any manager: errors only.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -108,32 +113,41 @@ type reroll struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+	// cache is the manager's informer cache, to check what Reroll holds.
+	cache cache.Cache
+	// logs holds what Reroll logged.
+	logs *syncBuffer
 }
 
 // startReroll runs Reroll's manager, as cmd/reroll builds it, watching only
-// namespace ns, until the test ends or stop is called.
+// namespace ns (unless opts.Scope names namespaces), until the test ends or
+// stop is called.
 func startReroll(t *testing.T, ns string, opts Options) *reroll {
 	t.Helper()
+	return startRerollAs(t, plane.Config, ns, opts)
+}
+
+// startRerollAs is startReroll with the identity of cfg instead of the
+// plane's admin.
+func startRerollAs(t *testing.T, cfg *rest.Config, ns string, opts Options) *reroll {
+	t.Helper()
 	g := newT(t)
-	if opts.Strategy == "" {
-		opts.Strategy = trigger.Annotations
-	}
 	logs := &syncBuffer{}
-	cacheOpts := CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(plane.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
-		// Every test registers the same controller names in its own manager.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	if len(opts.Scope.Namespaces) == 0 {
+		opts.Scope.Namespaces = []string{ns}
+	}
+	mo := opts.Scope.ManagerOptions()
+	mo.Scheme = scheme
+	mo.Metrics = metricsserver.Options{BindAddress: "0"}
+	mo.HealthProbeBindAddress = "0"
+	mo.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
+	// Every test registers the same controller names in its own manager.
+	mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
-	r := &reroll{cancel: cancel, done: make(chan error, 1)}
+	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache(), logs: logs}
 	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
 	t.Cleanup(func() {
@@ -197,6 +211,18 @@ func podSpec(mutate ...func(*corev1.PodSpec)) corev1.PodSpec {
 	return s
 }
 
+// envFrom returns a pod spec mutation that reads the named ConfigMaps
+// through envFrom in container "app".
+func envFrom(names ...string) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		for _, n := range names {
+			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{
+				ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: n}},
+			})
+		}
+	}
+}
+
 func labelsFor(name string) map[string]string { return map[string]string{"app": name} }
 
 func deployment(ns, name string, annotations map[string]string, spec corev1.PodSpec) *appsv1.Deployment {
@@ -210,7 +236,13 @@ func deployment(ns, name string, annotations map[string]string, spec corev1.PodS
 	}
 }
 
-var autoOn = map[string]string{"reloader.stakater.com/auto": "true"}
+// autoOn opts a workload in with Reroll's annotation, whose trigger is
+// reroll.dev/config-hash; reloaderAutoOn with Reloader's, whose trigger is
+// Reloader's own.
+var (
+	autoOn         = map[string]string{"reroll.dev/auto": "true"}
+	reloaderAutoOn = map[string]string{"reloader.stakater.com/auto": "true"}
+)
 
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()

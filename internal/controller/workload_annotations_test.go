@@ -34,9 +34,7 @@ func TestWorkloadReconciler_ReadsOptInFromPodTemplate(t *testing.T) {
 	ns := newNamespace(t)
 	startReroll(t, ns, Options{})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	d := deployment(ns, "web", nil, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
-	}))
+	d := deployment(ns, "web", nil, podSpec(envFrom("cfg")))
 	d.Spec.Template.Annotations = map[string]string{"reloader.stakater.com/auto": "true"}
 	create(t, d)
 	recorded(t, d)

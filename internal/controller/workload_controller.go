@@ -10,15 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
-	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -31,11 +33,24 @@ const (
 	// ReasonRolled is a Normal Event: Reroll changed the pod template because
 	// consumed data changed. The note names the objects and keys, never values.
 	ReasonRolled = "Rolled"
-	// ReasonInvalidAnnotation is a Warning Event: an opt-in annotation is
+	// ReasonNotRolled is a Normal Event: consumed data changed but the kind
+	// does not restart for it (a CronJob's next Job reads it; a finished Job).
+	ReasonNotRolled = "NotRolled"
+	// ReasonNotified is a Normal Event: with --webhook-url, Reroll posted the
+	// change instead of rolling.
+	ReasonNotified = "Notified"
+	// ReasonPaused and ReasonResumed are Normal Events around a Deployment's
+	// pause period.
+	ReasonPaused  = "Paused"
+	ReasonResumed = "Resumed"
+	// ReasonInvalidAnnotation is a Warning Event: an annotation is
 	// malformed; the rest of the workload's annotations still apply.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
-	// ReasonRollFailed is a Warning Event: the write that rolls the workload
-	// failed; Reroll retries with backoff.
+	// ReasonInvalidWorkload is a Warning Event: the object's pod template
+	// cannot be read at the configured path (--workload).
+	ReasonInvalidWorkload = "InvalidWorkload"
+	// ReasonRollFailed is a Warning Event: the write that rolls the workload,
+	// or the webhook call that replaces it, failed; Reroll retries with backoff.
 	ReasonRollFailed = "RollFailed"
 )
 
@@ -49,6 +64,22 @@ type Options struct {
 	// ReloadOnDelete rolls a workload when a ConfigMap or Secret it references
 	// is deleted (--reload-on-delete).
 	ReloadOnDelete bool
+	// Annotations are the annotation names and precedence flags
+	// (--auto-reload-all, --resources-to-ignore, the name overrides).
+	Annotations annotation.Config
+	// Kinds are the workload kinds to handle; nil means the built-in
+	// Deployment, StatefulSet and DaemonSet.
+	Kinds []workload.Kind
+	// IgnoredWorkloads are kinds not to handle, as lower-case plurals
+	// ("deployments", "statefulsets", ...; --ignored-workload-types).
+	IgnoredWorkloads []string
+	// Scope limits the namespaces and objects Reroll sees.
+	Scope Scope
+	// WebhookURL, when set, receives a POST instead of each rollout
+	// (--webhook-url).
+	WebhookURL string
+	// Now returns the current time; nil means time.Now. Tests set it.
+	Now func() time.Time
 	// CoalesceWindow is how long a change to a ConfigMap or Secret waits
 	// before its workloads are reconciled, so that changes arriving within
 	// it roll each workload once (--coalesce-window). 0 reconciles at once.
@@ -72,6 +103,8 @@ type WorkloadReconciler struct {
 	Kind workload.Kind
 	// Options are the behaviours chosen by flags.
 	Options Options
+	// notifier posts to Options.WebhookURL; nil without one.
+	notifier *notify.Client
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -83,12 +116,20 @@ type WorkloadReconciler struct {
 // and, when a consumed key changed, the rollout trigger. It is level-triggered:
 // the result depends only on the current workload and objects, never on which
 // event caused the call. It returns an error (and the request is retried with
-// backoff) only when reading or writing the API fails.
+// backoff) only when reading or writing the API, or the webhook, fails; a
+// requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+		return ctrl.Result{}, err
+	}
+	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
+		return ctrl.Result{}, nil
+	}
+	var result ctrl.Result
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -99,57 +140,64 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			}
 		}
 		first = false
-		return r.sync(ctx, obj)
+		var err error
+		result, err = r.sync(ctx, obj)
+		return err
 	})
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
 
 // sync does one pass of Reconcile on obj.
-func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error {
+func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if obj.GetDeletionTimestamp() != nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	template := r.Kind.PodTemplate(obj)
-	optIn, problems := annotation.Parse(obj.GetAnnotations(), template.Annotations)
+	template, err := r.podTemplate(ctx, obj)
+	if errors.Is(err, workload.ErrShape) {
+		// The object's shape does not match the configured template path:
+		// retrying cannot help until the object or the flag changes.
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidWorkload, "%s", err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	optIn, problems := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if len(problems) > 0 {
-		msg := errors.Join(problems...).Error()
+		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
 		log.Info("Ignoring malformed annotations", "error", msg)
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", strings.ReplaceAll(msg, "\n", "; "))
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", msg)
 	}
 
 	desired := obj.DeepCopyObject().(client.Object)
 	if !optIn.Enabled() {
 		// Opted out: forget the record, so that opting in again starts from
-		// first sight instead of rolling for changes made in between.
-		if _, ok := obj.GetAnnotations()[ObservedAnnotation]; !ok {
-			return nil
+		// first sight instead of rolling for changes made in between, and end
+		// a pause Reroll started.
+		setAnnotation(desired, ObservedAnnotation, "")
+		pause := r.pause(desired, optIn, false, r.now())
+		if err := r.patch(ctx, obj, desired); err != nil {
+			return ctrl.Result{}, err
 		}
-		annotations := desired.GetAnnotations()
-		delete(annotations, ObservedAnnotation)
-		desired.SetAnnotations(annotations)
-		return r.patch(ctx, obj, desired)
+		pause.report(ctx, r.Recorder, obj)
+		return ctrl.Result{}, nil
 	}
 
-	refs := consumed(optIn, template)
-	cur := observed{}
-	sha1s := map[string]string{}
-	for _, ref := range refs {
-		data, err := r.read(ctx, obj.GetNamespace(), ref)
-		if err != nil {
-			return err
-		}
-		if data == nil {
-			cur[ref.ID()] = nil
-			continue
-		}
-		cur[ref.ID()] = observe(ref, data.Keys)
-		sha1s[ref.ID()] = data.ReloaderSHA1
+	sel, err := r.selectReferences(ctx, obj.GetNamespace(), optIn, template)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-
+	if len(sel.missing) > 0 {
+		// Wave's rule: nothing happens while a required object or key is
+		// missing; the record stays, so the change rolls once it is complete.
+		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(sel.missing, ", "))
+		return ctrl.Result{}, nil
+	}
+	cur := sel.observed()
 	prev, err := parseObserved(obj.GetAnnotations()[ObservedAnnotation])
 	if err != nil {
 		// A damaged record cannot say what changed; start again from first
@@ -160,7 +208,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 
 	var rolled []change
 	if prev != nil {
-		for _, c := range diff(refs, prev, cur) {
+		for _, c := range diff(sel.refs, prev, cur) {
 			if (c.created && !r.Options.ReloadOnCreate) || (c.deleted && !r.Options.ReloadOnDelete) {
 				log.V(1).Info("Not rolling for create or delete", "change", c.String())
 				continue
@@ -169,122 +217,203 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) error 
 		}
 	}
 
-	desiredTemplate := r.Kind.PodTemplate(desired)
-	if len(rolled) > 0 {
-		r.setTrigger(desiredTemplate, cur, rolled, sha1s)
+	setAnnotation(desired, ObservedAnnotation, cur.String())
+	now := r.now()
+	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil, now)
+	note, skipped := "", false
+	switch {
+	case len(rolled) > 0 && r.notifier != nil:
+		// --webhook-url: report instead of rolling; the record below is
+		// written only once the webhook accepted the report, so delivery is
+		// at least once. Report only from the current version of the
+		// workload, so that a write conflict after the report (which would
+		// report again) is unlikely.
+		if err := r.ensureCurrent(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.notifier.Post(ctx, r.payload(obj, cur, rolled, sel, now)); err != nil {
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not notify after %s: %s", describe(rolled), err.Error())
+			return ctrl.Result{}, err
+		}
+		err = r.patch(ctx, obj, desired)
+	case len(rolled) > 0:
+		err = r.roll(ctx, obj, desired, optIn, cur, rolled, sel, now, &note, &skipped)
+	default:
+		err = r.patch(ctx, obj, desired)
 	}
-	annotations := desired.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[ObservedAnnotation] = cur.String()
-	desired.SetAnnotations(annotations)
-
-	if err := r.patch(ctx, obj, desired); err != nil {
+	if err != nil {
 		if len(rolled) > 0 && !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", describe(rolled), err.Error())
 		}
-		return err
+		return ctrl.Result{}, err
 	}
 	switch {
+	case len(rolled) > 0 && r.notifier != nil:
+		log.Info("Notified webhook instead of rolling", "changes", describe(rolled))
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotified, "Notified %s after %s", r.notifier.URL, describe(rolled))
+	case len(rolled) > 0 && skipped:
+		log.Info("Not rolling workload", "changes", describe(rolled), "reason", note)
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotRolled, "%s; %s", describe(rolled), note)
+	case len(rolled) > 0 && note != "":
+		log.Info("Rolled workload", "changes", describe(rolled), "action", note)
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s: %s", describe(rolled), note)
 	case len(rolled) > 0:
-		note := fmt.Sprintf("Rolled after %s", describe(rolled))
-		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy))
-		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "%s", note)
+		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy), "dialect", string(optIn.Dialect))
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s", describe(rolled))
 	case prev == nil:
-		log.Info("Recorded consumed data on first sight", "references", len(refs))
+		log.Info("Recorded consumed data on first sight", "references", len(sel.refs))
+	}
+	pause.report(ctx, r.Recorder, obj)
+	return ctrl.Result{RequeueAfter: pause.requeueAfter}, nil
+}
+
+// roll makes the workload pick up the changes: through the kind's own action
+// when it has one (workload.Roller), else by writing the trigger into the
+// pod template, in the same patch as the record. note receives the action's
+// description, if any, and skipped whether the kind chose not to restart.
+func (r *WorkloadReconciler) roll(ctx context.Context, obj, desired client.Object, optIn annotation.OptIn, cur observed, rolled []change, sel selection, now time.Time, note *string, skipped *bool) error {
+	if roller, ok := r.Kind.(workload.Roller); ok {
+		res, err := roller.Roll(ctx, r.Client, workload.Rollout{
+			Original: obj, Desired: desired, Hash: cur.configHash(), Now: now, Patch: r.patch,
+			SetTrigger: func(t *corev1.PodTemplateSpec) { r.setTrigger(t, optIn, obj.GetNamespace(), cur, rolled, sel, now) },
+		})
+		if res.Handled {
+			*note, *skipped = res.Note, !res.Rolled
+			return err
+		}
+	}
+	if optIn.Dialect == annotation.DialectWave {
+		h, err := r.waveHash(ctx, obj.GetNamespace(), sel)
+		if err != nil {
+			return err
+		}
+		sel.waveHash = h
+	}
+	t, err := r.Kind.PodTemplate(desired)
+	if err != nil {
+		return err
+	}
+	r.setTrigger(t, optIn, obj.GetNamespace(), cur, rolled, sel, now)
+	if err := r.Kind.SetPodTemplate(desired, t); err != nil {
+		return err
+	}
+	return r.patch(ctx, obj, desired)
+}
+
+// ensureCurrent returns a conflict error, which makes Reconcile re-read the
+// workload from the API server, when obj is older than the stored version.
+func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Object) error {
+	cur := r.Kind.New()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return err
+	}
+	if cur.GetResourceVersion() != obj.GetResourceVersion() {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
 	}
 	return nil
 }
 
-// consumed returns the references that decide the workload's rollouts: every
-// reference of the pod template when auto is on, and every explicitly listed
-// object, read with the keys the template consumes or, when the template does
-// not reference it, as a whole (Reloader rolls on any change of a listed
-// object).
-func consumed(optIn annotation.OptIn, template *corev1.PodTemplateSpec) []reference.Reference {
-	fromTemplate := reference.FromPodTemplate(template)
-	byID := make(map[string]reference.Reference, len(fromTemplate))
-	for _, ref := range fromTemplate {
-		byID[ref.ID()] = ref
+// podTemplate returns the pod template obj's pods run: its own, or the one
+// of the object it refers to (workload.TemplateReader).
+func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if tr, ok := r.Kind.(workload.TemplateReader); ok {
+		return tr.ReadPodTemplate(ctx, r.Client, obj)
 	}
-	var out []reference.Reference
-	seen := map[string]bool{}
-	add := func(ref reference.Reference) {
-		if !seen[ref.ID()] {
-			seen[ref.ID()] = true
-			out = append(out, ref)
-		}
-	}
-	if optIn.Auto {
-		for _, ref := range fromTemplate {
-			add(ref)
-		}
-	}
-	for kind, names := range map[reference.Kind][]string{reference.ConfigMap: optIn.ConfigMaps, reference.Secret: optIn.Secrets} {
-		for _, name := range names {
-			ref, ok := byID[string(kind)+"/"+name]
-			if !ok {
-				ref = reference.Reference{Kind: kind, Name: name, All: true}
-			}
-			add(ref)
-		}
-	}
-	return out
+	return r.Kind.PodTemplate(obj)
 }
 
-// read returns the digests of a referenced object from the cache, or nil when
-// it does not exist.
-func (r *WorkloadReconciler) read(ctx context.Context, namespace string, ref reference.Reference) (*digest.Data, error) {
-	var obj client.Object = &corev1.ConfigMap{}
-	if ref.Kind == reference.Secret {
-		obj = &corev1.Secret{}
+func (r *WorkloadReconciler) now() time.Time {
+	if r.Options.Now != nil {
+		return r.Options.Now()
 	}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
-	}
-	d, _ := digest.Of(obj)
-	return &d, nil
+	return time.Now()
 }
 
-// setTrigger writes the rollout trigger of the configured strategy into the
-// pod template.
-func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, cur observed, rolled []change, sha1s map[string]string) {
-	switch r.Options.Strategy {
-	case trigger.EnvVars:
+// setTrigger writes the rollout trigger of the configured strategy and the
+// workload's dialect into the pod template: Reloader's env var
+// (env-vars), Reloader's last-reloaded-from annotation (annotations, Reloader
+// dialect) or reroll.dev/config-hash (annotations, Reroll dialect).
+func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotation.OptIn, namespace string, cur observed, rolled []change, sel selection, now time.Time) {
+	switch {
+	case optIn.Dialect == annotation.DialectWave:
+		// Wave's own output, whatever the strategy.
+		trigger.SetAnnotation(t, trigger.WaveHashAnnotation, sel.waveHash)
+	case optIn.Dialect == annotation.DialectPodReloader:
+		// pod-reloader's own output, whatever the strategy.
+		trigger.SetAnnotation(t, trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader))
+	case r.Options.Strategy == trigger.EnvVars:
 		for _, c := range rolled {
-			ctr := trigger.EnvVarContainer(t, c.ref)
-			if ctr == nil {
-				continue
+			if ctr := trigger.EnvVarContainer(t, c.ref); ctr != nil {
+				trigger.SetEnv(ctr, trigger.EnvVarName(c.ref.Kind, c.ref.Name), sel.reloaderSHA1(c))
 			}
-			// A deleted object has no data; Reloader's hash of no data is
-			// the SHA-1 of the empty string.
-			value := sha1s[c.ref.ID()]
-			if c.deleted {
-				value = digest.ReloaderSHA1OfSecret(nil)
-			}
-			trigger.SetEnv(ctr, trigger.EnvVarName(c.ref.Kind, c.ref.Name), value)
 		}
+	case optIn.Dialect == annotation.DialectReloader:
+		// Reloader rolls once per changed object and the last one's record
+		// stays; Reroll rolls once, with the record of the last object in
+		// name order.
+		c := rolled[len(rolled)-1]
+		trigger.SetLastReloadedFrom(t, trigger.ReloadedFrom{
+			Type:          strings.ToUpper(string(c.ref.Kind)),
+			Name:          c.ref.Name,
+			Namespace:     namespace,
+			Hash:          sel.reloaderSHA1(c),
+			ContainerRefs: c.ref.Containers,
+			ObservedAt:    now.Unix(),
+		})
 	default:
 		trigger.SetConfigHash(t, cur.configHash())
 	}
 }
 
+// payload is the --webhook-url report of a change.
+func (r *WorkloadReconciler) payload(obj client.Object, cur observed, rolled []change, sel selection, now time.Time) notify.Payload {
+	p := notify.Payload{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Hash: cur.configHash(), ObservedAt: now.Unix()}
+	for _, c := range rolled {
+		p.Changes = append(p.Changes, notify.Change{
+			Kind: string(c.ref.Kind), Name: c.ref.Name, Keys: c.keys,
+			Created: c.created, Deleted: c.deleted, Hash: sel.reloaderSHA1(c),
+		})
+	}
+	return p
+}
+
 // patch writes the difference between obj and desired as a strategic merge
 // patch guarded by obj's resourceVersion, so a concurrent change to the
-// workload makes it fail with a conflict instead of being overwritten.
+// workload makes it fail with a conflict instead of being overwritten. It
+// does nothing when they do not differ.
 func (r *WorkloadReconciler) patch(ctx context.Context, obj, desired client.Object) error {
 	if equality.Semantic.DeepEqual(obj, desired) {
 		return nil
 	}
-	p := client.StrategicMergeFrom(obj, client.MergeFromWithOptimisticLock{})
+	// Strategic merge patches merge container and env lists by name; custom
+	// resources accept only JSON merge patches, which replace lists whole,
+	// safe here because the resourceVersion guards against a lost update.
+	var p client.Patch = client.StrategicMergeFrom(obj, client.MergeFromWithOptimisticLock{})
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		p = client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
+	}
 	if err := r.Client.Patch(ctx, desired, p, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// setAnnotation sets a metadata annotation, or removes it when value is "".
+func setAnnotation(obj client.Object, key, value string) {
+	a := obj.GetAnnotations()
+	if value == "" {
+		if _, ok := a[key]; !ok {
+			return
+		}
+		delete(a, key)
+	} else {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[key] = value
+	}
+	obj.SetAnnotations(a)
 }
 
 func describe(changes []change) string {
@@ -294,3 +423,7 @@ func describe(changes []change) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// emptySHA1 is Reloader's hash of an object without data, used for a deleted
+// object.
+var emptySHA1 = digest.ReloaderSHA1OfSecret(nil)

@@ -43,7 +43,6 @@ func TestWorkloadReconciler_CreateAndDeleteRollOnlyWhenAsked(t *testing.T) {
 			g.Expect(k8s.Delete(t.Context(), configMap(ns, "late", nil))).To(gomega.Succeed())
 			g.Eventually(func() string { return get(t, d).Annotations[ObservedAnnotation] }).Should(gomega.ContainSubstring(`"ConfigMap/late":null`))
 
-			// Events are posted asynchronously, after the patch.
 			g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(tc.wantRolls))
 			g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(tc.wantRolls))
 		})

@@ -22,7 +22,7 @@ func TestWorkloadReconciler_EnvVarsAdoptsReloaderWorkloadWithoutRollout(t *testi
 	ns := newNamespace(t)
 	create(t, configMap(ns, "foo", map[string]string{"b": "2", "a": "1"}))
 	// What Reloader left behind after its last rollout of this Deployment.
-	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
+	d := deployment(ns, "web", reloaderAutoOn, podSpec(func(s *corev1.PodSpec) {
 		s.Containers = append(s.Containers, corev1.Container{Name: "sidecar", Image: "registry.example/sidecar:1"})
 		s.Containers[1].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "foo"}}}}
 		s.Containers[1].Env = []corev1.EnvVar{{Name: "STAKATER_FOO_CONFIGMAP", Value: reloaderSHA1("a=1;b=2")}}

@@ -14,9 +14,7 @@ func TestWorkloadReconciler_FirstSightDoesNotRoll(t *testing.T) {
 	g := newT(t)
 	ns := newNamespace(t)
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
-	}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
 	waitRolledOut(t, d)
 	template := get(t, d).Spec.Template.DeepCopy()
@@ -34,9 +32,7 @@ func TestWorkloadReconciler_ChangeWhileStoppedRollsExactlyOnceOnStart(t *testing
 	g := newT(t)
 	ns := newNamespace(t)
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
-	}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
 
 	first := startReroll(t, ns, Options{})

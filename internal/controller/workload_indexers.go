@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -10,49 +11,149 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // referenceIndex is the field index on every workload kind: one value
 // "<Kind>/<name>" (e.g. "ConfigMap/app-config") per ConfigMap and Secret
-// that decides the workload's rollouts. controller-runtime scopes field
-// indexes by namespace, so a lookup in the object's namespace is exact.
+// that may decide the workload's rollouts, plus "<Kind>/*" when a Reloader
+// list holds a pattern that may match any name. controller-runtime scopes
+// field indexes by namespace, so a lookup in the object's namespace is exact.
 const referenceIndex = "reroll.dev/references"
 
-// indexReferences is the referenceIndex function for r's kind. Workloads that
-// did not opt in are not indexed, so their dependencies cost nothing.
+// anyName is the index value's name part for workloads with list patterns.
+const anyName = "*"
+
+// writtenPrefix marks index values of workloads for which any write to the
+// object counts (the pod-reloader dialect), not only data changes.
+const writtenPrefix = "written:"
+
+// anyWriteMatters reports whether a workload of r's kind in the object's
+// namespace counts every write to the object (pod-reloader dialect); a cache
+// lookup, no API request.
+func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
+	list := r.Kind.NewList()
+	key := writtenPrefix + reference.Reference{Kind: kind, Name: obj.GetName()}.ID()
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
+		return true
+	}
+	return meta.LenList(list) > 0
+}
+
+// indexReferences is the referenceIndex function for r's kind. It indexes
+// every reference of an opted-in workload's pod template and every name its
+// lists hold; Reconcile applies the finer rules (exclude lists, ignore,
+// match). Workloads that did not opt in are not indexed, so their
+// dependencies cost nothing.
 func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
-	template := r.Kind.PodTemplate(obj)
-	optIn, _ := annotation.Parse(obj.GetAnnotations(), template.Annotations)
+	template, err := r.Kind.PodTemplate(obj)
+	if err != nil {
+		return nil
+	}
+	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if !optIn.Enabled() {
 		return nil
 	}
-	refs := consumed(optIn, template)
-	out := make([]string, 0, len(refs))
-	for _, ref := range refs {
+	var out []string
+	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
+	}
+	if tr, ok := r.Kind.(workload.TemplateReader); ok && tr.TemplateElsewhere(obj) {
+		// The template's references are in another object: any ConfigMap or
+		// Secret of the namespace may matter, and Reconcile reads which.
+		for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+			out = append(out, reference.Reference{Kind: kind, Name: anyName}.ID())
+		}
+	}
+	for _, extra := range []struct {
+		kind  reference.Kind
+		names []types.NamespacedName
+	}{{reference.ConfigMap, optIn.WaveExtraConfigMaps}, {reference.Secret, optIn.WaveExtraSecrets}} {
+		for _, nn := range extra.names {
+			ref := reference.Reference{Kind: extra.kind, Namespace: nn.Namespace, Name: nn.Name}
+			if nn.Namespace == obj.GetNamespace() {
+				ref.Namespace = ""
+			}
+			out = append(out, ref.ID())
+		}
+	}
+	for _, name := range optIn.PodReloaderConfigMaps {
+		id := reference.Reference{Kind: reference.ConfigMap, Name: name}.ID()
+		out = append(out, id, writtenPrefix+id)
+	}
+	for _, name := range optIn.PodReloaderSecrets {
+		id := reference.Reference{Kind: reference.Secret, Name: name}.ID()
+		out = append(out, id, writtenPrefix+id)
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+		include, _ := optIn.Lists(kind)
+		for _, name := range include.Names() {
+			out = append(out, reference.Reference{Kind: kind, Name: name}.ID())
+		}
+		if include.HasPatterns() {
+			out = append(out, reference.Reference{Kind: kind, Name: anyName}.ID())
+		}
 	}
 	return out
 }
 
 // requestsFor returns a map function from a ConfigMap or Secret to the
-// workloads of r's kind that consume it, found through referenceIndex in
+// workloads of r's kind that may consume it, found through referenceIndex in
 // the cache: no API request.
 func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := r.Kind.NewList()
-		key := reference.Reference{Kind: kind, Name: obj.GetName()}.ID()
-		if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
-			return nil
-		}
+		seen := map[types.NamespacedName]bool{}
 		var out []reconcile.Request
-		_ = meta.EachListItem(list, func(item runtime.Object) error {
-			o := item.(client.Object)
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
-			return nil
-		})
+		lookups := []struct {
+			key       string
+			namespace string
+		}{
+			{reference.Reference{Kind: kind, Name: obj.GetName()}.ID(), obj.GetNamespace()},
+			{reference.Reference{Kind: kind, Name: anyName}.ID(), obj.GetNamespace()},
+			// Workloads in any namespace that name this object with its
+			// namespace (Wave's extra lists).
+			{reference.Reference{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}.ID(), ""},
+		}
+		for _, l := range lookups {
+			list := r.Kind.NewList()
+			key := l.key
+			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{referenceIndex: key}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
+				continue
+			}
+			_ = meta.EachListItem(list, func(item runtime.Object) error {
+				o := item.(client.Object)
+				nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+				if !seen[nn] {
+					seen[nn] = true
+					out = append(out, reconcile.Request{NamespacedName: nn})
+				}
+				return nil
+			})
+		}
 		return out
 	}
+}
+
+// requestsInNamespace maps a Namespace to every workload of r's kind in it,
+// for --namespace-selector: a namespace whose labels change may enter or
+// leave the scope.
+func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	// Namespaces are watched cluster-wide; most are outside the scope.
+	if s := r.Options.Scope; (len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, ns.GetName())) || slices.Contains(s.IgnoredNamespaces, ns.GetName()) {
+		return nil
+	}
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		o := item.(client.Object)
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+		return nil
+	})
+	return out
 }

@@ -2,33 +2,37 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// CacheOptions returns the cache settings Reroll needs: the digest transform
-// on every object, so ConfigMap and Secret values never stay in memory.
-// Callers may set further fields (namespaces, selectors) on the result.
-func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: digest.Transform}
-}
-
-// Setup registers one reconciler per built-in workload kind with mgr,
-// with its field index and watches. It returns an error when an index or a
-// controller cannot be registered.
+// Setup registers one reconciler per built-in workload kind not in
+// opts.IgnoredWorkloads with mgr, with its field index and watches. The
+// manager's cache must come from opts.Scope.CacheOptions. A zero Strategy
+// means annotations and zero annotation names mean Reloader's. It returns an
+// error when an index or a controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// The controllers create their ConfigMap and Secret informers only when
 	// they start, after the cache has synced the informers it already had;
@@ -39,13 +43,41 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("creating the %T informer: %w", obj, err)
 		}
 	}
-	for _, kind := range workload.Builtin() {
+	if opts.Strategy == "" {
+		opts.Strategy = trigger.Annotations
+	}
+	if opts.Annotations.Names == (annotation.Names{}) {
+		opts.Annotations.Names = annotation.DefaultNames()
+	}
+	var notifier *notify.Client
+	if opts.WebhookURL != "" {
+		notifier = &notify.Client{URL: opts.WebhookURL}
+	}
+	log := ctrl.LoggerFrom(ctx)
+	kinds := opts.Kinds
+	if kinds == nil {
+		kinds = workload.Builtin()
+	}
+	for _, kind := range kinds {
+		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
+			log.Info("Not handling ignored workload kind", "kind", kind.Name())
+			continue
+		}
+		if err := available(ctx, mgr, kind, opts.Scope); err != nil {
+			if errors.Is(err, errNotServed) {
+				log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
+			} else {
+				log.Error(err, "Not handling workload kind", "kind", kind.Name())
+			}
+			continue
+		}
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorderFor(FieldManager), //nolint:staticcheck // see WorkloadReconciler.Recorder
 			Kind:      kind,
 			Options:   opts,
+			notifier:  notifier,
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
@@ -59,34 +91,113 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named(strings.ToLower(r.Kind.Name())).
+	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(controllerName(r.Kind)).
 		// The workload itself: a new workload is recorded on first sight; a
-		// change to its pod template or to its opt-in annotations changes what
-		// it consumes. Status-only updates (every rollout makes many) are
+		// change to its pod template or to its annotations changes what it
+		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
 		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// ConfigMaps and Secrets: a data change maps through the reference
-		// index to the workloads that consume the object. Metadata-only
-		// updates are dropped here, before any work. Changes that come
-		// close together are coalesced into one rollout (workload_coalesce.go).
-		Watches(&corev1.ConfigMap{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap)), builder.WithPredicates(dataChanged())).
-		Watches(&corev1.Secret{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret)), builder.WithPredicates(dataChanged())).
-		Complete(r)
-	if err != nil {
+		// index to the workloads that may consume the object. Updates of
+		// other metadata are dropped here, before any work.
+		Watches(&corev1.ConfigMap{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevantCM)).
+		Watches(&corev1.Secret{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret)), builder.WithPredicates(relevantSecret))
+	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
+		// Namespaces, metadata only, for --namespace-selector: a namespace
+		// whose labels change may enter the scope.
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.requestsInNamespace),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	}
+	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil
 }
 
-// dataChanged passes creates, deletes and updates whose data digests differ;
-// an update of labels, annotations or other metadata alone is dropped.
-func dataChanged() predicate.Predicate {
+// relevantChange passes creates, deletes, and updates that change the data
+// digests or the annotations that decide selection (ignore, match); an update
+// of labels or other annotations alone is dropped, unless a workload in the
+// pod-reloader dialect lists the object (every write counts there).
+func (r *WorkloadReconciler) relevantChange(ctx context.Context, kind reference.Kind) predicate.Predicate {
+	keys := r.Options.Annotations.SelectionKeys()
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			before, ok1 := digest.Of(e.ObjectOld)
 			after, ok2 := digest.Of(e.ObjectNew)
-			return !ok1 || !ok2 || !maps.Equal(before.Keys, after.Keys)
+			if !ok1 || !ok2 || !maps.Equal(before.Keys, after.Keys) {
+				return true
+			}
+			if !sameValues(e.ObjectOld, e.ObjectNew, keys) {
+				return true
+			}
+			return r.anyWriteMatters(ctx, kind, e.ObjectNew)
 		},
 	}
+}
+
+func sameValues(a, b metav1.Object, keys []string) bool {
+	for _, k := range keys {
+		if a.GetAnnotations()[k] != b.GetAnnotations()[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// errNotServed marks a kind whose API the cluster does not serve.
+var errNotServed = errors.New("API not served")
+
+// available checks that the API server serves kind and that Reroll may
+// list, watch and patch it (in each namespace of the scope, or cluster-wide),
+// so that one missing CRD or permission costs one log line instead of a
+// controller that never syncs. It returns an error wrapping errNotServed,
+// or one naming the missing permission.
+func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope Scope) error {
+	gvk, err := apiutil.GVKForObject(kind.New(), mgr.GetScheme())
+	if err != nil {
+		return fmt.Errorf("kind %s: %w", kind.Name(), err)
+	}
+	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("%w: %s", errNotServed, gvk.String())
+	}
+	if err != nil {
+		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
+	}
+	namespaces := scope.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		for _, verb := range []string{"list", "watch", "patch"} {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: verb, Group: gvk.Group, Resource: mapping.Resource.Resource,
+				},
+			}}
+			if err := mgr.GetClient().Create(ctx, review); err != nil {
+				return fmt.Errorf("checking permission to %s %s: %w", verb, mapping.Resource.Resource, err)
+			}
+			if !review.Status.Allowed {
+				where := "cluster-wide"
+				if ns != "" {
+					where = "in namespace " + ns
+				}
+				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, mapping.Resource.Resource, gvk.Group, where)
+			}
+		}
+	}
+	return nil
+}
+
+// controllerName is unique per kind: "deployment" for the built-in kinds,
+// "<kind>.<group>" for others (two groups may both have a StatefulSet).
+func controllerName(k workload.Kind) string {
+	name := strings.ToLower(k.Name())
+	if u, ok := k.(workload.Unstructured); ok && u.GVK.Group != "" {
+		name += "." + u.GVK.Group
+	}
+	return name
 }

@@ -68,9 +68,7 @@ func TestWorkloadReconciler_IgnoresWorkloadsThatDidNotOptIn(t *testing.T) {
 	ns := newNamespace(t)
 	startReroll(t, ns, Options{})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	d := deployment(ns, "plain", map[string]string{"reroll.dev/auto": "false"}, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
-	}))
+	d := deployment(ns, "plain", map[string]string{"reroll.dev/auto": "false"}, podSpec(envFrom("cfg")))
 	create(t, d)
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Consistently(func() *corev1.PodTemplateSpec { return &get(t, d).Spec.Template }).Should(gomega.HaveField("Annotations", gomega.BeEmpty()))

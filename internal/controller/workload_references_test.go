@@ -15,9 +15,7 @@ func TestWorkloadReconciler_EnvFromRollsWhenKeyAddedOrRemoved(t *testing.T) {
 	ns := newNamespace(t)
 	startReroll(t, ns, Options{})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
-	}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
 	recorded(t, d)
 
@@ -72,9 +70,7 @@ func TestWorkloadReconciler_ExplicitListRollsWithoutReference(t *testing.T) {
 	d := deployment(ns, "web", map[string]string{
 		"configmap.reloader.stakater.com/reload": "listed",
 		"reroll.dev/secrets":                     "listed-secret",
-	}, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "referenced-not-listed"}}}}
-	}))
+	}, podSpec(envFrom("referenced-not-listed")))
 	create(t, d)
 	recorded(t, d)
 

@@ -19,9 +19,7 @@ func TestWorkloadReconciler_RollsDeploymentOnConfigMapChange(t *testing.T) {
 	ns := newNamespace(t)
 	startReroll(t, ns, Options{})
 	create(t, configMap(ns, "app-config", map[string]string{"LOG_LEVEL": "info", "PORT": "8080"}))
-	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
-	}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("app-config")))
 	create(t, d)
 	recorded(t, d)
 	waitRolledOut(t, d)
@@ -101,8 +99,8 @@ func TestWorkloadReconciler_RollsStatefulSetAndDaemonSet(t *testing.T) {
 	))
 	// The DaemonSet controller saw the new template.
 	g.Eventually(func() int64 { return get(t, ds).Status.ObservedGeneration }).Should(gomega.Equal(int64(2)))
-	g.Expect(rolledEvents(t, ns, "db")).To(gomega.HaveLen(1))
-	g.Expect(rolledEvents(t, ns, "agent")).To(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "agent") }).Should(gomega.HaveLen(1))
 }
 
 // waitRolledOut waits, like `kubectl rollout status`, until the Deployment

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"maps"
 	"testing"
 	"time"
@@ -10,15 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/metrics"
-	"github.com/reroll/reroll/internal/trigger"
 )
 
 // startCountedReroll runs Reroll like startReroll, with every API request it
@@ -28,41 +20,8 @@ func startCountedReroll(t *testing.T, ns string, opts Options) *metrics.RequestC
 	counter := metrics.NewRequestCounter()
 	cfg := rest.CopyConfig(plane.Config)
 	cfg.Wrap(counter.Wrap)
-	startRerollWithConfig(t, ns, opts, cfg)
+	startRerollAs(t, cfg, ns, opts)
 	return counter
-}
-
-// startRerollWithConfig is startReroll with the manager's client
-// configuration given.
-func startRerollWithConfig(t *testing.T, ns string, opts Options, cfg *rest.Config) {
-	t.Helper()
-	g := newT(t)
-	if opts.Strategy == "" {
-		opts.Strategy = trigger.Annotations
-	}
-	logs := &syncBuffer{}
-	cacheOpts := CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
-	r := &reroll{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- mgr.Start(ctx) }()
-	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
-	t.Cleanup(func() {
-		r.stop(t)
-		if t.Failed() {
-			t.Logf("Reroll's log:\n%s", logs.String())
-		}
-	})
 }
 
 // settled waits until counter has counted nothing new for a second, so that
@@ -84,7 +43,7 @@ func deploymentPatches(counter *metrics.RequestCounter) int64 {
 	return counter.Counts()[metrics.Request{Verb: "patch", Resource: "deployments", Code: 200}]
 }
 
-func envFrom(kind, name string) corev1.EnvFromSource {
+func envFromSource(kind, name string) corev1.EnvFromSource {
 	ref := corev1.LocalObjectReference{Name: name}
 	if kind == "Secret" {
 		return corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref}}
@@ -99,7 +58,7 @@ func TestWorkloadReconciler_LabelOnlyChangesMakeNoAPIRequest(t *testing.T) {
 	counter := startCountedReroll(t, ns, Options{})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), secret(ns, "creds", map[string]string{"password": "x"}))
 	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{envFrom("ConfigMap", "cfg")}
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{envFromSource("ConfigMap", "cfg")}
 		s.Containers[0].Env = []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}}}
 	}))
 	create(t, d)
@@ -148,10 +107,10 @@ func TestWorkloadReconciler_StormOfChangesRollsOnce(t *testing.T) {
 	}
 	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
 		for _, name := range cms {
-			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, envFrom("ConfigMap", name))
+			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, envFromSource("ConfigMap", name))
 		}
 		for _, name := range secrets {
-			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, envFrom("Secret", name))
+			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, envFromSource("Secret", name))
 		}
 	}))
 	create(t, d)
@@ -188,7 +147,7 @@ func TestWorkloadReconciler_CoalesceWindowZeroRollsEachChange(t *testing.T) {
 	startReroll(t, ns, Options{CoalesceWindow: 0})
 	create(t, configMap(ns, "cfg", map[string]string{"mode": "a"}))
 	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{envFrom("ConfigMap", "cfg")}
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{envFromSource("ConfigMap", "cfg")}
 	}))
 	create(t, d)
 	recorded(t, d)
@@ -208,7 +167,7 @@ func TestWorkloadReconciler_CoalesceWindowDoesNotDelayWorkloadEvents(t *testing.
 	startReroll(t, ns, Options{CoalesceWindow: time.Hour})
 	create(t, configMap(ns, "cfg", map[string]string{"mode": "a"}))
 	d := deployment(ns, "web", nil, podSpec(func(s *corev1.PodSpec) {
-		s.Containers[0].EnvFrom = []corev1.EnvFromSource{envFrom("ConfigMap", "cfg")}
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{envFromSource("ConfigMap", "cfg")}
 	}))
 	create(t, d)
 

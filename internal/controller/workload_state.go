@@ -104,6 +104,9 @@ func (c change) String() string {
 	case c.deleted:
 		return c.ref.ID() + " was deleted"
 	}
+	if len(c.keys) == 1 && c.keys[0] == writtenKey {
+		return c.ref.ID() + " was written"
+	}
 	return fmt.Sprintf("%s changed keys %s", c.ref.ID(), strings.Join(c.keys, ","))
 }
 

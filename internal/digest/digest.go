@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -173,4 +174,51 @@ func Transform(obj any) (any, error) {
 		o.Data[digestedKey] = []byte(sha)
 	}
 	return obj, nil
+}
+
+// PodReloaderEntry is one object in SAP pod-reloader's hash.
+type PodReloaderEntry struct {
+	// Kind is "configmap" or "secret".
+	Kind string
+	// Namespace and Name identify the object.
+	Namespace, Name string
+	// Exists is false for a listed object that does not exist; UID and
+	// ResourceVersion are then ignored.
+	Exists          bool
+	UID             string
+	ResourceVersion string
+}
+
+// PodReloaderHash returns SAP pod-reloader's config hash: for each entry in
+// order (pod-reloader lists ConfigMaps, in annotation order, then Secrets),
+// "<kind>/<namespace>/<name>/" followed by "<uid>.<resourceVersion>" when
+// the object exists, and a newline; the lowercase hex SHA-256 of the whole.
+// Any write to an object changes its resourceVersion, so any write changes
+// the hash.
+func PodReloaderHash(entries []PodReloaderEntry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Kind + "/" + e.Namespace + "/" + e.Name + "/")
+		if e.Exists {
+			b.WriteString(e.UID + "." + e.ResourceVersion)
+		}
+		b.WriteString("\n")
+	}
+	return Value([]byte(b.String()))
+}
+
+// WaveHash returns Wave's (wave.pusher.com) config hash: the lowercase hex
+// SHA-256 of {"configMaps": {<name>: {<key>: <value>}}, "secrets": {...}}
+// serialized by Go's encoding/json (map keys sorted, byte values in
+// standard base64). Objects are keyed by name only; a nil map counts as
+// empty.
+func WaveHash(configMaps, secrets map[string]map[string][]byte) string {
+	if configMaps == nil {
+		configMaps = map[string]map[string][]byte{}
+	}
+	if secrets == nil {
+		secrets = map[string]map[string][]byte{}
+	}
+	b, _ := json.Marshal(map[string]map[string]map[string][]byte{"configMaps": configMaps, "secrets": secrets}) // maps of bytes always encode
+	return Value(b)
 }

@@ -139,6 +139,29 @@ func TestTransform_PassesOtherTypesThrough(t *testing.T) {
 	g.Expect(ok).To(gomega.BeFalse())
 }
 
+// The expected hashes were computed outside Go:
+// printf 'configmap/ns/a/1111.5\nconfigmap/ns/missing/\nsecret/ns/s/2222.7\n' | sha256sum
+func TestPodReloaderHash(t *testing.T) {
+	g := gomega.NewWithT(t)
+	g.Expect(PodReloaderHash([]PodReloaderEntry{
+		{Kind: "configmap", Namespace: "ns", Name: "a", Exists: true, UID: "1111", ResourceVersion: "5"},
+		{Kind: "configmap", Namespace: "ns", Name: "missing", UID: "ignored"},
+		{Kind: "secret", Namespace: "ns", Name: "s", Exists: true, UID: "2222", ResourceVersion: "7"},
+	})).To(gomega.Equal("965af9c657566dedebeb67cc58192adc0d03e419f0ff428dbcd17b364489a436"))
+	g.Expect(PodReloaderHash(nil)).To(gomega.Equal("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"))
+}
+
+// The expected hashes were computed outside Go, with Python's
+// json.dumps(doc, sort_keys=True, separators=(',', ':')) and hashlib.sha256.
+func TestWaveHash(t *testing.T) {
+	g := gomega.NewWithT(t)
+	g.Expect(WaveHash(
+		map[string]map[string][]byte{"cfg": {"a": []byte("1")}, "empty": {}},
+		map[string]map[string][]byte{"db": {"password": []byte("s3cr3t")}},
+	)).To(gomega.Equal("0d6904aa9f39194695f07bc79a4a609153d33b4c5c4ce45d9ebb1745a463c8ad"))
+	g.Expect(WaveHash(nil, nil)).To(gomega.Equal("100444e91862dd77d7ebe29f050c1e9a7f357c771e1a7b7650aae27e6a3a031d"))
+}
+
 func TestTransform_EmptyObjectsStillHaveKeys(t *testing.T) {
 	// Of returns nil Keys only for no object at all; an existing object
 	// without data must not look missing once transformed.

@@ -22,8 +22,15 @@ const (
 type Reference struct {
 	// Kind is ConfigMap or Secret.
 	Kind Kind
+	// Namespace is set only for an object outside the workload's namespace
+	// (Wave's extra-configmaps "namespace/name" entries); pod templates
+	// themselves reference their own namespace only.
+	Namespace string
 	// Name is the object's name.
 	Name string
+	// Optional is true when every reference to the object is marked
+	// optional, so the pods start without it (or without its keys).
+	Optional bool
 	// All is true when every key of the object is consumed (envFrom, or a
 	// volume without items). Keys is then nil.
 	All bool
@@ -37,8 +44,14 @@ type Reference struct {
 	Containers []string
 }
 
-// ID returns "Kind/name", the form used in Reroll's records and Events.
-func (r Reference) ID() string { return string(r.Kind) + "/" + r.Name }
+// ID returns "Kind/name", or "Kind/namespace/name" for an object in another
+// namespace: the form used in Reroll's records and Events.
+func (r Reference) ID() string {
+	if r.Namespace != "" {
+		return string(r.Kind) + "/" + r.Namespace + "/" + r.Name
+	}
+	return string(r.Kind) + "/" + r.Name
+}
 
 // Consumes reports whether key is one of the keys the reference reads.
 func (r Reference) Consumes(key string) bool {
@@ -78,18 +91,18 @@ func FromPodTemplate(t *corev1.PodTemplateSpec) []Reference {
 				continue
 			}
 			if ref := env.ValueFrom.ConfigMapKeyRef; ref != nil {
-				c.add(ConfigMap, ref.Name, false, []string{ref.Key}, ctr.Name)
+				c.add(ConfigMap, ref.Name, isTrue(ref.Optional), false, []string{ref.Key}, ctr.Name)
 			}
 			if ref := env.ValueFrom.SecretKeyRef; ref != nil {
-				c.add(Secret, ref.Name, false, []string{ref.Key}, ctr.Name)
+				c.add(Secret, ref.Name, isTrue(ref.Optional), false, []string{ref.Key}, ctr.Name)
 			}
 		}
 		for _, from := range ctr.EnvFrom {
 			if from.ConfigMapRef != nil {
-				c.add(ConfigMap, from.ConfigMapRef.Name, true, nil, ctr.Name)
+				c.add(ConfigMap, from.ConfigMapRef.Name, isTrue(from.ConfigMapRef.Optional), true, nil, ctr.Name)
 			}
 			if from.SecretRef != nil {
-				c.add(Secret, from.SecretRef.Name, true, nil, ctr.Name)
+				c.add(Secret, from.SecretRef.Name, isTrue(from.SecretRef.Optional), true, nil, ctr.Name)
 			}
 		}
 	}
@@ -97,18 +110,18 @@ func FromPodTemplate(t *corev1.PodTemplateSpec) []Reference {
 	for _, vol := range spec.Volumes {
 		readers := volumeReaders[vol.Name]
 		if cm := vol.ConfigMap; cm != nil {
-			c.addItems(ConfigMap, cm.Name, cm.Items, readers)
+			c.addItems(ConfigMap, cm.Name, isTrue(cm.Optional), cm.Items, readers)
 		}
 		if s := vol.Secret; s != nil {
-			c.addItems(Secret, s.SecretName, s.Items, readers)
+			c.addItems(Secret, s.SecretName, isTrue(s.Optional), s.Items, readers)
 		}
 		if p := vol.Projected; p != nil {
 			for _, src := range p.Sources {
 				if cm := src.ConfigMap; cm != nil {
-					c.addItems(ConfigMap, cm.Name, cm.Items, readers)
+					c.addItems(ConfigMap, cm.Name, isTrue(cm.Optional), cm.Items, readers)
 				}
 				if s := src.Secret; s != nil {
-					c.addItems(Secret, s.Name, s.Items, readers)
+					c.addItems(Secret, s.Name, isTrue(s.Optional), s.Items, readers)
 				}
 			}
 		}
@@ -123,20 +136,20 @@ type collector struct {
 	readers map[string]map[string]bool
 }
 
-func (c *collector) addItems(kind Kind, name string, items []corev1.KeyToPath, readers []string) {
+func (c *collector) addItems(kind Kind, name string, optional bool, items []corev1.KeyToPath, readers []string) {
 	// An empty items list projects every key, as the kubelet does.
 	if len(items) == 0 {
-		c.add(kind, name, true, nil, readers...)
+		c.add(kind, name, optional, true, nil, readers...)
 		return
 	}
 	keys := make([]string, 0, len(items))
 	for _, it := range items {
 		keys = append(keys, it.Key)
 	}
-	c.add(kind, name, false, keys, readers...)
+	c.add(kind, name, optional, false, keys, readers...)
 }
 
-func (c *collector) add(kind Kind, name string, all bool, keys []string, containers ...string) {
+func (c *collector) add(kind Kind, name string, optional, all bool, keys []string, containers ...string) {
 	// An empty name is invalid in the API; nothing can be resolved from it.
 	if name == "" {
 		return
@@ -144,9 +157,10 @@ func (c *collector) add(kind Kind, name string, all bool, keys []string, contain
 	id := string(kind) + "/" + name
 	r, ok := c.byID[id]
 	if !ok {
-		r = &Reference{Kind: kind, Name: name}
+		r = &Reference{Kind: kind, Name: name, Optional: true}
 		c.byID[id] = r
 	}
+	r.Optional = r.Optional && optional
 	if all {
 		r.All = true
 		r.Keys = nil
@@ -188,3 +202,5 @@ func (c *collector) list(containers []corev1.Container) []Reference {
 	})
 	return out
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }

@@ -76,7 +76,7 @@ func TestFromPodTemplate(t *testing.T) {
 			},
 			want: []Reference{
 				{Kind: ConfigMap, Name: "cfg", All: true, Containers: []string{"app"}},
-				{Kind: ConfigMap, Name: "spare", All: true},
+				{Kind: ConfigMap, Name: "spare", All: true, Optional: true},
 				{Kind: Secret, Name: "tls", Keys: []string{"tls.crt", "tls.key"}, Containers: []string{"app"}},
 			},
 		},
@@ -120,6 +120,42 @@ func TestFromPodTemplate(t *testing.T) {
 			g.Expect(got).To(gomega.Equal(tc.want))
 		})
 	}
+}
+
+func TestFromPodTemplate_Optional(t *testing.T) {
+	g := gomega.NewWithT(t)
+	optional := &corev1.ConfigMapEnvSource{LocalObjectReference: local("cfg"), Optional: ptr.To(true)}
+	required := &corev1.ConfigMapEnvSource{LocalObjectReference: local("cfg")}
+	onlyOptional := FromPodTemplate(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "a", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: optional}}},
+	}}})
+	g.Expect(onlyOptional[0].Optional).To(gomega.BeTrue())
+	mixed := FromPodTemplate(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "a", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: optional}}},
+		{Name: "b", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: required}}},
+	}}})
+	g.Expect(mixed[0].Optional).To(gomega.BeFalse(), "one required reference makes the object required")
+}
+
+func TestForWave(t *testing.T) {
+	g := gomega.NewWithT(t)
+	got := ForWave(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: local("init-only")}}}}},
+		Containers:     []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: secretKey("db", "password")}}}}},
+		Volumes: []corev1.Volume{
+			{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: local("cfg"), Items: []corev1.KeyToPath{{Key: "a", Path: "a"}}}}},
+			{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: local("proj"), Items: []corev1.KeyToPath{{Key: "x", Path: "x"}}}},
+			}}}},
+		},
+	}})
+	g.Expect(got).To(gomega.Equal([]Reference{
+		// A plain volume counts every key in Wave, whatever its items say.
+		{Kind: ConfigMap, Name: "cfg", All: true},
+		// A projected source counts its items.
+		{Kind: ConfigMap, Name: "proj", Keys: []string{"x"}},
+		{Kind: Secret, Name: "db", Keys: []string{"password"}, Containers: []string{"app"}},
+	}), "init containers are not read")
 }
 
 func TestReference_Consumes(t *testing.T) {

@@ -1,10 +1,12 @@
 package trigger
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/reroll/reroll/internal/reference"
 )
@@ -35,16 +37,31 @@ func ParseStrategy(s string) (Strategy, error) {
 // references, so it changes exactly when consumed data changes.
 const ConfigHashAnnotation = "reroll.dev/config-hash"
 
+// PodReloaderHashAnnotation is the pod template annotation SAP pod-reloader
+// writes; Reroll writes it, with pod-reloader's value, for workloads that
+// use pod-reloader's annotations.
+const PodReloaderHashAnnotation = "pod-reloader.cs.sap.com/config-hash"
+
+// WaveHashAnnotation is the pod template annotation Wave writes; Reroll
+// writes it, with Wave's value, for workloads that use Wave's annotations.
+const WaveHashAnnotation = "wave.pusher.com/config-hash"
+
 // SetConfigHash sets ConfigHashAnnotation on the pod template and reports
 // whether that changed the template.
 func SetConfigHash(t *corev1.PodTemplateSpec, hash string) bool {
-	if t.Annotations[ConfigHashAnnotation] == hash {
+	return SetAnnotation(t, ConfigHashAnnotation, hash)
+}
+
+// SetAnnotation sets one pod template annotation and reports whether that
+// changed the template.
+func SetAnnotation(t *corev1.PodTemplateSpec, key, value string) bool {
+	if v, ok := t.Annotations[key]; ok && v == value {
 		return false
 	}
 	if t.Annotations == nil {
 		t.Annotations = map[string]string{}
 	}
-	t.Annotations[ConfigHashAnnotation] = hash
+	t.Annotations[key] = value
 	return true
 }
 
@@ -109,5 +126,51 @@ func SetEnv(c *corev1.Container, name, value string) bool {
 		return true
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+	return true
+}
+
+// LastReloadedFromAnnotation is the pod template annotation that Reloader's
+// annotations strategy writes; Reroll writes it for workloads that opted in
+// with Reloader's annotations, so their outputs stay Reloader's.
+const LastReloadedFromAnnotation = "reloader.stakater.com/last-reloaded-from"
+
+// ReloadedFrom is Reloader's JSON record of the object behind a rollout, the
+// value of LastReloadedFromAnnotation.
+type ReloadedFrom struct {
+	// Type is "CONFIGMAP" or "SECRET".
+	Type string `json:"type"`
+	// Name and Namespace identify the object.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Hash is Reloader's SHA-1 of the object's data (lowercase hex).
+	Hash string `json:"hash"`
+	// ContainerRefs names the containers that read the object.
+	ContainerRefs []string `json:"containerRefs"`
+	// ObservedAt is when the change was seen, in Unix seconds.
+	ObservedAt int64 `json:"observedAt"`
+}
+
+// SetLastReloadedFrom writes rec as LastReloadedFromAnnotation and reports
+// whether the template changed. A record that differs from the one there
+// only in ObservedAt changes nothing, so a rollout never happens without a
+// content change.
+func SetLastReloadedFrom(t *corev1.PodTemplateSpec, rec ReloadedFrom) bool {
+	if cur, ok := t.Annotations[LastReloadedFromAnnotation]; ok {
+		var old ReloadedFrom
+		if json.Unmarshal([]byte(cur), &old) == nil {
+			old.ObservedAt = rec.ObservedAt
+			if equality.Semantic.DeepEqual(old, rec) {
+				return false
+			}
+		}
+	}
+	if rec.ContainerRefs == nil {
+		rec.ContainerRefs = []string{}
+	}
+	b, _ := json.Marshal(rec) // strings and numbers always encode
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[LastReloadedFromAnnotation] = string(b)
 	return true
 }

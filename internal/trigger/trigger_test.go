@@ -76,3 +76,16 @@ func TestSetEnvAndConfigHash(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(s).To(gomega.Equal(EnvVars))
 }
+
+func TestSetLastReloadedFrom(t *testing.T) {
+	g := gomega.NewWithT(t)
+	tmpl := &corev1.PodTemplateSpec{}
+	rec := ReloadedFrom{Type: "CONFIGMAP", Name: "cfg", Namespace: "ns", Hash: "abc", ContainerRefs: []string{"app"}, ObservedAt: 100}
+	g.Expect(SetLastReloadedFrom(tmpl, rec)).To(gomega.BeTrue())
+	g.Expect(tmpl.Annotations[LastReloadedFromAnnotation]).To(gomega.MatchJSON(
+		`{"type":"CONFIGMAP","name":"cfg","namespace":"ns","hash":"abc","containerRefs":["app"],"observedAt":100}`))
+	rec.ObservedAt = 200
+	g.Expect(SetLastReloadedFrom(tmpl, rec)).To(gomega.BeFalse(), "only the time differs")
+	rec.Hash = "def"
+	g.Expect(SetLastReloadedFrom(tmpl, rec)).To(gomega.BeTrue())
+}

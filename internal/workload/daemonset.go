@@ -19,7 +19,13 @@ func (DaemonSet) New() client.Object { return &appsv1.DaemonSet{} }
 // NewList implements Kind.
 func (DaemonSet) NewList() client.ObjectList { return &appsv1.DaemonSetList{} }
 
-// PodTemplate implements Kind.
-func (DaemonSet) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	return &obj.(*appsv1.DaemonSet).Spec.Template
+// PodTemplate implements Kind; the result points into obj.
+func (DaemonSet) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	return &obj.(*appsv1.DaemonSet).Spec.Template, nil
+}
+
+// SetPodTemplate implements Kind.
+func (DaemonSet) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) error {
+	obj.(*appsv1.DaemonSet).Spec.Template = *t
+	return nil
 }

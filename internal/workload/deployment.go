@@ -19,7 +19,21 @@ func (Deployment) New() client.Object { return &appsv1.Deployment{} }
 // NewList implements Kind.
 func (Deployment) NewList() client.ObjectList { return &appsv1.DeploymentList{} }
 
-// PodTemplate implements Kind.
-func (Deployment) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	return &obj.(*appsv1.Deployment).Spec.Template
+// PodTemplate implements Kind; the result points into obj.
+func (Deployment) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	return &obj.(*appsv1.Deployment).Spec.Template, nil
+}
+
+// SetPodTemplate implements Kind.
+func (Deployment) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) error {
+	obj.(*appsv1.Deployment).Spec.Template = *t
+	return nil
+}
+
+// Paused implements Pausable.
+func (Deployment) Paused(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused }
+
+// SetPaused implements Pausable.
+func (Deployment) SetPaused(obj client.Object, paused bool) {
+	obj.(*appsv1.Deployment).Spec.Paused = paused
 }

@@ -19,7 +19,13 @@ func (StatefulSet) New() client.Object { return &appsv1.StatefulSet{} }
 // NewList implements Kind.
 func (StatefulSet) NewList() client.ObjectList { return &appsv1.StatefulSetList{} }
 
-// PodTemplate implements Kind.
-func (StatefulSet) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	return &obj.(*appsv1.StatefulSet).Spec.Template
+// PodTemplate implements Kind; the result points into obj.
+func (StatefulSet) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	return &obj.(*appsv1.StatefulSet).Spec.Template, nil
+}
+
+// SetPodTemplate implements Kind.
+func (StatefulSet) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) error {
+	obj.(*appsv1.StatefulSet).Spec.Template = *t
+	return nil
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// flags holds the raw command-line values. Names, types and defaults follow
+// Stakater Reloader's flags, so its Deployment arguments work unchanged.
+type flags struct {
+	kubeconfig         string
+	metricsAddr        string
+	probeAddr          string
+	logFormat          string
+	logLevel           string
+	reloadStrategy     string
+	reloadOnCreate     bool
+	reloadOnDelete     bool
+	syncAfterRestart   bool
+	autoReloadAll      bool
+	names              annotation.Names
+	resourcesToIgnore  []string
+	ignoredWorkloads   []string
+	namespaces         []string
+	namespacesToIgnore []string
+	namespaceSelector  string
+	resourceSelector   string
+	webhookURL         string
+	enableHA           bool
+	isArgoRollouts     bool
+	workloads          []string
+	cronJobTrigger     string
+	recreateCompleted  bool
+	coalesceWindow     time.Duration
+	kubeAPIQPS         float32
+	kubeAPIBurst       int
+}
+
+// newFlagSet binds every flag to f.
+func newFlagSet(f *flags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("reroll", pflag.ContinueOnError)
+	fs.SortFlags = true
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses $KUBECONFIG, the in-cluster config, or ~/.kube/config.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	fs.StringVar(&f.logFormat, "log-format", "", `Log format: "json", or "" / "text" for human-readable lines.`)
+	fs.StringVar(&f.logLevel, "log-level", "info", "Log level: trace, debug, info, warning, error, fatal or panic.")
+	fs.StringVar(&f.reloadStrategy, "reload-strategy", string(trigger.Annotations), `How a rollout is triggered: "annotations" (a pod template annotation) or "env-vars" (Reloader's STAKATER_* env var).`)
+	fs.BoolVar(&f.reloadOnCreate, "reload-on-create", false, "Roll a workload when a ConfigMap or Secret it references is created.")
+	fs.BoolVar(&f.reloadOnDelete, "reload-on-delete", false, "Roll a workload when a ConfigMap or Secret it references is deleted.")
+	fs.BoolVar(&f.syncAfterRestart, "sync-after-restart", false, "Accepted for Reloader compatibility. Reroll always rolls, once, exactly the changes made while it was not running, and never the rest.")
+	fs.BoolVar(&f.autoReloadAll, "auto-reload-all", false, `Treat every workload as if annotated auto "true", unless it says "false".`)
+	d := annotation.DefaultNames()
+	fs.StringVar(&f.names.ConfigMapReload, "configmap-annotation", d.ConfigMapReload, "Annotation listing ConfigMaps (regular expressions) that roll the workload.")
+	fs.StringVar(&f.names.SecretReload, "secret-annotation", d.SecretReload, "Annotation listing Secrets (regular expressions) that roll the workload.")
+	fs.StringVar(&f.names.Auto, "auto-annotation", d.Auto, "Annotation that rolls the workload on every referenced ConfigMap and Secret.")
+	fs.StringVar(&f.names.ConfigMapAuto, "configmap-auto-annotation", d.ConfigMapAuto, "Annotation that rolls the workload on every referenced ConfigMap.")
+	fs.StringVar(&f.names.SecretAuto, "secret-auto-annotation", d.SecretAuto, "Annotation that rolls the workload on every referenced Secret.")
+	fs.StringVar(&f.names.Search, "auto-search-annotation", d.Search, "Annotation that rolls the workload on referenced objects carrying the match annotation.")
+	fs.StringVar(&f.names.Match, "search-match-annotation", d.Match, "Annotation on a ConfigMap or Secret that makes it count for workloads with the search annotation.")
+	fs.StringVar(&f.names.Ignore, "ignore-annotation", d.Ignore, "Annotation on a ConfigMap or Secret that makes it never roll anything.")
+	fs.StringVar(&f.names.PausePeriod, "pause-deployment-annotation", d.PausePeriod, "Annotation on a Deployment: how long to keep it paused after each rollout.")
+	fs.StringVar(&f.names.PausedAt, "pause-deployment-time-annotation", d.PausedAt, "Annotation Reroll writes on a Deployment it paused: when the pause began.")
+	fs.StringSliceVar(&f.resourcesToIgnore, "resources-to-ignore", nil, "Kinds never watched: configMaps, secrets.")
+	fs.StringSliceVar(&f.ignoredWorkloads, "ignored-workload-types", nil, "Workload kinds never rolled: deployments, statefulsets, daemonsets, jobs, cronjobs, rollouts, deploymentconfigs, or the plural of a --workload kind.")
+	fs.StringSliceVar(&f.namespaces, "namespaces", nil, "Only these namespaces are watched (default all; KUBERNETES_NAMESPACE also sets one).")
+	fs.StringSliceVar(&f.namespacesToIgnore, "namespaces-to-ignore", nil, "Namespaces never watched (filtered by the API server).")
+	fs.StringVar(&f.namespaceSelector, "namespace-selector", "", "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'.")
+	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
+	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
+	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
+	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
+	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
+	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "How long a ConfigMap or Secret change waits before its workloads are reconciled, so that changes within it roll a workload once; 0 disables.")
+	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
+	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
+	return fs
+}
+
+// workloadTypes are the names --ignored-workload-types accepts.
+var workloadTypes = []string{"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs", "rollouts", "deploymentconfigs"}
+
+// ignorable returns the names --ignored-workload-types accepts: the
+// built-in ones and the plural of each --workload kind.
+func (f *flags) ignorable() []string {
+	out := append([]string{}, workloadTypes...)
+	for _, w := range f.workloads {
+		if k, err := workload.ParseUnstructured(w); err == nil {
+			out = append(out, workload.Plural(k))
+		}
+	}
+	return out
+}
+
+// options validates f and returns the controller's options. Every unknown or
+// malformed value is an error naming the flag; nothing falls back silently.
+// env is the process environment (os.Getenv in production).
+func (f *flags) options(env func(string) string) (controller.Options, error) {
+	var errs []error
+	strategy, err := trigger.ParseStrategy(f.reloadStrategy)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--reload-strategy: %w", err))
+	}
+	switch f.cronJobTrigger {
+	case workload.CronJobTriggerNone, workload.CronJobTriggerJob:
+	default:
+		errs = append(errs, fmt.Errorf("--cronjob-trigger: unknown trigger %q (want none or job)", f.cronJobTrigger))
+	}
+	kinds := append(workload.Builtin(),
+		workload.CronJob{Trigger: f.cronJobTrigger},
+		workload.Job{RecreateCompleted: f.recreateCompleted},
+		workload.ArgoRollout(),
+		workload.DeploymentConfig(),
+	)
+	for _, w := range f.workloads {
+		k, err := workload.ParseUnstructured(w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--workload: %w", err))
+			continue
+		}
+		kinds = append(kinds, k)
+	}
+	o := controller.Options{
+		Kinds:          kinds,
+		Strategy:       strategy,
+		ReloadOnCreate: f.reloadOnCreate,
+		ReloadOnDelete: f.reloadOnDelete,
+		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
+		WebhookURL:     f.webhookURL,
+		CoalesceWindow: f.coalesceWindow,
+	}
+	if f.coalesceWindow < 0 {
+		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
+	}
+	if f.kubeAPIQPS <= 0 || f.kubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", f.kubeAPIQPS, f.kubeAPIBurst))
+	}
+	for _, v := range f.resourcesToIgnore {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "configmaps":
+			o.Annotations.IgnoreConfigMaps = true
+		case "secrets":
+			o.Annotations.IgnoreSecrets = true
+		default:
+			errs = append(errs, fmt.Errorf("--resources-to-ignore: unknown resource %q (want configMaps or secrets)", v))
+		}
+	}
+	if o.Annotations.IgnoreConfigMaps && o.Annotations.IgnoreSecrets {
+		errs = append(errs, errors.New("--resources-to-ignore: ignoring both configMaps and secrets leaves nothing to watch"))
+	}
+	for _, v := range f.ignoredWorkloads {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if !slices.Contains(f.ignorable(), v) {
+			errs = append(errs, fmt.Errorf("--ignored-workload-types: unknown workload type %q (want one of %s)", v, strings.Join(f.ignorable(), ", ")))
+			continue
+		}
+		o.IgnoredWorkloads = append(o.IgnoredWorkloads, v)
+	}
+	o.Scope.Namespaces = clean(f.namespaces)
+	if ns := strings.TrimSpace(env("KUBERNETES_NAMESPACE")); ns != "" {
+		if len(o.Scope.Namespaces) > 0 && !slices.Equal(o.Scope.Namespaces, []string{ns}) {
+			errs = append(errs, fmt.Errorf("KUBERNETES_NAMESPACE=%s and --namespaces=%s disagree; set one", ns, strings.Join(o.Scope.Namespaces, ",")))
+		}
+		o.Scope.Namespaces = []string{ns}
+	}
+	o.Scope.IgnoredNamespaces = clean(f.namespacesToIgnore)
+	for _, ns := range o.Scope.IgnoredNamespaces {
+		if slices.Contains(o.Scope.Namespaces, ns) {
+			errs = append(errs, fmt.Errorf("namespace %s is both watched and ignored", ns))
+		}
+	}
+	if f.namespaceSelector != "" {
+		sel, err := labels.Parse(f.namespaceSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--namespace-selector: %w", err))
+		}
+		o.Scope.NamespaceSelector = sel
+	}
+	if f.resourceSelector != "" {
+		sel, err := labels.Parse(f.resourceSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--resource-label-selector: %w", err))
+		}
+		o.Scope.ResourceSelector = sel
+	}
+	if f.webhookURL != "" {
+		u, err := url.Parse(f.webhookURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--webhook-url: %q is not an http or https URL", f.webhookURL))
+		}
+	}
+	names := map[string]string{
+		"--configmap-annotation": f.names.ConfigMapReload, "--secret-annotation": f.names.SecretReload,
+		"--auto-annotation": f.names.Auto, "--configmap-auto-annotation": f.names.ConfigMapAuto,
+		"--secret-auto-annotation": f.names.SecretAuto, "--auto-search-annotation": f.names.Search,
+		"--search-match-annotation": f.names.Match, "--ignore-annotation": f.names.Ignore,
+		"--pause-deployment-annotation": f.names.PausePeriod, "--pause-deployment-time-annotation": f.names.PausedAt,
+	}
+	for _, flag := range slices.Sorted(maps.Keys(names)) {
+		if strings.TrimSpace(names[flag]) == "" {
+			errs = append(errs, fmt.Errorf("%s: an annotation name is required", flag))
+		}
+	}
+	if f.enableHA && env("POD_NAMESPACE") == "" && !inCluster() {
+		errs = append(errs, errors.New("--enable-ha: set POD_NAMESPACE to the namespace for the leader election Lease"))
+	}
+	return o, errors.Join(errs...)
+}
+
+// clean trims entries and drops empty ones.
+func clean(in []string) []string {
+	var out []string
+	for _, v := range in {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// inCluster reports whether the process runs in a pod, where
+// controller-runtime finds the leader election namespace itself.
+func inCluster() bool {
+	_, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	return err == nil
+}

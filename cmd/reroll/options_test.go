@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/onsi/gomega"
+
+	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/trigger"
+)
+
+func parse(t *testing.T, env map[string]string, args ...string) (*flags, error) {
+	t.Helper()
+	var f flags
+	if err := newFlagSet(&f).Parse(args); err != nil {
+		return nil, err
+	}
+	_, err := f.options(func(k string) string { return env[k] })
+	return &f, err
+}
+
+func TestOptions_DefaultsAreReloaders(t *testing.T) {
+	g := gomega.NewWithT(t)
+	var f flags
+	g.Expect(newFlagSet(&f).Parse(nil)).To(gomega.Succeed())
+	o, err := f.options(func(string) string { return "" })
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(o.Strategy).To(gomega.Equal(trigger.Annotations))
+	g.Expect(o.Annotations).To(gomega.Equal(annotation.Config{Names: annotation.DefaultNames()}))
+	g.Expect(o.ReloadOnCreate || o.ReloadOnDelete).To(gomega.BeFalse())
+	g.Expect(o.Scope.Namespaces).To(gomega.BeEmpty())
+}
+
+func TestOptions_Values(t *testing.T) {
+	g := gomega.NewWithT(t)
+	var f flags
+	g.Expect(newFlagSet(&f).Parse([]string{
+		"--reload-strategy=env-vars", "--auto-reload-all", "--resources-to-ignore=configMaps",
+		"--ignored-workload-types=jobs,cronjobs", "--namespaces-to-ignore=kube-system,flux-system",
+		"--namespace-selector=team=a", "--resource-label-selector=reroll!=off",
+		"--auto-annotation=example.com/auto", "--webhook-url=https://hooks.example/reroll",
+	})).To(gomega.Succeed())
+	o, err := f.options(func(k string) string { return map[string]string{"KUBERNETES_NAMESPACE": "apps"}[k] })
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(o.Strategy).To(gomega.Equal(trigger.EnvVars))
+	g.Expect(o.Annotations.AutoReloadAll).To(gomega.BeTrue())
+	g.Expect(o.Annotations.IgnoreConfigMaps).To(gomega.BeTrue())
+	g.Expect(o.Annotations.Names.Auto).To(gomega.Equal("example.com/auto"))
+	g.Expect(o.IgnoredWorkloads).To(gomega.Equal([]string{"jobs", "cronjobs"}))
+	g.Expect(o.Scope.Namespaces).To(gomega.Equal([]string{"apps"}))
+	g.Expect(o.Scope.IgnoredNamespaces).To(gomega.Equal([]string{"kube-system", "flux-system"}))
+	g.Expect(o.Scope.NamespaceSelector.String()).To(gomega.Equal("team=a"))
+	g.Expect(o.Scope.ResourceSelector.String()).To(gomega.Equal("reroll!=off"))
+	g.Expect(o.WebhookURL).To(gomega.Equal("https://hooks.example/reroll"))
+}
+
+func TestOptions_RejectsMalformedValues(t *testing.T) {
+	cases := map[string]struct {
+		// args are the command line; env the environment.
+		args []string
+		env  map[string]string
+		// want is a part of the error message.
+		want string
+	}{
+		"unknown strategy":          {args: []string{"--reload-strategy=rolling"}, want: `--reload-strategy: unknown reload strategy "rolling"`},
+		"unknown resource":          {args: []string{"--resources-to-ignore=pods"}, want: `--resources-to-ignore: unknown resource "pods"`},
+		"both resources ignored":    {args: []string{"--resources-to-ignore=configMaps,secrets"}, want: "leaves nothing to watch"},
+		"unknown workload type":     {args: []string{"--ignored-workload-types=pods"}, want: `--ignored-workload-types: unknown workload type "pods"`},
+		"bad namespace selector":    {args: []string{"--namespace-selector=a in ("}, want: "--namespace-selector:"},
+		"bad resource selector":     {args: []string{"--resource-label-selector=!!"}, want: "--resource-label-selector:"},
+		"bad webhook URL":           {args: []string{"--webhook-url=ftp://x"}, want: `--webhook-url: "ftp://x" is not an http or https URL`},
+		"empty annotation name":     {args: []string{"--auto-annotation="}, want: "--auto-annotation: an annotation name is required"},
+		"namespace watched+ignored": {args: []string{"--namespaces=a", "--namespaces-to-ignore=a"}, want: "namespace a is both watched and ignored"},
+		"env and flag disagree":     {args: []string{"--namespaces=a"}, env: map[string]string{"KUBERNETES_NAMESPACE": "b"}, want: "KUBERNETES_NAMESPACE=b and --namespaces=a disagree"},
+		"HA without a namespace":    {args: []string{"--enable-ha"}, want: "--enable-ha: set POD_NAMESPACE"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			_, err := parse(t, tc.env, tc.args...)
+			g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestNewLogger_RejectsUnknownValues(t *testing.T) {
+	g := gomega.NewWithT(t)
+	_, err := newLogger("xml", "info")
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`--log-format: unknown format "xml"`)))
+	_, err = newLogger("json", "loud")
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`--log-level: unknown level "loud"`)))
+	for _, level := range []string{"trace", "debug", "info", "warning", "error", "fatal", "panic"} {
+		_, err = newLogger("", level)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), level)
+	}
+}
+
+// TestFlagsDoc fails when docs/flags.md does not match the flags; run
+// `make docs` (UPDATE_DOCS=1) to regenerate it.
+func TestFlagsDoc(t *testing.T) {
+	g := gomega.NewWithT(t)
+	var f flags
+	want := flagsMarkdown(newFlagSet(&f))
+	path := filepath.Join("..", "..", "docs", "flags.md")
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		g.Expect(os.WriteFile(path, []byte(want), 0o644)).To(gomega.Succeed())
+	}
+	got, err := os.ReadFile(path)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(string(got)).To(gomega.Equal(want), "docs/flags.md is stale: run make docs")
+}

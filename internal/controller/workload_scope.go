@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/digest"
+)
+
+// Scope limits what Reroll watches. Where the API server can filter (a
+// namespace list, excluded namespaces, a label selector on ConfigMaps and
+// Secrets), the filter is part of the watch, so objects outside the scope
+// are never sent to Reroll nor cached. A namespace selector cannot be applied
+// by the API server to other kinds, so it is checked in Reconcile against the
+// namespace's labels.
+type Scope struct {
+	// Namespaces, when set, are the only namespaces watched (--namespaces, or
+	// KUBERNETES_NAMESPACE).
+	Namespaces []string
+	// IgnoredNamespaces are never watched (--namespaces-to-ignore).
+	IgnoredNamespaces []string
+	// NamespaceSelector, when set, selects the namespaces whose workloads are
+	// rolled, by label (--namespace-selector).
+	NamespaceSelector labels.Selector
+	// ResourceSelector, when set, selects the ConfigMaps and Secrets watched,
+	// by label (--resource-label-selector). An object that does not match is
+	// treated as absent.
+	ResourceSelector labels.Selector
+}
+
+// CacheOptions returns the cache settings for the scope: the digest
+// transform on every object (ConfigMap and Secret values never stay in
+// memory), the namespaces, and the server-side selectors.
+func (s Scope) CacheOptions() cache.Options {
+	o := cache.Options{DefaultTransform: digest.Transform}
+	if len(s.Namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range s.Namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	if len(s.IgnoredNamespaces) > 0 {
+		sels := make([]fields.Selector, 0, len(s.IgnoredNamespaces))
+		for _, ns := range s.IgnoredNamespaces {
+			sels = append(sels, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+		}
+		o.DefaultFieldSelector = fields.AndSelectors(sels...)
+	}
+	if s.ResourceSelector != nil && !s.ResourceSelector.Empty() {
+		o.ByObject = map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Label: s.ResourceSelector},
+			&corev1.Secret{}:    {Label: s.ResourceSelector},
+		}
+	}
+	return o
+}
+
+// ManagerOptions returns the manager settings Reroll needs: the scope's
+// cache (CacheOptions), and a client that reads unstructured objects (custom
+// workload kinds) from that cache too, not from the API server. Callers add
+// metrics, probes and leader election.
+func (s Scope) ManagerOptions() ctrl.Options {
+	return ctrl.Options{
+		Cache:  s.CacheOptions(),
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+}
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// includes reports whether workloads in namespace are in scope. Only a
+// namespace selector costs a read: of the namespace's metadata, from the
+// cache.
+func (s Scope) includes(ctx context.Context, c client.Reader, namespace string) (bool, error) {
+	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
+		return false, nil
+	}
+	if slices.Contains(s.IgnoredNamespaces, namespace) {
+		return false, nil
+	}
+	if s.NamespaceSelector == nil || s.NamespaceSelector.Empty() {
+		return true, nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading namespace %s for --namespace-selector: %w", namespace, err)
+	}
+	return s.NamespaceSelector.Matches(labels.Set(ns.GetLabels())), nil
+}

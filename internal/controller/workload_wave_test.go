@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reroll/reroll/internal/trigger"
+)
+
+// waveHash recomputes Wave's hash from its definition, independently of
+// package digest: the JSON {"configMaps":{...},"secrets":{...}} with sorted
+// keys and base64 values, written out by hand here; SHA-256, hex.
+func waveHash(cfgA, cfgB, password, sharedX string) string {
+	b := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	doc := fmt.Sprintf(`{"configMaps":{"cfg":{"a":%q,"b":%q},"shared":{"x":%q}},"secrets":{"db":{"password":%q}}}`,
+		b(cfgA), b(cfgB), b(sharedX), b(password))
+	sum := sha256.Sum256([]byte(doc))
+	return hex.EncodeToString(sum[:])
+}
+
+func TestWorkloadReconciler_WaveDialect(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns, other := newNamespace(t), newNamespace(t)
+	create(t,
+		configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}),
+		configMap(ns, "init-only", map[string]string{"k": "1"}),
+		secret(ns, "db", map[string]string{"password": "p1", "user": "u1"}),
+		configMap(other, "shared", map[string]string{"x": "1"}),
+	)
+	spec := podSpec(func(s *corev1.PodSpec) {
+		// Wave hashes every key of a volume's object, whatever items says.
+		s.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "a", Path: "a"}},
+		}}}}
+		s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
+		s.Containers[0].Env = []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password",
+		}}}}
+		// Wave does not read init containers.
+		s.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1", EnvFrom: []corev1.EnvFromSource{{
+			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-only"}},
+		}}}}
+	})
+	annotations := map[string]string{
+		"wave.pusher.com/update-on-config-change": "true",
+		"wave.pusher.com/extra-configmaps":        other + "/shared",
+	}
+	// A Deployment Wave already rolled: its hash is current.
+	switched := deployment(ns, "switched", annotations, spec)
+	switched.Spec.Template.Annotations = map[string]string{trigger.WaveHashAnnotation: waveHash("1", "1", "p1", "1")}
+	// Wave waits while a required reference is missing.
+	waiting := deployment(ns, "waiting", map[string]string{"wave.pusher.com/update-on-config-change": "true"}, podSpec(envFrom("cfg", "not-yet")))
+	create(t, switched, waiting)
+	waitRolledOut(t, switched)
+
+	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
+	recorded(t, switched)
+	g.Consistently(func() []string { return rolledEvents(t, ns, "switched") }).Should(gomega.BeEmpty())
+	g.Expect(replicaSets(t, ns, "switched")).To(gomega.HaveLen(1), "switching from Wave rolls nothing")
+
+	update(t, configMap(ns, "init-only", nil), func(cm *corev1.ConfigMap) { cm.Data["k"] = "2" })
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["b"] = "2" })
+	g.Eventually(func() map[string]string { return get(t, switched).Spec.Template.Annotations }).Should(
+		gomega.HaveKeyWithValue(trigger.WaveHashAnnotation, waveHash("1", "2", "p1", "1")))
+
+	// An extra object in another namespace counts too.
+	update(t, configMap(other, "shared", nil), func(cm *corev1.ConfigMap) { cm.Data["x"] = "2" })
+	g.Eventually(func() map[string]string { return get(t, switched).Spec.Template.Annotations }).Should(
+		gomega.HaveKeyWithValue(trigger.WaveHashAnnotation, waveHash("1", "2", "p1", "2")))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "switched") }).Should(gomega.HaveLen(2))
+	for _, note := range rolledEvents(t, ns, "switched") {
+		g.Expect(note).NotTo(gomega.ContainSubstring("init-only"))
+	}
+
+	g.Consistently(func() map[string]string { return get(t, waiting).Annotations }).ShouldNot(gomega.HaveKey(ObservedAnnotation))
+	g.Expect(get(t, waiting).Spec.Template.Annotations).To(gomega.BeEmpty())
+}

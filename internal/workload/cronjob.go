@@ -1,0 +1,120 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CronJobTriggerAnnotation on a CronJob chooses what a change does:
+// "none" (the default: the next scheduled Job reads the new data anyway)
+// or "job" (Reloader's behaviour: create a Job from the jobTemplate at once).
+const CronJobTriggerAnnotation = "reroll.dev/cronjob-trigger"
+
+// CronJob triggers (--cronjob-trigger and CronJobTriggerAnnotation).
+const (
+	CronJobTriggerNone = "none"
+	CronJobTriggerJob  = "job"
+)
+
+// CronJob is the batch/v1 CronJob. Its pod template is
+// spec.jobTemplate.spec.template; it rolls by creating a Job, or not at all.
+type CronJob struct {
+	// Trigger is the default for CronJobs without CronJobTriggerAnnotation:
+	// CronJobTriggerNone or CronJobTriggerJob.
+	Trigger string
+}
+
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
+
+// Name implements Kind.
+func (CronJob) Name() string { return "CronJob" }
+
+// New implements Kind.
+func (CronJob) New() client.Object { return &batchv1.CronJob{} }
+
+// NewList implements Kind.
+func (CronJob) NewList() client.ObjectList { return &batchv1.CronJobList{} }
+
+// PodTemplate implements Kind; the result points into obj.
+func (CronJob) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	return &obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template, nil
+}
+
+// SetPodTemplate implements Kind.
+func (CronJob) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) error {
+	obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template = *t
+	return nil
+}
+
+// Roll implements Roller. With the "job" trigger it creates a Job from the
+// jobTemplate, as `kubectl create job --from=cronjob/<name>` does (annotation
+// cronjob.kubernetes.io/instantiate: manual, controller reference to the
+// CronJob), named after the CronJob and r.Hash so that a retry does not
+// create a second one; then it records the change on the CronJob. With
+// "none" it only records the change. The CronJob's own template is never
+// changed.
+func (k CronJob) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
+	cj := r.Original.(*batchv1.CronJob)
+	mode := k.Trigger
+	if v, ok := cj.Annotations[CronJobTriggerAnnotation]; ok {
+		mode = v
+	}
+	res := RollResult{Handled: true}
+	switch mode {
+	case CronJobTriggerJob:
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        jobName(cj.Name, r.Hash),
+				Namespace:   cj.Namespace,
+				Labels:      copyMap(cj.Spec.JobTemplate.Labels),
+				Annotations: copyMap(cj.Spec.JobTemplate.Annotations),
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj,
+					batchv1.SchemeGroupVersion.WithKind("CronJob"))},
+			},
+			Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+		}
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		job.Annotations["cronjob.kubernetes.io/instantiate"] = "manual"
+		if err := c.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+			return res, fmt.Errorf("creating Job %s/%s from CronJob %s: %w", job.Namespace, job.Name, cj.Name, err)
+		}
+		res.Rolled, res.Note = true, fmt.Sprintf("created Job %s from the CronJob's jobTemplate", job.Name)
+	case CronJobTriggerNone, "":
+		res.Note = fmt.Sprintf("no Job created: the CronJob's next scheduled Job reads the new data (set %s: job to start one at once)", CronJobTriggerAnnotation)
+	default:
+		res.Note = fmt.Sprintf("no Job created: annotation %s has unknown value %q (want none or job)", CronJobTriggerAnnotation, mode)
+	}
+	return res, r.Patch(ctx, r.Original, r.Desired)
+}
+
+// jobName is "<cronjob>-reroll-<hash prefix>", cut to the 63 characters a
+// Job name may have.
+func jobName(cronJob, hash string) string {
+	const suffixLen = len("-reroll-") + 8
+	if len(cronJob) > 63-suffixLen {
+		cronJob = cronJob[:63-suffixLen]
+	}
+	if len(hash) > 8 {
+		hash = hash[:8]
+	}
+	return cronJob + "-reroll-" + hash
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestParseUnstructured(t *testing.T) {
+	cases := map[string]struct {
+		// in is the --workload value.
+		in string
+		// want is the parsed kind; wantErr a part of the error instead.
+		want    Unstructured
+		wantErr string
+	}{
+		"template path": {
+			in:   "apps.kruise.io/v1alpha1/CloneSet:spec.template",
+			want: Unstructured{GVK: schema.GroupVersionKind{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "CloneSet"}, TemplatePath: []string{"spec", "template"}},
+		},
+		"annotations path": {
+			in:   "example.com/v1/Database:annotations=spec.podAnnotations",
+			want: Unstructured{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Database"}, AnnotationsPath: []string{"spec", "podAnnotations"}},
+		},
+		"core group": {
+			in:   "v1/Thing:spec.template",
+			want: Unstructured{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Thing"}, TemplatePath: []string{"spec", "template"}},
+		},
+		"no path":         {in: "example.com/v1/Database", wantErr: "want <group>/<version>/<Kind>:<path>"},
+		"too many parts":  {in: "a/b/c/d:spec.template", wantErr: "is not <group>/<version>/<Kind>"},
+		"empty path part": {in: "example.com/v1/X:spec..template", wantErr: "has an empty field"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			got, err := ParseUnstructured(tc.in)
+			if tc.wantErr != "" {
+				g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(tc.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(got).To(gomega.Equal(tc.want))
+		})
+	}
+}
+
+func TestUnstructured_SetPodTemplateWritesOnlyChanges(t *testing.T) {
+	g := gomega.NewWithT(t)
+	k := Unstructured{GVK: schema.GroupVersionKind{Group: "x", Version: "v1", Kind: "W"}, TemplatePath: []string{"spec", "template"}}
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "app", "image": "x", "unknownField": "kept"},
+		}}},
+	}}}
+	before := o.DeepCopy()
+	tmpl, err := k.PodTemplate(o)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(k.SetPodTemplate(o, tmpl)).To(gomega.Succeed())
+	g.Expect(o.Object).To(gomega.Equal(before.Object), "an unchanged template writes nothing")
+
+	tmpl.Annotations = map[string]string{"reroll.dev/config-hash": "h"}
+	tmpl.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_X_CONFIGMAP", Value: "v"}}
+	g.Expect(k.SetPodTemplate(o, tmpl)).To(gomega.Succeed())
+	a, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+	g.Expect(a).To(gomega.Equal(map[string]string{"reroll.dev/config-hash": "h"}))
+	c, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	g.Expect(c[0]).To(gomega.HaveKeyWithValue("unknownField", "kept"))
+	g.Expect(c[0]).To(gomega.HaveKeyWithValue("env", []any{map[string]any{"name": "STAKATER_X_CONFIGMAP", "value": "v"}}))
+}
+
+func TestJobName(t *testing.T) {
+	g := gomega.NewWithT(t)
+	g.Expect(jobName("nightly", "0123456789abcdef")).To(gomega.Equal("nightly-reroll-01234567"))
+	long := jobName("a-very-long-cronjob-name-that-is-at-the-limit-of-52-c", "0123456789")
+	g.Expect(len(long)).To(gomega.BeNumerically("<=", 63))
+}
