@@ -33,6 +33,10 @@ test: ## Run every test: unit tests and the controller against a real local cont
 test-unit: ## Run only the tests that need no control plane.
 	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/
 
+.PHONY: manifests
+manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/reroll.yaml from config/default.
+	hack/manifests.sh
+
 .PHONY: docs
 docs: ## Regenerate docs/flags.md from the flags in the code.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
