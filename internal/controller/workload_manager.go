@@ -17,6 +17,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
@@ -51,6 +52,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Kind:      kind,
 			Options:   opts,
 			notifier:  notifier,
+			metrics:   metrics.NewWorkloads(kind.Name(), nil),
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
@@ -71,12 +73,18 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
-		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		// ConfigMaps and Secrets: a data change maps through the reference
-		// index to the workloads that may consume the object. Updates of
-		// other metadata are dropped here, before any work.
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevant)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.Secret)), builder.WithPredicates(relevant))
+		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	// ConfigMaps and Secrets: a data change maps through the reference
+	// index to the workloads that may consume the object. Updates of
+	// other metadata are dropped here, before any work. A kind in
+	// --resources-to-ignore is not watched at all, so Reroll needs no
+	// access to it.
+	if !r.Options.Annotations.IgnoreConfigMaps {
+		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevant))
+	}
+	if !r.Options.Annotations.IgnoreSecrets {
+		b = b.Watches(&corev1.Secret{}, r.trackChanges(handler.EnqueueRequestsFromMapFunc(r.requestsFor(reference.Secret))), builder.WithPredicates(relevant))
+	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.
