@@ -121,7 +121,10 @@ optional suffix k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei.
 */}}
 {{- define "reroll.goMemLimit" -}}
 {{- $limit := "" }}
-{{- with .Values.resources }}{{ with .limits }}{{ with .memory }}{{ $limit = toString . }}{{ end }}{{ end }}{{ end }}
+{{- with .Values.resources }}{{ with .limits }}{{ with .memory }}
+{{- /* A number given with --set-json arrives as a float64. */}}
+{{- $limit = kindIs "float64" . | ternary (printf "%.0f" .) (toString .) }}
+{{- end }}{{ end }}{{ end }}
 {{- if and $limit .Values.goMemLimitPercent }}
 {{- $pattern := "^([0-9]+(?:\\.[0-9]+)?)(|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)$" }}
 {{- if not (regexMatch $pattern $limit) }}
