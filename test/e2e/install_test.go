@@ -206,3 +206,30 @@ func expectDashboardMetricsExist(t *testing.T, p *process) {
 	}
 	g.Expect(missing).To(gomega.BeEmpty(), "the dashboard queries metrics that reroll does not export")
 }
+
+// TestHelmChart_ReleaseNamespaceWithoutSecrets installs the chart watching
+// only its own namespace and ignoring Secrets: Reroll then has no access to
+// Secrets at all, and still becomes ready (it starts no Secret informer) and
+// rolls on ConfigMap changes.
+func TestHelmChart_ReleaseNamespaceWithoutSecrets(t *testing.T) {
+	g := newT(t)
+	ns := newNamespace(t, "e2e-own-", nil)
+	helmInstall(t, "reroll", ns, map[string]any{"watchGlobally": false, "ignoreSecrets": true})
+	expectAccess(t, ns, "reroll",
+		[]access{{"list", "", "configmaps", ns}, {"patch", "apps", "deployments", ns}},
+		[]access{{"get", "", "secrets", ns}, {"list", "", "secrets", ns}, {"watch", "", "secrets", ns}, {"list", "", "configmaps", ""}})
+
+	createWorkload(t, ns)
+	kubeconfig, _ := serviceAccountKubeconfig(t, ns, "reroll")
+	args := podArgs(t, ns, "reroll")
+	g.Expect(args).To(gomega.ContainElements("--namespaces="+ns, "--resources-to-ignore=secrets"))
+	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "reroll-e2e"})
+	g.Eventually(func() map[string]string { return deploymentIn(t, ns, "web").Annotations }).Should(gomega.HaveKey(observedAnnotation))
+
+	mutate(t, &corev1.Secret{}, ns, "db", func(o client.Object) { o.(*corev1.Secret).Data["password"] = []byte("two") })
+	g.Consistently(func() map[string]string { return deploymentIn(t, ns, "web").Spec.Template.Annotations }).ShouldNot(gomega.HaveKey(configHashAnnotation))
+	mutate(t, &corev1.ConfigMap{}, ns, "app-config", func(o client.Object) { o.(*corev1.ConfigMap).Data["LOG_LEVEL"] = "debug" })
+	g.Eventually(func() map[string]string { return deploymentIn(t, ns, "web").Spec.Template.Annotations }).Should(gomega.HaveKey(configHashAnnotation))
+	g.Expect(p.sample(t, "reroll_references", map[string]string{"source_kind": "Secret"})).To(gomega.Equal(0.0))
+	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "nothing was denied")
+}
