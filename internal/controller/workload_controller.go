@@ -115,7 +115,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
-			r.metrics.Skipped(req.NamespacedName, metrics.OutOfScope)
+			r.metrics.OutOfScope(req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}

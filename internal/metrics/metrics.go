@@ -194,6 +194,14 @@ func (w *Workloads) Skipped(nn types.NamespacedName, reason string) {
 	}
 }
 
+// OutOfScope records that the workload is outside the scope
+// (--namespace-selector): a pending change is skipped for that reason, and
+// its references no longer count.
+func (w *Workloads) OutOfScope(nn types.NamespacedName) {
+	w.Skipped(nn, OutOfScope)
+	w.References(nn, Counts{})
+}
+
 // Settled records that the workload's reconcile finished without a rollout
 // and without a skip to count: Reroll saw the workload for the first time,
 // so there was nothing to compare with.

@@ -154,7 +154,24 @@ func TestWorkloads_NilRecordsNothing(t *testing.T) {
 	w.Rolled(nn, []string{"ConfigMap"}, false)
 	w.Failed(nn, nil)
 	w.Skipped(nn, OutOfScope)
+	w.OutOfScope(nn)
 	w.Settled(nn)
 	w.References(nn, Counts{ConfigMaps: 1})
 	w.Forget(nn)
+}
+
+func TestWorkloads_OutOfScopeSkipsAndStopsCountingReferences(t *testing.T) {
+	g := gomega.NewWithT(t)
+	w := NewWorkloads("Deployment", nil)
+	nn := key("scope", "web")
+	cms := references.WithLabelValues("ConfigMap")
+	cm0, skipped0 := value(t, cms), value(t, skipped.WithLabelValues(OutOfScope))
+
+	w.References(nn, Counts{ConfigMaps: 1})
+	w.ChangeSeen(nn)
+	w.Begin(nn)
+	w.OutOfScope(nn) // its namespace left --namespace-selector
+	g.Expect(value(t, cms)).To(gomega.Equal(cm0))
+	g.Expect(value(t, skipped.WithLabelValues(OutOfScope))).To(gomega.Equal(skipped0 + 1))
+	g.Expect(w.pending).To(gomega.BeEmpty())
 }

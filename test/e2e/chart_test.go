@@ -229,12 +229,12 @@ func TestHelmChart_MonitorsSelectTheMetricsPort(t *testing.T) {
 	sm := only(objs, "ServiceMonitor")
 	g.Expect(sm).To(gomega.HaveLen(1))
 	g.Expect(matchLabels(t, sm[0]).Matches(labels.Set(svc.Labels))).To(gomega.BeTrue(), "the ServiceMonitor selects the Service")
-	g.Expect(nested(t, sm[0], "spec", "endpoints")).To(gomega.ConsistOf(gomega.HaveKeyWithValue("port", "metrics")))
+	g.Expect(nested(t, sm[0], "spec", "endpoints")).To(gomega.ConsistOf(gomega.And(gomega.HaveKeyWithValue("port", "metrics"), gomega.HaveKeyWithValue("honorLabels", true))))
 
 	pm := only(objs, "PodMonitor")
 	g.Expect(pm).To(gomega.HaveLen(1))
 	g.Expect(matchLabels(t, pm[0]).Matches(podLabels)).To(gomega.BeTrue(), "the PodMonitor selects the pods")
-	g.Expect(nested(t, pm[0], "spec", "podMetricsEndpoints")).To(gomega.ConsistOf(gomega.HaveKeyWithValue("port", "metrics")))
+	g.Expect(nested(t, pm[0], "spec", "podMetricsEndpoints")).To(gomega.ConsistOf(gomega.And(gomega.HaveKeyWithValue("port", "metrics"), gomega.HaveKeyWithValue("honorLabels", true))))
 
 	g.Expect(only(renderChart(t, nil), "ServiceMonitor")).To(gomega.BeEmpty(), "off by default")
 }
