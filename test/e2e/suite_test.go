@@ -39,6 +39,8 @@ var (
 	rerollBin, helmBin, kubectlBin, controllerGenBin string
 	// helmEnv keeps helm's cache and configuration out of $HOME.
 	helmEnv []string
+	// tmp holds the built binary and helm's folders; removed at the end.
+	tmp string
 )
 
 var scheme = runtime.NewScheme()
@@ -49,15 +51,23 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	if err := setup(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e setup:", err)
-		return 1
-	}
 	defer func() {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	defer func() {
+		if plane == nil {
+			return
+		}
 		if err := plane.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
 		}
 	}()
+	if err := setup(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -69,8 +79,7 @@ func setup() error {
 	if root, err = controlplane.RepoRoot(); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "reroll-e2e-")
-	if err != nil {
+	if tmp, err = os.MkdirTemp("", "reroll-e2e-"); err != nil {
 		return err
 	}
 	// Built here, not into bin/, which other checkouts may share.
