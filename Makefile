@@ -29,9 +29,19 @@ test: ## Run every test: unit tests and the controller against a real local cont
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: test-e2e
+test-e2e: ## Run the end-to-end tests: the Helm chart, the Kustomize manifests and the built binary on a local control plane.
+	hack/tools.sh etcd kube kwok helm controller-gen
+	$(GO) vet -tags e2e ./test/...
+	$(GO) test -tags e2e -count=1 -timeout 10m ./test/e2e/
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
 	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/
+
+.PHONY: manifests
+manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/reroll.yaml from config/default.
+	hack/manifests.sh
 
 .PHONY: docs
 docs: ## Regenerate docs/flags.md from the flags in the code.
@@ -59,7 +69,7 @@ fuzz: ## Fuzz the annotation parser for 30 seconds.
 
 .PHONY: lint
 lint: ## Check formatting and run go vet.
-	@out=$$(gofmt -l cmd internal hack); if [[ -n "$$out" ]]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd internal hack test); if [[ -n "$$out" ]]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 .PHONY: cluster-up

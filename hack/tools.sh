@@ -6,7 +6,7 @@
 #   hack/tools.sh kube kwok  build only the named tools
 #
 # Tools: etcd, kube (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
-# kwok, helm. The first build from empty Go caches takes about ten minutes on
+# kwok, helm, controller-gen. The first build from empty Go caches takes about ten minutes on
 # two cores; every later run takes well under a second.
 set -euo pipefail
 
@@ -23,7 +23,8 @@ dir_of() {
     kube) echo "$bin/kube-$KUBE_VERSION" ;;
     kwok) echo "$bin/kwok-$KWOK_VERSION" ;;
     helm) echo "$bin/helm-$HELM_VERSION" ;;
-    *) echo "unknown tool $1 (want etcd, kube, kwok or helm)" >&2; return 1 ;;
+    controller-gen) echo "$bin/controller-gen-$CONTROLLER_TOOLS_VERSION" ;;
+    *) echo "unknown tool $1 (want etcd, kube, kwok, helm or controller-gen)" >&2; return 1 ;;
   esac
 }
 
@@ -79,6 +80,15 @@ build() {
       mkdir -p "$out.tmp"
       GOBIN="$out.tmp" with_progress helm go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
       ;;
+    controller-gen)
+      # Generates config/rbac/role.yaml from the +kubebuilder:rbac markers
+      # (`make manifests`); installed from its own module, never required by
+      # the project's go.mod.
+      [[ -x "$out/controller-gen" ]] && return 0
+      echo "==> building controller-gen $CONTROLLER_TOOLS_VERSION into $out (about a minute on a cold cache)"
+      mkdir -p "$out.tmp"
+      GOBIN="$out.tmp" with_progress controller-gen go install -trimpath -ldflags "-s -w" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
+      ;;
   esac
   # Publish the folder only once every binary in it is complete, so an
   # interrupted build never leaves a half-written tool that looks cached.
@@ -92,7 +102,7 @@ if [[ "${1:-}" == "--dir" ]]; then
 fi
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube kwok helm)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube kwok helm controller-gen)
 for t in "${tools[@]}"; do
   dir_of "$t" >/dev/null
   build "$t"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -105,6 +106,8 @@ type WorkloadReconciler struct {
 	Options Options
 	// notifier posts to Options.WebhookURL; nil without one.
 	notifier *notify.Client
+	// metrics records rollouts, skips and references; nil records nothing.
+	metrics *metrics.Workloads
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -119,11 +122,18 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.metrics.Begin(req.NamespacedName)
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+		if err == nil {
+			r.metrics.OutOfScope(req.NamespacedName)
+		}
 		return ctrl.Result{}, err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
@@ -179,6 +189,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// first sight instead of rolling for changes made in between, and end
 		// a pause Reroll started.
 		setAnnotation(desired, ObservedAnnotation, "")
+		r.recordReferences(obj, nil)
 		pause := r.pause(desired, optIn, false, r.now())
 		if err := r.patch(ctx, obj, desired); err != nil {
 			return ctrl.Result{}, err
@@ -191,6 +202,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.recordReferences(obj, sel.refs)
 	if len(sel.missing) > 0 {
 		// Wave's rule: nothing happens while a required object or key is
 		// missing; the record stays, so the change rolls once it is complete.
@@ -207,10 +219,12 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 
 	var rolled []change
+	var skip string // why a change was not rolled, for metrics
 	if prev != nil {
 		for _, c := range diff(sel.refs, prev, cur) {
 			if (c.created && !r.Options.ReloadOnCreate) || (c.deleted && !r.Options.ReloadOnDelete) {
 				log.V(1).Info("Not rolling for create or delete", "change", c.String())
+				skip = skipReason(c)
 				continue
 			}
 			rolled = append(rolled, c)
@@ -233,6 +247,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 		if err := r.notifier.Post(ctx, r.payload(obj, cur, rolled, sel, now)); err != nil {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not notify after %s: %s", describe(rolled), err.Error())
+			r.recordFailure(obj, rolled)
 			return ctrl.Result{}, err
 		}
 		err = r.patch(ctx, obj, desired)
@@ -244,9 +259,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if err != nil {
 		if len(rolled) > 0 && !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", describe(rolled), err.Error())
+			r.recordFailure(obj, rolled)
 		}
 		return ctrl.Result{}, err
 	}
+	r.recordOutcome(obj, rolled, prev == nil, skip)
 	switch {
 	case len(rolled) > 0 && r.notifier != nil:
 		log.Info("Notified webhook instead of rolling", "changes", describe(rolled))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
@@ -38,7 +39,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// they start, after the cache has synced the informers it already had;
 	// creating them here makes every wait for the cache (and so /readyz)
 	// include them.
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+	for kind, obj := range map[reference.Kind]client.Object{reference.ConfigMap: &corev1.ConfigMap{}, reference.Secret: &corev1.Secret{}} {
+		// A kind in --resources-to-ignore is never watched.
+		if opts.Annotations.Ignores(kind) {
+			continue
+		}
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("creating the %T informer: %w", obj, err)
 		}
@@ -78,6 +83,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Kind:      kind,
 			Options:   opts,
 			notifier:  notifier,
+			metrics:   metrics.NewWorkloads(kind.Name(), nil),
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
@@ -98,12 +104,18 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
-		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		// ConfigMaps and Secrets: a data change maps through the reference
-		// index to the workloads that may consume the object. Updates of
-		// other metadata are dropped here, before any work.
-		Watches(&corev1.ConfigMap{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap)), builder.WithPredicates(relevantCM)).
-		Watches(&corev1.Secret{}, enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret)), builder.WithPredicates(relevantSecret))
+		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	// ConfigMaps and Secrets: a data change maps through the reference
+	// index to the workloads that may consume the object. Updates of
+	// other metadata are dropped here, before any work. A kind in
+	// --resources-to-ignore is not watched at all, so Reroll needs no
+	// access to it.
+	if !r.Options.Annotations.IgnoreConfigMaps {
+		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
+	}
+	if !r.Options.Annotations.IgnoreSecrets {
+		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.

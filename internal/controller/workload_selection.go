@@ -139,6 +139,10 @@ func (r *WorkloadReconciler) selectReferences(ctx context.Context, namespace str
 // lookup reads one object from the cache; a missing object yields an empty
 // cached value, not an error.
 func (r *WorkloadReconciler) lookup(ctx context.Context, namespace string, kind reference.Kind, name string) (cached, error) {
+	// An ignored kind is not watched; reading it would start a watch.
+	if r.Options.Annotations.Ignores(kind) {
+		return cached{}, nil
+	}
 	obj := newObject(kind)
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {

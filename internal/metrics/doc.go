@@ -1,6 +1,9 @@
-// Package metrics holds Reroll's own Prometheus metrics. Today that is the
-// count of Kubernetes API requests by verb and resource: client-go's
-// rest_client_requests_total only has the HTTP method, which cannot tell a
-// LIST from a GET from a WATCH, nor a PATCH of a Deployment from a PATCH of
-// an Event.
+// Package metrics holds Reroll's own Prometheus metrics: rollouts, the time
+// from a change to its rollout, changes that rolled nothing, the tracked
+// references, and the count of Kubernetes API requests by verb and resource
+// (client-go's rest_client_requests_total only has the HTTP method, which
+// cannot tell a LIST from a GET from a WATCH). They are registered with
+// controller-runtime's registry, so the manager serves them on /metrics
+// beside its workqueue, reconcile and REST client metrics (docs/metrics.md
+// lists them all).
 package metrics

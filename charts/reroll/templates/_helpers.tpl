@@ -1,0 +1,139 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "reroll.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: the prefix of every object it creates. */}}
+{{- define "reroll.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select the release's pods. */}}
+{{- define "reroll.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "reroll.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "reroll.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "reroll.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "reroll.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "reroll.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The watched namespaces, comma-separated, or "" for cluster scope: the
+namespaces list when set, else the release namespace when watchGlobally is
+false. Namespace scope means Roles in exactly these namespaces and no
+ClusterRole.
+*/}}
+{{- define "reroll.watchedNamespaces" -}}
+{{- if .Values.namespaces }}
+{{- join "," .Values.namespaces }}
+{{- else if not .Values.watchGlobally }}
+{{- .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/* Leader election is on with more than one replica. */}}
+{{- define "reroll.leaderElection" -}}
+{{- if gt (int .Values.replicas) 1 }}true{{ end }}
+{{- end }}
+
+{{/*
+Checks that values agree with each other where the schema cannot say it.
+*/}}
+{{- define "reroll.validate" -}}
+{{- if and .Values.ignoreSecrets .Values.ignoreConfigMaps }}
+{{- fail "ignoreSecrets and ignoreConfigMaps are both true: that leaves nothing to watch" }}
+{{- end }}
+{{- $watched := include "reroll.watchedNamespaces" . }}
+{{- if and $watched .Values.namespaceSelector }}
+{{- fail (printf "namespaceSelector needs cluster scope (watchGlobally: true and no namespaces list); this release watches only %s" $watched) }}
+{{- end }}
+{{- range .Values.ignoreNamespaces }}
+{{- if has . (splitList "," $watched) }}
+{{- fail (printf "namespace %s is both watched and in ignoreNamespaces" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The RBAC rules for the watched objects: the rules controller-gen generates
+into config/rbac/role.yaml from the +kubebuilder:rbac markers, minus what the
+values make unnecessary (Namespaces without namespaceSelector or in namespace
+scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes).
+test/e2e compares them with role.yaml, so code and chart cannot drift.
+*/}}
+{{- define "reroll.rules" -}}
+{{- $read := list }}
+{{- if not .Values.ignoreConfigMaps }}{{ $read = append $read "configmaps" }}{{ end }}
+{{- if and .Values.namespaceSelector (not (include "reroll.watchedNamespaces" .)) }}{{ $read = append $read "namespaces" }}{{ end }}
+{{- if not .Values.ignoreSecrets }}{{ $read = append $read "secrets" }}{{ end }}
+{{- $workloads := list }}
+{{- range list "daemonsets" "deployments" "statefulsets" }}
+{{- if not (has . $.Values.ignoredWorkloadTypes) }}{{ $workloads = append $workloads . }}{{ end }}
+{{- end }}
+- apiGroups: [""]
+  resources: {{ toJson $read }}
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- if $workloads }}
+- apiGroups: ["apps"]
+  resources: {{ toJson $workloads }}
+  verbs: ["get", "list", "patch", "watch"]
+{{- end }}
+{{- end }}
+
+{{/* The container image: repository@digest, else repository:tag. */}}
+{{- define "reroll.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+GOMEMLIMIT in bytes: goMemLimitPercent of resources.limits.memory, or "" when
+either is unset. Parses a Kubernetes quantity: a decimal number with an
+optional suffix k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei.
+*/}}
+{{- define "reroll.goMemLimit" -}}
+{{- $limit := "" }}
+{{- with .Values.resources }}{{ with .limits }}{{ with .memory }}
+{{- /* A number given with --set-json arrives as a float64. */}}
+{{- $limit = kindIs "float64" . | ternary (printf "%.0f" .) (toString .) }}
+{{- end }}{{ end }}{{ end }}
+{{- if and $limit .Values.goMemLimitPercent }}
+{{- $pattern := "^([0-9]+(?:\\.[0-9]+)?)(|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)$" }}
+{{- if not (regexMatch $pattern $limit) }}
+{{- fail (printf "resources.limits.memory %q: want a number with an optional suffix (Mi, Gi, M, G, ...) to compute GOMEMLIMIT, or set goMemLimitPercent: 0" $limit) }}
+{{- end }}
+{{- $number := regexReplaceAll $pattern $limit "${1}" | float64 }}
+{{- $unit := regexReplaceAll $pattern $limit "${2}" }}
+{{- $factors := dict "" 1.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 }}
+{{- $bytes := mulf $number (get $factors $unit) }}
+{{- printf "%.0f" (floor (divf (mulf $bytes .Values.goMemLimitPercent) 100)) }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make manifests`: regenerates what is derived from the code.
+#
+#   config/rbac/role.yaml  from the +kubebuilder:rbac markers (controller-gen)
+#   deploy/reroll.yaml     the one-file install, from config/default (kubectl kustomize)
+#
+# test/e2e fails when either is stale (TestManifests_UpToDate).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+hack/tools.sh controller-gen
+controller_gen="$(hack/tools.sh --dir controller-gen)/controller-gen"
+"$controller_gen" rbac:roleName=manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+# The kubectl built beside the control plane when there is one, else the
+# machine's; both embed kustomize v5.5.0.
+kubectl="$(hack/tools.sh --dir kube)/kubectl"
+[[ -x "$kubectl" ]] || kubectl=$(command -v kubectl) || {
+  echo "kubectl is needed to render deploy/reroll.yaml: run \`make tools\` or install kubectl" >&2
+  exit 1
+}
+{
+  echo "# Reroll in one file: cluster scope, namespace reroll-system."
+  echo "# Generated from config/default by \`make manifests\`; do not edit."
+  "$kubectl" kustomize config/default
+} >deploy/reroll.yaml
+echo "==> wrote config/rbac/role.yaml and deploy/reroll.yaml"

@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/reference"
+)
+
+// The small hooks that Reconcile calls to feed internal/metrics. None of
+// them changes a decision.
+
+// trackChanges wraps h, the handler of ConfigMap or Secret events, so that
+// every workload it enqueues for a change records when Reroll saw the change
+// (for reroll_change_to_rollout_seconds). This is the one place that knows an
+// event happened; Reconcile stays level-triggered and only reads the time
+// back. Not changes: creates from the informers' initial list and resyncs
+// (updates that keep the resourceVersion).
+func (r *WorkloadReconciler) trackChanges(h handler.EventHandler) handler.EventHandler {
+	return changeTracker{inner: h, seen: r.metrics.ChangeSeen}
+}
+
+type changeTracker struct {
+	inner handler.EventHandler
+	seen  func(types.NamespacedName)
+}
+
+func (c changeTracker) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if !e.IsInInitialList {
+		q = seenQueue{q, c.seen}
+	}
+	c.inner.Create(ctx, e, q)
+}
+
+func (c changeTracker) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
+		q = seenQueue{q, c.seen}
+	}
+	c.inner.Update(ctx, e, q)
+}
+
+func (c changeTracker) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	c.inner.Delete(ctx, e, seenQueue{q, c.seen})
+}
+
+func (c changeTracker) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	c.inner.Generic(ctx, e, q)
+}
+
+// seenQueue records each request added to the queue as a change seen.
+type seenQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	seen func(types.NamespacedName)
+}
+
+func (q seenQueue) Add(req reconcile.Request) {
+	q.seen(req.NamespacedName)
+	q.TypedRateLimitingInterface.Add(req)
+}
+
+// recordReferences sets the workload's tracked references (nil when it
+// opted out).
+func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []reference.Reference) {
+	var c metrics.Counts
+	for _, ref := range refs {
+		if ref.Kind == reference.Secret {
+			c.Secrets++
+		} else {
+			c.ConfigMaps++
+		}
+	}
+	r.metrics.References(client.ObjectKeyFromObject(obj), c)
+}
+
+// recordOutcome records how a reconcile that wrote (or had nothing to write)
+// ended: a rollout, a first sight, or a change that rolled nothing, for
+// skip, or for no consumed key changed when skip is "".
+func (r *WorkloadReconciler) recordOutcome(obj client.Object, rolled []change, firstSight bool, skip string) {
+	nn := client.ObjectKeyFromObject(obj)
+	switch {
+	case len(rolled) > 0:
+		r.metrics.Rolled(nn, sourceKinds(rolled), r.notifier != nil)
+	case firstSight:
+		r.metrics.Settled(nn)
+	case skip != "":
+		r.metrics.Skipped(nn, skip)
+	default:
+		r.metrics.Skipped(nn, metrics.NoConsumedKeyChanged)
+	}
+}
+
+// recordFailure records a rollout whose write or webhook call failed.
+func (r *WorkloadReconciler) recordFailure(obj client.Object, rolled []change) {
+	r.metrics.Failed(client.ObjectKeyFromObject(obj), sourceKinds(rolled))
+}
+
+// skipReason is the reroll_skipped_total reason for a change not rolled
+// because --reload-on-create or --reload-on-delete is off.
+func skipReason(c change) string {
+	if c.created {
+		return metrics.CreateNotEnabled
+	}
+	return metrics.DeleteNotEnabled
+}
+
+func sourceKinds(changes []change) []string {
+	out := make([]string, 0, len(changes))
+	for _, c := range changes {
+		out = append(out, string(c.ref.Kind))
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+func TestWorkloadReconciler_CountsRolloutsPerNamespace(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	startReroll(t, ns, Options{})
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), secret(ns, "db", map[string]string{"password": "1"}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg"), func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}})
+	}))
+	create(t, d)
+	recorded(t, d)
+	latencies := histogramCount(t, "reroll_change_to_rollout_seconds")
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+	update(t, secret(ns, "db", nil), func(s *corev1.Secret) { s.Data["password"] = []byte("2") })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
+	// A label-only change never reaches Reconcile.
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"x": "y"} })
+
+	rollouts := func(source string) float64 {
+		return counter(t, "reroll_rollouts_total", map[string]string{"kind": "Deployment", "namespace": ns, "source_kind": source, "result": "success"})
+	}
+	g.Eventually(func() float64 { return rollouts("ConfigMap") }).Should(gomega.Equal(1.0))
+	g.Consistently(func() float64 { return rollouts("ConfigMap") + rollouts("Secret") }).Should(gomega.Equal(2.0))
+	// Other tests run beside this one and add their own samples.
+	g.Expect(histogramCount(t, "reroll_change_to_rollout_seconds")).To(gomega.BeNumerically(">=", latencies+2))
+}
+
+// counter returns the value of the counter with exactly these labels in
+// controller-runtime's registry, 0 when it has none.
+func counter(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	for _, m := range family(t, name) {
+		if hasLabels(m, labels) {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// histogramCount returns the sample count of an unlabelled histogram.
+func histogramCount(t *testing.T, name string) uint64 {
+	t.Helper()
+	for _, m := range family(t, name) {
+		return m.GetHistogram().GetSampleCount()
+	}
+	return 0
+}
+
+func family(t *testing.T, name string) []*dto.Metric {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()
+		}
+	}
+	return nil
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	got := map[string]string{}
+	for _, l := range m.GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return len(got) == len(want)
+}

@@ -1,0 +1,381 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// These tests render the chart with `helm template`; they need no control
+// plane and run in parallel.
+
+func TestHelmChart_Lint(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	_, err := run(helmEnv, helmBin, "lint", "--strict", chartDir)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_, err = run(helmEnv, helmBin, append([]string{"lint", "--strict", chartDir}, setFlags(map[string]any{
+		"replicas": 3, "serviceMonitor.enabled": true, "podMonitor.enabled": true, "podDisruptionBudget.enabled": true,
+		"networkPolicy.enabled": true, "dashboards.enabled": true, "namespaces": []string{"a", "b"},
+	})...)...)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+}
+
+func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		// set is one --set flag.
+		set string
+		// want is part of helm's error.
+		want string
+	}{
+		"unknown key":                  {set: "foo=bar", want: "Additional property foo is not allowed"},
+		"unknown nested key":           {set: "image.foo=bar", want: "Additional property foo is not allowed"},
+		"misspelt Reloader key":        {set: "reloader.watchGlobally=false", want: "Additional property reloader is not allowed"},
+		"string for an integer":        {set: "replicas=two", want: "replicas: Invalid type. Expected: integer, given: string"},
+		"string for a boolean":         {set: "watchGlobally=maybe", want: "watchGlobally: Invalid type. Expected: boolean, given: string"},
+		"string for a list":            {set: "ignoreNamespaces=kube-system", want: "ignoreNamespaces: Invalid type. Expected: array, given: string"},
+		"unknown strategy":             {set: "reloadStrategy=restart", want: "reloadStrategy must be one of the following"},
+		"unknown log level":            {set: "logLevel=verbose", want: "logLevel must be one of the following"},
+		"unknown workload type":        {set: "ignoredWorkloadTypes={pods}", want: "ignoredWorkloadTypes.0 must be one of the following"},
+		"invalid namespace name":       {set: "namespaces={Not_A_Name}", want: "namespaces.0: Does not match pattern"},
+		"percentage above 100":         {set: "goMemLimitPercent=150", want: "goMemLimitPercent: Must be less than or equal to 100"},
+		"webhook that is not a URL":    {set: "webhookUrl=example.com", want: "webhookUrl: Does not match pattern"},
+		"extra arg that is not a flag": {set: "extraArgs={verbose}", want: "extraArgs.0: Does not match pattern"},
+		// Rules between values, checked by the templates.
+		"both kinds ignored":                {set: "ignoreSecrets=true,ignoreConfigMaps=true", want: "leaves nothing to watch"},
+		"namespace selector in ns scope":    {set: "watchGlobally=false,namespaceSelector=team=a", want: "namespaceSelector needs cluster scope"},
+		"watched and ignored":               {set: "namespaces={a},ignoreNamespaces={a}", want: "namespace a is both watched and in ignoreNamespaces"},
+		"memory limit GOMEMLIMIT can't use": {set: "resources.limits.memory=lots", want: `resources.limits.memory "lots"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := run(helmEnv, helmBin, "template", "r", chartDir, "--set", tc.set)
+			newT(t).Expect(err).To(gomega.MatchError(gomega.ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
+	t.Parallel()
+	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081"}
+	cases := map[string]struct {
+		// values are the chart values set.
+		values map[string]any
+		// want are the container's args after always.
+		want []string
+	}{
+		"defaults": {
+			values: nil,
+			want:   []string{"--reload-strategy=annotations", "--log-level=info"},
+		},
+		"every behaviour value": {
+			values: map[string]any{
+				"ignoreNamespaces": []string{"kube-system", "kube-public"}, "namespaceSelector": "team in (a,b),env!=dev",
+				"resourceLabelSelector": "reroll=on", "reloadStrategy": "env-vars", "autoReloadAll": true,
+				"reloadOnCreate": true, "reloadOnDelete": true, "ignoreSecrets": true,
+				"ignoredWorkloadTypes": []string{"jobs", "cronjobs"}, "webhookUrl": "https://hooks.example/x?a=b",
+				"logFormat": "json", "logLevel": "debug", "extraArgs": []string{"--auto-annotation=example.com/auto"},
+			},
+			want: []string{
+				"--namespaces-to-ignore=kube-system,kube-public", "--namespace-selector=team in (a,b),env!=dev",
+				"--resource-label-selector=reroll=on", "--reload-strategy=env-vars", "--auto-reload-all",
+				"--reload-on-create", "--reload-on-delete", "--resources-to-ignore=secrets",
+				"--ignored-workload-types=jobs,cronjobs", "--webhook-url=https://hooks.example/x?a=b",
+				"--log-format=json", "--log-level=debug", "--auto-annotation=example.com/auto",
+			},
+		},
+		"ignore ConfigMaps": {
+			values: map[string]any{"ignoreConfigMaps": true},
+			want:   []string{"--reload-strategy=annotations", "--resources-to-ignore=configMaps", "--log-level=info"},
+		},
+		"release namespace only": {
+			values: map[string]any{"watchGlobally": false},
+			want:   []string{"--namespaces=reroll-system", "--reload-strategy=annotations", "--log-level=info"},
+		},
+		"namespaces list wins over watchGlobally": {
+			values: map[string]any{"watchGlobally": true, "namespaces": []string{"a", "b"}},
+			want:   []string{"--namespaces=a,b", "--reload-strategy=annotations", "--log-level=info"},
+		},
+		"several replicas elect a leader": {
+			values: map[string]any{"replicas": 3},
+			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha"},
+		},
+	}
+	flagsDoc := strings.Join(readLines(t, "docs/flags.md"), "\n")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := newT(t)
+			c := container(t, renderChart(t, tc.values))
+			g.Expect(c.Args).To(gomega.Equal(append(slices.Clone(always), tc.want...)))
+			for _, arg := range c.Args {
+				flag, _, _ := strings.Cut(arg, "=")
+				g.Expect(flagsDoc).To(gomega.ContainSubstring("| `"+flag+"` |"), "%s is a flag of the binary (docs/flags.md)", flag)
+			}
+		})
+	}
+}
+
+func TestHelmChart_LeaderElectionGetsPodIdentity(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	objs := renderChart(t, map[string]any{"replicas": 2})
+	c := container(t, objs)
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	g.Expect(env).To(gomega.Equal(map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}))
+	leases := rulesOf(t, objs, "Role", "reroll-system")
+	g.Expect(leases).To(gomega.ContainElements("coordination.k8s.io|leases|get", "coordination.k8s.io|leases|create", "coordination.k8s.io|leases|update"))
+	g.Expect(leases).NotTo(gomega.ContainElement("coordination.k8s.io|leases|delete"))
+
+	one := renderChart(t, nil)
+	g.Expect(only(one, "Role")).To(gomega.BeEmpty(), "one replica needs no Lease")
+}
+
+func TestHelmChart_GoMemLimitIsAShareOfTheMemoryLimit(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		// memory is resources.limits.memory; nil removes the limits.
+		memory any
+		// percent is goMemLimitPercent; nil keeps the default, 90.
+		percent any
+		// want is GOMEMLIMIT, "" when unset.
+		want string
+	}{
+		"default 256Mi at 90%": {memory: "256Mi", want: "241591910"},
+		"1Gi at 80%":           {memory: "1Gi", percent: 80, want: "858993459"},
+		"fraction of Gi":       {memory: "0.5Gi", want: "483183820"},
+		"decimal suffix":       {memory: "500M", want: "450000000"},
+		"plain bytes":          {memory: 268435456, want: "241591910"},
+		"plain bytes, string":  {memory: "268435456", want: "241591910"},
+		"0% turns it off":      {memory: "256Mi", percent: 0, want: ""},
+		"no memory limit":      {memory: nil, want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// null removes the key from the defaults.
+			values := map[string]any{"resources.limits.memory": tc.memory}
+			if tc.percent != nil {
+				values["goMemLimitPercent"] = tc.percent
+			}
+			var got string
+			for _, e := range container(t, renderChart(t, values)).Env {
+				if e.Name == "GOMEMLIMIT" {
+					got = e.Value
+				}
+			}
+			newT(t).Expect(got).To(gomega.Equal(tc.want))
+		})
+	}
+}
+
+func TestHelmChart_PodIsRestrictedWithProbesAndPorts(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	objs := renderChart(t, nil)
+	c := container(t, objs)
+	sc := c.SecurityContext
+	g.Expect(sc).NotTo(gomega.BeNil())
+	g.Expect(*sc.AllowPrivilegeEscalation).To(gomega.BeFalse())
+	g.Expect(*sc.ReadOnlyRootFilesystem).To(gomega.BeTrue())
+	g.Expect(*sc.RunAsNonRoot).To(gomega.BeTrue())
+	g.Expect(sc.Capabilities.Drop).To(gomega.Equal([]corev1.Capability{"ALL"}))
+	pod := deploymentOf(t, objs).Spec.Template.Spec
+	g.Expect(pod.SecurityContext.SeccompProfile.Type).To(gomega.Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	g.Expect(c.Image).To(gomega.Equal("ghcr.io/reroll/reroll:" + chartAppVersion(t)))
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	g.Expect(ports).To(gomega.Equal(map[string]int32{"metrics": 9090, "probes": 8081}))
+	g.Expect(c.LivenessProbe.HTTPGet.Path).To(gomega.Equal("/healthz"))
+	g.Expect(c.LivenessProbe.HTTPGet.Port.String()).To(gomega.Equal("probes"))
+	g.Expect(c.ReadinessProbe.HTTPGet.Path).To(gomega.Equal("/readyz"))
+	g.Expect(c.ReadinessProbe.HTTPGet.Port.String()).To(gomega.Equal("probes"))
+}
+
+func TestHelmChart_MonitorsSelectTheMetricsPort(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	objs := renderChart(t, map[string]any{"serviceMonitor.enabled": true, "podMonitor.enabled": true})
+	podLabels := labels.Set(deploymentOf(t, objs).Spec.Template.Labels)
+
+	services := only(objs, "Service")
+	g.Expect(services).To(gomega.HaveLen(1))
+	svc := convert[corev1.Service](t, services[0])
+	g.Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels)).To(gomega.BeTrue(), "the Service selects the pods")
+	g.Expect(svc.Spec.Ports).To(gomega.ConsistOf(gomega.HaveField("Name", "metrics")))
+
+	sm := only(objs, "ServiceMonitor")
+	g.Expect(sm).To(gomega.HaveLen(1))
+	g.Expect(matchLabels(t, sm[0]).Matches(labels.Set(svc.Labels))).To(gomega.BeTrue(), "the ServiceMonitor selects the Service")
+	g.Expect(nested(t, sm[0], "spec", "endpoints")).To(gomega.ConsistOf(gomega.And(gomega.HaveKeyWithValue("port", "metrics"), gomega.HaveKeyWithValue("honorLabels", true))))
+
+	pm := only(objs, "PodMonitor")
+	g.Expect(pm).To(gomega.HaveLen(1))
+	g.Expect(matchLabels(t, pm[0]).Matches(podLabels)).To(gomega.BeTrue(), "the PodMonitor selects the pods")
+	g.Expect(nested(t, pm[0], "spec", "podMetricsEndpoints")).To(gomega.ConsistOf(gomega.And(gomega.HaveKeyWithValue("port", "metrics"), gomega.HaveKeyWithValue("honorLabels", true))))
+
+	g.Expect(only(renderChart(t, nil), "ServiceMonitor")).To(gomega.BeEmpty(), "off by default")
+}
+
+// TestHelmChart_RBACMatchesGeneratedRole keeps the chart's rules equal to
+// config/rbac/role.yaml, which controller-gen generates from the
+// +kubebuilder:rbac markers (`make manifests`), minus exactly what the values
+// make unnecessary: code and chart cannot drift apart, and the chart grants
+// nothing more.
+func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
+	t.Parallel()
+	generated := generatedRules(t)
+	without := func(resources ...string) []string {
+		var out []string
+		for _, p := range generated {
+			if !slices.Contains(resources, strings.Split(p, "|")[1]) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	cases := map[string]struct {
+		// values are the chart values set.
+		values map[string]any
+		// kind is "ClusterRole" or "Role"; namespaces are where Roles are.
+		kind       string
+		namespaces []string
+		// want are the permissions, group|resource|verb.
+		want []string
+	}{
+		"cluster scope with namespaceSelector": {values: map[string]any{"namespaceSelector": "a=b"}, kind: "ClusterRole", want: generated},
+		"cluster scope":                        {kind: "ClusterRole", want: without("namespaces")},
+		"ignoreSecrets":                        {values: map[string]any{"ignoreSecrets": true}, kind: "ClusterRole", want: without("namespaces", "secrets")},
+		"ignoreConfigMaps":                     {values: map[string]any{"ignoreConfigMaps": true}, kind: "ClusterRole", want: without("namespaces", "configmaps")},
+		"ignored workload types": {
+			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("namespaces", "daemonsets"),
+		},
+		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
+		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := newT(t)
+			objs := renderChart(t, tc.values)
+			if tc.kind == "ClusterRole" {
+				g.Expect(only(objs, "Role")).To(gomega.BeEmpty())
+				g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(tc.want))
+				return
+			}
+			g.Expect(only(objs, "ClusterRole")).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
+			g.Expect(only(objs, "ClusterRoleBinding")).To(gomega.BeEmpty())
+			var in []string
+			for _, r := range only(objs, "Role") {
+				in = append(in, r.GetNamespace())
+			}
+			g.Expect(in).To(gomega.ConsistOf(tc.namespaces), "Roles in exactly the watched namespaces")
+			for _, ns := range tc.namespaces {
+				g.Expect(rulesOf(t, objs, "Role", ns)).To(gomega.ConsistOf(tc.want), "Role in %s", ns)
+			}
+			for _, b := range only(objs, "RoleBinding") {
+				g.Expect(tc.namespaces).To(gomega.ContainElement(b.GetNamespace()))
+			}
+		})
+	}
+}
+
+// generatedRules reads config/rbac/role.yaml as group|resource|verb triples.
+func generatedRules(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	objs := decodeAll(t, string(data))
+	newT(t).Expect(objs).To(gomega.HaveLen(1))
+	return expand(convert[rbacv1.ClusterRole](t, objs[0]).Rules)
+}
+
+// rulesOf returns the rules of the single object of kind in namespace (""
+// for a ClusterRole) as group|resource|verb triples.
+func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace string) []string {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range only(objs, kind) {
+		if o.GetNamespace() == namespace {
+			found = append(found, o)
+		}
+	}
+	newT(t).Expect(found).To(gomega.HaveLen(1), "one %s in %q", kind, namespace)
+	if kind == "ClusterRole" {
+		return expand(convert[rbacv1.ClusterRole](t, found[0]).Rules)
+	}
+	return expand(convert[rbacv1.Role](t, found[0]).Rules)
+}
+
+// expand flattens rules into sorted, distinct group|resource|verb triples,
+// so that two ways of grouping the same permissions compare equal.
+func expand(rules []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, r := range rules {
+		for _, grp := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out = append(out, grp+"|"+res+"|"+v)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func deploymentOf(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	deps := only(objs, "Deployment")
+	newT(t).Expect(deps).To(gomega.HaveLen(1))
+	return convert[appsv1.Deployment](t, deps[0])
+}
+
+func matchLabels(t *testing.T, u *unstructured.Unstructured) labels.Selector {
+	t.Helper()
+	m, _, err := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return labels.SelectorFromSet(m)
+}
+
+func nested(t *testing.T, u *unstructured.Unstructured, fields ...string) []any {
+	t.Helper()
+	v, _, err := unstructured.NestedSlice(u.Object, fields...)
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return v
+}
+
+// chartAppVersion reads appVersion from the chart's Chart.yaml.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	re := regexp.MustCompile(`^appVersion:\s*"?([^"\s]+)"?`)
+	for _, line := range readLines(t, chartDir+"/Chart.yaml") {
+		if m := re.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatal("Chart.yaml has no appVersion")
+	return ""
+}

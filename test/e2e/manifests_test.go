@@ -1,0 +1,115 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The one-file install, generated from config/default.
+const oneFile = "deploy/reroll.yaml"
+
+// TestManifests_UpToDate fails when `make manifests` would change
+// config/rbac/role.yaml or deploy/reroll.yaml: the RBAC markers, the
+// Kustomize base and the one-file install move together.
+func TestManifests_UpToDate(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	out := t.TempDir()
+	_, err := run(nil, controllerGenBin, "rbac:roleName=manager-role", "paths=./internal/...", "output:rbac:artifacts:config="+out)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fresh, err := os.ReadFile(filepath.Join(out, "role.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	committed, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/rbac/role.yaml is stale: run `make manifests`")
+
+	rendered, err := run(nil, kubectlBin, "kustomize", "config/default")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	oneFileData, err := os.ReadFile(filepath.Join(root, oneFile))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_, body, _ := strings.Cut(string(oneFileData), "do not edit.\n")
+	g.Expect(body).To(gomega.Equal(rendered), "%s is stale: run `make manifests`", oneFile)
+}
+
+// TestManifests_MatchGeneratedRoleAndChart checks the one-file install's
+// RBAC against the generated role (without the Namespace read, which only
+// --namespace-selector needs) and its image against the chart's appVersion.
+func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	data, err := os.ReadFile(filepath.Join(root, oneFile))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	objs := decodeAll(t, string(data))
+	var want []string
+	for _, p := range generatedRules(t) {
+		if !strings.Contains(p, "|namespaces|") {
+			want = append(want, p)
+		}
+	}
+	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(want))
+	g.Expect(only(objs, "Role")).To(gomega.BeEmpty(), "one replica needs no Lease")
+	g.Expect(container(t, objs).Image).To(gomega.Equal("ghcr.io/reroll/reroll:" + chartAppVersion(t)))
+
+	// With both components listed in config/default, as its comment says:
+	// two replicas, leader election, the Namespace read.
+	dir := t.TempDir()
+	g.Expect(os.CopyFS(dir, os.DirFS(filepath.Join(root, "config")))).To(gomega.Succeed())
+	base := filepath.Join(dir, "default", "kustomization.yaml")
+	k, err := os.ReadFile(base)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	k = append(k, "components:\n  - ../components/ha\n  - ../components/namespace-selector\n"...)
+	g.Expect(os.WriteFile(base, k, 0o644)).To(gomega.Succeed())
+	out, err := run(nil, kubectlBin, "kustomize", filepath.Join(dir, "default"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	objs = decodeAll(t, out)
+	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(generatedRules(t)))
+	g.Expect(rulesOf(t, objs, "Role", "reroll-system")).To(gomega.ConsistOf(
+		"coordination.k8s.io|leases|get", "coordination.k8s.io|leases|create", "coordination.k8s.io|leases|update",
+		"|events|create", "|events|patch"))
+	d := convert[appsv1.Deployment](t, only(objs, "Deployment")[0])
+	g.Expect(*d.Spec.Replicas).To(gomega.BeEquivalentTo(2))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(gomega.ContainElements("--enable-ha", "--namespace-selector=reroll=enabled"))
+}
+
+// TestManifests_OneFileInstall applies deploy/reroll.yaml to the plane, as
+// `kubectl apply -f` would, and runs Reroll with its ServiceAccount's token
+// and its args.
+func TestManifests_OneFileInstall(t *testing.T) {
+	g := newT(t)
+	_, err := run(nil, kubectlBin, "--kubeconfig", plane.Kubeconfig, "apply", "--server-side", "-f", oneFile)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	t.Cleanup(func() {
+		if _, err := run(nil, kubectlBin, "--kubeconfig", plane.Kubeconfig, "delete", "--wait=false", "-f", oneFile); err != nil {
+			t.Errorf("kubectl delete: %v", err)
+		}
+	})
+	// The pod passes the restricted Pod Security admission of its namespace
+	// and becomes ready (kwok marks it so; nothing runs).
+	g.Eventually(func() int32 {
+		var d appsv1.Deployment
+		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: "reroll-system", Name: "reroll-controller"}, &d)).To(gomega.Succeed())
+		return d.Status.AvailableReplicas
+	}).Should(gomega.BeEquivalentTo(1))
+	var crb rbacv1.ClusterRoleBinding
+	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: "reroll-manager-rolebinding"}, &crb)).To(gomega.Succeed())
+
+	app := newNamespace(t, "e2e-onefile-", nil)
+	expectAccess(t, "reroll-system", "reroll-controller",
+		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}},
+		[]access{{"list", "", "namespaces", ""}, {"update", "apps", "deployments", app}, {"get", "coordination.k8s.io", "leases", "reroll-system"}})
+	createWorkload(t, app)
+	kubeconfig, _ := serviceAccountKubeconfig(t, "reroll-system", "reroll-controller")
+	p := startReroll(t, kubeconfig, podArgs(t, "reroll-system", "reroll-controller"), map[string]string{"POD_NAMESPACE": "reroll-system", "POD_NAME": "reroll-e2e"})
+	expectCoreBehaviour(t, app)
+	g.Expect(p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": app, "result": "success"})).To(gomega.Equal(2.0))
+	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "nothing was denied")
+}
