@@ -34,6 +34,11 @@ test-e2e: ## Run the end-to-end tests: the Helm chart, the Kustomize manifests a
 	hack/tools.sh etcd kube kwok helm controller-gen
 	$(GO) vet -tags e2e ./test/...
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/e2e/
+	$(MAKE) bench-check
+
+.PHONY: bench-check
+bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
+	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
@@ -58,10 +63,6 @@ bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|
 	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll
 	$(GO) build -o $(BENCH_DIR)/bench ./hack/bench
 	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) $(BENCH_FLAGS)
-
-.PHONY: test-e2e
-test-e2e: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
-	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
 
 .PHONY: fuzz
 fuzz: ## Fuzz the annotation parser for 30 seconds.

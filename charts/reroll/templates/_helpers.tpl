@@ -103,6 +103,26 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
   resources: {{ toJson $workloads }}
   verbs: ["get", "list", "patch", "watch"]
 {{- end }}
+{{- if not (has "deploymentconfigs" .Values.ignoredWorkloadTypes) }}
+- apiGroups: ["apps.openshift.io"]
+  resources: ["deploymentconfigs"]
+  verbs: ["get", "list", "patch", "watch"]
+{{- end }}
+{{- if not (has "rollouts" .Values.ignoredWorkloadTypes) }}
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts"]
+  verbs: ["get", "list", "patch", "watch"]
+{{- end }}
+{{- if not (has "cronjobs" .Values.ignoredWorkloadTypes) }}
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "patch", "watch"]
+{{- end }}
+{{- if not (has "jobs" .Values.ignoredWorkloadTypes) }}
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["create", "delete", "get", "list", "patch", "watch"]
+{{- end }}
 {{- end }}
 
 {{/* The container image: repository@digest, else repository:tag. */}}
