@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -63,6 +64,13 @@ type seenQueue struct {
 func (q seenQueue) Add(req reconcile.Request) {
 	q.seen(req.NamespacedName)
 	q.TypedRateLimitingInterface.Add(req)
+}
+
+// AddAfter is how the coalescing handler enqueues; the change was seen now,
+// whatever the delay.
+func (q seenQueue) AddAfter(req reconcile.Request, d time.Duration) {
+	q.seen(req.NamespacedName)
+	q.TypedRateLimitingInterface.AddAfter(req, d)
 }
 
 // recordReferences sets the workload's tracked references (nil when it

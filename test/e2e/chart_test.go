@@ -270,7 +270,7 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		"ignoreSecrets":                        {values: map[string]any{"ignoreSecrets": true}, kind: "ClusterRole", want: without("namespaces", "secrets")},
 		"ignoreConfigMaps":                     {values: map[string]any{"ignoreConfigMaps": true}, kind: "ClusterRole", want: without("namespaces", "configmaps")},
 		"ignored workload types": {
-			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("namespaces", "daemonsets"),
+			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("namespaces", "daemonsets", "jobs"),
 		},
 		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
 		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},

@@ -66,7 +66,7 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"update", "", "configmaps", app}, {"patch", "", "secrets", app}, {"delete", "", "configmaps", app},
 			{"list", "", "pods", app}, {"create", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
 			{"get", "coordination.k8s.io", "leases", app}, {"delete", "coordination.k8s.io", "leases", sys},
-			{"list", "apps", "replicasets", app}, {"list", "batch", "jobs", app},
+			{"list", "apps", "replicasets", app}, {"delete", "batch", "cronjobs", app},
 		})
 
 	createWorkload(t, app)
