@@ -17,6 +17,11 @@ import (
 	"github.com/reroll/reroll/internal/workload"
 )
 
+// The certificate rotation of --enable-webhook (cert-controller) keeps the
+// serving certificate in a Secret and the CA in the webhook configuration.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
+
 // ManagedLabel is the workload metadata label Reroll keeps on every workload
 // it manages while the admission webhook is enabled. The webhook's
 // MutatingWebhookConfiguration selects on it (objectSelector), so writes of
