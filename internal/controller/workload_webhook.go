@@ -91,6 +91,8 @@ func (h *workloadAdmission) handle(ctx context.Context, req admission.Request) (
 	if err != nil {
 		return admission.Response{}, err
 	}
+	// A create may leave the namespace to the request's.
+	obj.SetNamespace(req.Namespace)
 	// The patch is the difference between two encodings of the same typed
 	// object, so it holds only what the handler changed: fields that the Go
 	// types do not know (a newer API server's) are never removed.
@@ -108,7 +110,6 @@ func (h *workloadAdmission) handle(ctx context.Context, req admission.Request) (
 			return admission.Response{}, err
 		}
 	case admissionv1.Create:
-		obj.SetNamespace(req.Namespace)
 		if err := h.record(ctx, obj); err != nil {
 			return admission.Response{}, err
 		}
