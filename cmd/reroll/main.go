@@ -86,9 +86,19 @@ func run(args []string) error {
 	mo.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	// Hand the Lease over at once on a clean shutdown.
 	mo.LeaderElectionReleaseOnCancel = true
+	var certsReady chan struct{}
+	if f.webhook.enabled {
+		certsReady = make(chan struct{})
+		mo.WebhookServer = f.webhook.server(certsReady)
+	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if f.webhook.enabled {
+		if err := f.webhook.addRotator(mgr, certsReady); err != nil {
+			return fmt.Errorf("adding the webhook certificate rotation: %w", err)
+		}
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, opts); err != nil {

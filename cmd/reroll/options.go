@@ -48,6 +48,7 @@ type flags struct {
 	coalesceWindow     time.Duration
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
+	webhook            webhookFlags
 }
 
 // newFlagSet binds every flag to f.
@@ -90,6 +91,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
+	addWebhookFlags(fs, &f.webhook)
 	return fs
 }
 
@@ -144,6 +146,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
 		WebhookURL:     f.webhookURL,
 		CoalesceWindow: f.coalesceWindow,
+		Admission:      controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
@@ -220,6 +223,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	if f.enableHA && env("POD_NAMESPACE") == "" && !inCluster() {
 		errs = append(errs, errors.New("--enable-ha: set POD_NAMESPACE to the namespace for the leader election Lease"))
 	}
+	errs = append(errs, f.webhook.validate(env)...)
 	return o, errors.Join(errs...)
 }
 

@@ -132,6 +132,13 @@ func startReroll(t *testing.T, ns string, opts Options) *reroll {
 // plane's admin.
 func startRerollAs(t *testing.T, cfg *rest.Config, ns string, opts Options) *reroll {
 	t.Helper()
+	return startRerollWith(t, cfg, ns, opts, nil)
+}
+
+// startRerollWith is startRerollAs with a last change to the manager's
+// options (a webhook server, for instance); mutate may be nil.
+func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mutate func(*ctrl.Options)) *reroll {
+	t.Helper()
 	g := newT(t)
 	logs := &syncBuffer{}
 	if len(opts.Scope.Namespaces) == 0 {
@@ -144,6 +151,9 @@ func startRerollAs(t *testing.T, cfg *rest.Config, ns string, opts Options) *rer
 	mo.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
 	// Every test registers the same controller names in its own manager.
 	mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	if mutate != nil {
+		mutate(&mo)
+	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))

@@ -86,6 +86,9 @@ type Options struct {
 	// it roll each workload once (--coalesce-window). 0 reconciles at once.
 	// Events of the workload itself are never delayed. See enqueueCoalesced.
 	CoalesceWindow time.Duration
+	// Admission configures the mutating admission webhook (--enable-webhook);
+	// see workload_webhook.go.
+	Admission AdmissionOptions
 }
 
 // WorkloadReconciler rolls one kind of workload when data it consumes
@@ -190,6 +193,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// a pause Reroll started.
 		setAnnotation(desired, ObservedAnnotation, "")
 		r.recordReferences(obj, nil)
+		if r.Options.Admission.Enabled {
+			setLabel(desired, ManagedLabel, "")
+		}
 		pause := r.pause(desired, optIn, false, r.now())
 		if err := r.patch(ctx, obj, desired); err != nil {
 			return ctrl.Result{}, err
@@ -232,6 +238,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 
 	setAnnotation(desired, ObservedAnnotation, cur.String())
+	if r.Options.Admission.Enabled {
+		// The webhook's objectSelector: only managed workloads reach it.
+		setLabel(desired, ManagedLabel, "true")
+	}
 	now := r.now()
 	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil, now)
 	note, skipped := "", false

@@ -88,6 +88,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}
+		if opts.Admission.Enabled {
+			r.registerWebhook(mgr)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// webhookFlags are the flags of the mutating admission webhook, which keeps
+// Reroll's fields on a workload that a replace rewrites (docs/gitops.md).
+type webhookFlags struct {
+	enabled           bool
+	port              int
+	certDir           string
+	certSecret        string
+	service           string
+	namespace         string
+	configurationName string
+}
+
+func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
+	fs.BoolVar(&f.enabled, "enable-webhook", false, "Serve the mutating admission webhook that keeps Reroll's fields on workloads that kubectl replace, Argo CD Replace=true or helm --force rewrite, and keep the label reroll.dev/managed on the workloads Reroll manages (see docs/gitops.md).")
+	fs.IntVar(&f.port, "webhook-port", 9443, "Port of the admission webhook's HTTPS server.")
+	fs.StringVar(&f.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory where the webhook's serving certificate (tls.crt, tls.key) is mounted from --webhook-cert-secret.")
+	fs.StringVar(&f.certSecret, "webhook-cert-secret", "reroll-webhook-cert", "Secret, in --webhook-namespace, where Reroll keeps the webhook's self-signed CA and serving certificate and rotates them.")
+	fs.StringVar(&f.service, "webhook-service", "reroll-webhook", "Service in front of the webhook; the serving certificate is for <service>.<namespace>.svc.")
+	fs.StringVar(&f.namespace, "webhook-namespace", "", "Namespace of --webhook-service and --webhook-cert-secret (default POD_NAMESPACE).")
+	fs.StringVar(&f.configurationName, "webhook-configuration-name", "reroll", "MutatingWebhookConfiguration (installed by the Helm chart or config/webhook) whose caBundle Reroll fills in.")
+}
+
+// validate returns the problems of the webhook flags and fills in the
+// namespace from POD_NAMESPACE.
+func (f *webhookFlags) validate(env func(string) string) []error {
+	if !f.enabled {
+		return nil
+	}
+	var errs []error
+	if f.namespace == "" {
+		f.namespace = env("POD_NAMESPACE")
+	}
+	if f.namespace == "" {
+		errs = append(errs, errors.New("--enable-webhook: set --webhook-namespace or POD_NAMESPACE"))
+	}
+	if f.port <= 0 || f.port > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a port", f.port))
+	}
+	for name, v := range map[string]string{"--webhook-cert-dir": f.certDir, "--webhook-cert-secret": f.certSecret, "--webhook-service": f.service, "--webhook-configuration-name": f.configurationName} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: a value is required with --enable-webhook", name))
+		}
+	}
+	return errs
+}
+
+// server returns the manager's webhook server; it starts serving only once
+// ready is closed (the certificate is on disk).
+func (f *webhookFlags) server(ready <-chan struct{}) webhook.Server {
+	return &readyServer{Server: webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir}), ready: ready}
+}
+
+// addRotator makes Reroll keep a self-signed CA and a serving certificate
+// for <service>.<namespace>.svc in the Secret, and the CA in the
+// configuration's caBundle (cert-controller). The Secret reaches the
+// webhook server as a volume mounted at --webhook-cert-dir; ready is closed
+// once it is there.
+func (f *webhookFlags) addRotator(mgr ctrl.Manager, ready chan struct{}) error {
+	dnsName := fmt.Sprintf("%s.%s.svc", f.service, f.namespace)
+	return rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: f.namespace, Name: f.certSecret},
+		CertDir:        f.certDir,
+		CAName:         "reroll-ca",
+		CAOrganization: "reroll",
+		DNSName:        dnsName,
+		ExtraDNSNames:  []string{f.service, f.service + "." + f.namespace},
+		IsReady:        ready,
+		Webhooks:       []rotator.WebhookInfo{{Name: f.configurationName, Type: rotator.Mutating}},
+		FieldOwner:     "reroll",
+		// Every replica serves the webhook, so every replica must see the
+		// certificate; writes to the Secret are guarded by resourceVersion.
+		RequireLeaderElection: false,
+	})
+}
+
+// readyServer delays the webhook server until its certificate exists: the
+// server reads it when it starts and fails when it is missing.
+type readyServer struct {
+	webhook.Server
+	ready <-chan struct{}
+}
+
+func (s *readyServer) Start(ctx context.Context) error {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	return s.Server.Start(ctx)
+}

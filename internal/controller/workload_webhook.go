@@ -1,0 +1,259 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// The certificate rotation of --enable-webhook (cert-controller) keeps the
+// serving certificate in a Secret and the CA in the webhook configuration, so
+// it needs, only when the webhook is enabled: create and update on Secrets in
+// Reroll's own namespace, and get, list, watch, update and patch on
+// mutatingwebhookconfigurations. They are granted by config/webhook/rbac.yaml,
+// not by the base role, which must stay least-privilege.
+
+// ManagedLabel is the workload metadata label Reroll keeps on every workload
+// it manages while the admission webhook is enabled. The webhook's
+// MutatingWebhookConfiguration selects on it (objectSelector), so writes of
+// every other object never reach Reroll. Labels on a workload's metadata roll
+// nothing.
+const ManagedLabel = "reroll.dev/managed"
+
+// WebhookPath returns the path the admission webhook of kind is served on:
+// "/mutate-deployment" for the built-in kinds.
+func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
+
+// AdmissionOptions configure the mutating admission webhook (--enable-webhook).
+type AdmissionOptions struct {
+	// Enabled registers the webhook's handlers on the manager's webhook
+	// server and makes the reconciler keep ManagedLabel on the workloads it
+	// manages.
+	Enabled bool
+}
+
+// templateTriggers are the pod template annotations of every dialect's
+// trigger; the webhook restores them when a write drops them.
+var templateTriggers = []string{
+	trigger.ConfigHashAnnotation,
+	trigger.LastReloadedFromAnnotation,
+	trigger.PodReloaderHashAnnotation,
+	trigger.WaveHashAnnotation,
+}
+
+// envVarPrefix starts the name of every env var trigger (Reloader's
+// env-vars strategy).
+const envVarPrefix = "STAKATER_"
+
+// workloadAdmission is the mutating admission handler of one workload kind.
+// A replace (kubectl replace, Argo CD Replace=true, helm --force) writes the
+// workload without the fields Reroll added; without the handler the pod
+// template loses the trigger and the workload rolls once. The handler puts
+// the fields back in the same write, and records a new workload on creation
+// so that the reconciler's first sight has nothing to do.
+type workloadAdmission struct {
+	r *WorkloadReconciler
+}
+
+// registerWebhook serves r's admission handler on the manager's webhook
+// server.
+func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &webhook.Admission{Handler: &workloadAdmission{r: r}})
+}
+
+// Handle never denies a write: on any error it allows it unchanged, with a
+// warning, and the reconciler repairs what the write lost (at the cost of
+// the rollout the webhook exists to spare).
+func (h *workloadAdmission) Handle(ctx context.Context, req admission.Request) admission.Response {
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", h.r.Kind.Name(), "namespace", req.Namespace, "name", req.Name, "operation", string(req.Operation))
+	resp, err := h.handle(ctx, req)
+	if err != nil {
+		log.Error(err, "Admitting workload unchanged")
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("reroll: workload admitted unchanged: %s", err.Error()))
+	}
+	if len(resp.Patches) > 0 {
+		log.V(1).Info("Restored Reroll's fields", "patches", len(resp.Patches))
+	}
+	return resp
+}
+
+func (h *workloadAdmission) handle(ctx context.Context, req admission.Request) (admission.Response, error) {
+	obj, err := h.decode(req.Object.Raw)
+	if err != nil {
+		return admission.Response{}, err
+	}
+	// A create may leave the namespace to the request's.
+	obj.SetNamespace(req.Namespace)
+	// The patch is the difference between two encodings of the same typed
+	// object, so it holds only what the handler changed: fields that the Go
+	// types do not know (a newer API server's) are never removed.
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Response{}, fmt.Errorf("encoding the object: %w", err)
+	}
+	switch req.Operation {
+	case admissionv1.Update:
+		old, err := h.decode(req.OldObject.Raw)
+		if err != nil {
+			return admission.Response{}, err
+		}
+		if err := h.restore(old, obj); err != nil {
+			return admission.Response{}, err
+		}
+	case admissionv1.Create:
+		if err := h.record(ctx, obj); err != nil {
+			return admission.Response{}, err
+		}
+	default:
+		return admission.Allowed(""), nil
+	}
+	after, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Response{}, fmt.Errorf("encoding the object: %w", err)
+	}
+	return admission.PatchResponseFromRaw(before, after), nil
+}
+
+func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
+	obj := h.r.Kind.New()
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", h.r.Kind.Name(), err)
+	}
+	return obj, nil
+}
+
+// restore copies from old to obj each field Reroll manages that old has and
+// obj lacks; a value obj carries is never overwritten. It makes no API call.
+func (h *workloadAdmission) restore(old, obj client.Object) error {
+	if v, ok := old.GetAnnotations()[ObservedAnnotation]; ok {
+		if _, has := obj.GetAnnotations()[ObservedAnnotation]; !has {
+			setAnnotation(obj, ObservedAnnotation, v)
+		}
+	}
+	if v, ok := old.GetLabels()[ManagedLabel]; ok {
+		if _, has := obj.GetLabels()[ManagedLabel]; !has {
+			setLabel(obj, ManagedLabel, v)
+		}
+	}
+	oldT, err := h.r.Kind.PodTemplate(old)
+	if err != nil {
+		return err
+	}
+	t, err := h.r.Kind.PodTemplate(obj)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, k := range templateTriggers {
+		v, ok := oldT.Annotations[k]
+		if _, has := t.Annotations[k]; !ok || has {
+			continue
+		}
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations[k] = v
+		changed = true
+	}
+	for _, oc := range oldT.Spec.Containers {
+		c := container(t, oc.Name)
+		if c == nil {
+			continue
+		}
+		for _, e := range oc.Env {
+			if strings.HasPrefix(e.Name, envVarPrefix) && !hasEnv(c, e.Name) {
+				c.Env = append(c.Env, e)
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return h.r.Kind.SetPodTemplate(obj, t)
+}
+
+func container(t *corev1.PodTemplateSpec, name string) *corev1.Container {
+	for i := range t.Spec.Containers {
+		if t.Spec.Containers[i].Name == name {
+			return &t.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func hasEnv(c *corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// record writes on a new opted-in workload what the reconciler would record
+// on first sight, from the cache only, so that data that existed before the
+// workload never rolls it. A workload that already carries a record, or
+// whose Wave-dialect references are incomplete (the reconciler waits then),
+// is left alone.
+func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error {
+	r := h.r
+	if _, ok := obj.GetAnnotations()[ObservedAnnotation]; ok {
+		return nil
+	}
+	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+		return err
+	}
+	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
+		return nil
+	}
+	t, err := r.Kind.PodTemplate(obj)
+	if err != nil {
+		return err
+	}
+	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations)
+	if !optIn.Enabled() {
+		return nil
+	}
+	sel, err := r.selectReferences(ctx, obj.GetNamespace(), optIn, t)
+	if err != nil {
+		return err
+	}
+	if len(sel.missing) > 0 {
+		return nil
+	}
+	setAnnotation(obj, ObservedAnnotation, sel.observed().String())
+	setLabel(obj, ManagedLabel, "true")
+	return nil
+}
+
+// setLabel sets a metadata label, or removes it when value is "".
+func setLabel(obj client.Object, key, value string) {
+	l := obj.GetLabels()
+	if value == "" {
+		if _, ok := l[key]; !ok {
+			return
+		}
+		delete(l, key)
+	} else {
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[key] = value
+	}
+	obj.SetLabels(l)
+}
+
+// Ensure the handler matches controller-runtime's interface.
+var _ admission.Handler = (*workloadAdmission)(nil)
