@@ -14,7 +14,9 @@ func flagsMarkdown(fs *pflag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString("# Flags\n\n")
 	b.WriteString("<!-- Generated from cmd/reroll/options.go by `make docs`; do not edit. -->\n\n")
-	b.WriteString("Reroll's flags keep Stakater Reloader's names, types and defaults; see\n")
+	b.WriteString("Reroll's flags keep Stakater Reloader's names, types and defaults, with one\n")
+	b.WriteString("exception: `--reload-strategy` defaults to `annotations` (Reloader's binary defaults\n")
+	b.WriteString("to `env-vars`; pass `--reload-strategy=env-vars` to keep Reloader's trigger). See\n")
 	b.WriteString("[migrating-from-reloader.md](migrating-from-reloader.md). Environment variables:\n")
 	b.WriteString("`KUBERNETES_NAMESPACE` (watch only this namespace), `POD_NAMESPACE` (the namespace of the\n")
 	b.WriteString("leader election Lease with `--enable-ha`), `POD_NAME` (logged at start).\n\n")
