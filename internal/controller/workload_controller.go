@@ -415,15 +415,31 @@ func (r *WorkloadReconciler) patch(ctx context.Context, obj, desired client.Obje
 	}
 	// Strategic merge patches merge container and env lists by name; custom
 	// resources accept only JSON merge patches, which replace lists whole,
-	// safe here because the resourceVersion guards against a lost update.
-	var p client.Patch = client.StrategicMergeFrom(obj, client.MergeFromWithOptimisticLock{})
+	// safe here because the resourceVersion guards against a lost update. A
+	// write of metadata annotations and labels alone (a record, no rollout)
+	// merges key by key and needs no guard: without it, the status updates a
+	// workload's controller makes cannot turn it into a conflict.
+	var opts []client.MergeFromOption
+	if !onlyMetadataChanged(obj, desired) {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	var p client.Patch = client.StrategicMergeFrom(obj, opts...)
 	if _, ok := obj.(*unstructured.Unstructured); ok {
-		p = client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
+		p = client.MergeFromWithOptions(obj, opts...)
 	}
 	if err := r.Client.Patch(ctx, desired, p, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// onlyMetadataChanged reports whether desired differs from obj in metadata
+// annotations and labels only.
+func onlyMetadataChanged(obj, desired client.Object) bool {
+	d := desired.DeepCopyObject().(client.Object)
+	d.SetAnnotations(obj.GetAnnotations())
+	d.SetLabels(obj.GetLabels())
+	return equality.Semantic.DeepEqual(obj, d)
 }
 
 // setAnnotation sets a metadata annotation, or removes it when value is "".
