@@ -19,7 +19,10 @@ func flagsMarkdown(fs *pflag.FlagSet) string {
 	b.WriteString("to `env-vars`; pass `--reload-strategy=env-vars` to keep Reloader's trigger). See\n")
 	b.WriteString("[migrating-from-reloader.md](migrating-from-reloader.md). Environment variables:\n")
 	b.WriteString("`KUBERNETES_NAMESPACE` (watch only this namespace), `POD_NAMESPACE` (the namespace of the\n")
-	b.WriteString("leader election Lease with `--enable-ha`), `POD_NAME` (logged at start).\n\n")
+	b.WriteString("leader election Lease with `--enable-ha`), `POD_NAME` (logged at start), and Reloader's\n")
+	b.WriteString("`ALERT_ON_RELOAD`, `ALERT_SINK`, `ALERT_WEBHOOK_URL`, `ALERT_WEBHOOK_PROXY` and\n")
+	b.WriteString("`ALERT_ADDITIONAL_INFO` (an alert after each rollout; see\n")
+	b.WriteString("[operations.md](operations.md#alerts)).\n\n")
 	b.WriteString("| flag | type | default | meaning |\n|---|---|---|---|\n")
 	fs.VisitAll(func(f *pflag.Flag) {
 		def := f.DefValue

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/trigger"
@@ -224,7 +226,50 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, errors.New("--enable-ha: set POD_NAMESPACE to the namespace for the leader election Lease"))
 	}
 	errs = append(errs, f.webhook.validate(env)...)
+	alerter, err := alerterFromEnv(env)
+	if err != nil {
+		errs = append(errs, err)
+	} else if alerter != nil {
+		o.Alerter = alerter
+	}
 	return o, errors.Join(errs...)
+}
+
+// alerterFromEnv reads Reloader's alert variables: nil unless ALERT_ON_RELOAD
+// is "true"; an error naming the variable when the sink or a URL is
+// malformed.
+func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
+	if on := strings.TrimSpace(env("ALERT_ON_RELOAD")); !strings.EqualFold(on, "true") {
+		return nil, nil
+	}
+	var errs []error
+	sink, err := alert.ParseSink(env("ALERT_SINK"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("ALERT_SINK: %w", err))
+	}
+	hook := strings.TrimSpace(env("ALERT_WEBHOOK_URL"))
+	if !isHTTPURL(hook) {
+		// Never print the value: Slack's and Teams' URLs hold a token.
+		errs = append(errs, errors.New("ALERT_WEBHOOK_URL: an http or https URL is required when ALERT_ON_RELOAD is true"))
+	}
+	cfg := alert.Config{Sink: sink, URL: hook, AdditionalInfo: env("ALERT_ADDITIONAL_INFO"), Log: ctrl.Log.WithName("alert")}
+	if p := strings.TrimSpace(env("ALERT_WEBHOOK_PROXY")); p != "" {
+		u, err := url.Parse(p)
+		if err != nil || !isHTTPURL(p) {
+			errs = append(errs, errors.New("ALERT_WEBHOOK_PROXY: not an http or https URL"))
+		}
+		cfg.Proxy = u
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return alert.NewSender(cfg), nil
+}
+
+// isHTTPURL reports whether s is an absolute http or https URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // clean trims entries and drops empty ones.

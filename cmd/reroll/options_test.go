@@ -111,3 +111,35 @@ func TestFlagsDoc(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(string(got)).To(gomega.Equal(want), "docs/flags.md is stale: run make docs")
 }
+
+func TestOptions_AlertEnv(t *testing.T) {
+	cases := map[string]struct {
+		env     map[string]string // the process environment
+		on      bool              // whether an alerter is built
+		wantErr string            // a substring of the error; "" for none
+	}{
+		"off by default":            {env: nil},
+		"not true is off":           {env: map[string]string{"ALERT_ON_RELOAD": "yes", "ALERT_SINK": "bogus"}},
+		"webhook is the default":    {env: map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_WEBHOOK_URL": "https://hooks.example/x"}, on: true},
+		"slack with proxy and info": {env: map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": "https://hooks.slack.com/services/T/B/X", "ALERT_WEBHOOK_PROXY": "http://proxy:3128", "ALERT_ADDITIONAL_INFO": "prod"}, on: true},
+		"unknown sink":              {env: map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "discord", "ALERT_WEBHOOK_URL": "https://hooks.example/x"}, wantErr: "ALERT_SINK"},
+		"missing URL":               {env: map[string]string{"ALERT_ON_RELOAD": "true"}, wantErr: "ALERT_WEBHOOK_URL"},
+		"malformed URL":             {env: map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_WEBHOOK_URL": "hooks.example/x"}, wantErr: "ALERT_WEBHOOK_URL"},
+		"malformed proxy":           {env: map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_WEBHOOK_URL": "https://hooks.example/x", "ALERT_WEBHOOK_PROXY": "::"}, wantErr: "ALERT_WEBHOOK_PROXY"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			var f flags
+			g.Expect(newFlagSet(&f).Parse(nil)).To(gomega.Succeed())
+			o, err := f.options(func(k string) string { return c.env[k] })
+			if c.wantErr != "" {
+				g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(c.wantErr)))
+				g.Expect(err.Error()).NotTo(gomega.ContainSubstring("hooks.example"), "the URL may hold a token")
+				return
+			}
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(o.Alerter != nil).To(gomega.Equal(c.on))
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
@@ -89,6 +90,16 @@ type Options struct {
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
+	// Alerter, when set, is told of every rollout Reroll triggers
+	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
+	// manager.Runnable, Setup adds it to the manager.
+	Alerter Alerter
+}
+
+// Alerter is told of each rollout after it is made. Alert must return
+// quickly and never fail the rollout: it queues, it does not send.
+type Alerter interface {
+	Alert(ctx context.Context, a alert.Alert)
 }
 
 // WorkloadReconciler rolls one kind of workload when data it consumes
@@ -284,9 +295,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	case len(rolled) > 0 && note != "":
 		log.Info("Rolled workload", "changes", describe(rolled), "action", note)
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s: %s", describe(rolled), note)
+		r.alert(ctx, obj, rolled)
 	case len(rolled) > 0:
 		log.Info("Rolled workload", "changes", describe(rolled), "strategy", string(r.Options.Strategy), "dialect", string(optIn.Dialect))
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonRolled, "Rolled after %s", describe(rolled))
+		r.alert(ctx, obj, rolled)
 	case prev == nil:
 		log.Info("Recorded consumed data on first sight", "references", len(sel.refs))
 	}
@@ -403,6 +416,19 @@ func (r *WorkloadReconciler) payload(obj client.Object, cur observed, rolled []c
 		})
 	}
 	return p
+}
+
+// alert tells Options.Alerter of a rollout, as Reloader's ALERT_ON_RELOAD
+// does after each one: the workload and the objects and keys, never values.
+func (r *WorkloadReconciler) alert(ctx context.Context, obj client.Object, rolled []change) {
+	if r.Options.Alerter == nil {
+		return
+	}
+	a := alert.Alert{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	for _, c := range rolled {
+		a.Changes = append(a.Changes, alert.Change{Kind: string(c.ref.Kind), Name: c.ref.Name, Keys: c.keys, Created: c.created, Deleted: c.deleted})
+	}
+	r.Options.Alerter.Alert(ctx, a)
 }
 
 // patch writes the difference between obj and desired as a strategic merge

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reroll/reroll/internal/annotation"
@@ -53,6 +54,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.Annotations.Names == (annotation.Names{}) {
 		opts.Annotations.Names = annotation.DefaultNames()
+	}
+	if run, ok := opts.Alerter.(manager.Runnable); ok {
+		// The sender stops with the manager.
+		if err := mgr.Add(run); err != nil {
+			return fmt.Errorf("adding the alert sender: %w", err)
+		}
 	}
 	var notifier *notify.Client
 	if opts.WebhookURL != "" {

@@ -1,0 +1,83 @@
+package alert
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestBody(t *testing.T) {
+	a := Alert{Kind: "Deployment", Namespace: "shop", Name: "web", Changes: []Change{
+		{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a", "b"}},
+		{Kind: "Secret", Name: "tls", Deleted: true},
+	}}
+	text := "Reroll rolled Deployment shop/web after ConfigMap/cfg changed keys a,b; Secret/tls was deleted\nCluster: prod"
+	cases := map[string]struct {
+		sink Sink           // the ALERT_SINK
+		want map[string]any // the decoded body
+		info string         // ALERT_ADDITIONAL_INFO
+	}{
+		"slack": {sink: Slack, info: "Cluster: prod", want: map[string]any{"text": text}},
+		"gchat": {sink: GChat, info: "Cluster: prod", want: map[string]any{"text": text}},
+		"teams": {sink: Teams, info: "Cluster: prod", want: map[string]any{
+			"@type": "MessageCard", "@context": "https://schema.org/extensions",
+			"summary": "Reroll rolled Deployment shop/web",
+			"text":    "Reroll rolled Deployment shop/web after ConfigMap/cfg changed keys a,b; Secret/tls was deleted\n\nCluster: prod",
+		}},
+		"webhook": {sink: Webhook, info: " Cluster: prod ", want: map[string]any{
+			"kind": "Deployment", "namespace": "shop", "name": "web",
+			"changes": []any{
+				map[string]any{"kind": "ConfigMap", "name": "cfg", "keys": []any{"a", "b"}},
+				map[string]any{"kind": "Secret", "name": "tls", "deleted": true},
+			},
+			"additionalInfo": "Cluster: prod", "text": text,
+		}},
+		"webhook without info": {sink: Webhook, want: map[string]any{
+			"kind": "Deployment", "namespace": "shop", "name": "web",
+			"changes": []any{
+				map[string]any{"kind": "ConfigMap", "name": "cfg", "keys": []any{"a", "b"}},
+				map[string]any{"kind": "Secret", "name": "tls", "deleted": true},
+			},
+			"text": "Reroll rolled Deployment shop/web after ConfigMap/cfg changed keys a,b; Secret/tls was deleted",
+		}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := Body(c.sink, a, c.info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			gb, _ := json.Marshal(got)
+			wb, _ := json.Marshal(c.want)
+			if string(gb) != string(wb) {
+				t.Errorf("Body(%s) = %s, want %s", c.sink, gb, wb)
+			}
+		})
+	}
+}
+
+func TestParseSink(t *testing.T) {
+	cases := map[string]struct {
+		in      string // ALERT_SINK's value
+		want    Sink   // the sink chosen
+		wantErr bool   // whether it is rejected
+	}{
+		"empty is Reloader's default": {in: "", want: Webhook},
+		"slack":                       {in: "slack", want: Slack},
+		"case and spaces":             {in: " Teams ", want: Teams},
+		"gchat":                       {in: "gchat", want: GChat},
+		"webhook":                     {in: "webhook", want: Webhook},
+		"unknown":                     {in: "discord", wantErr: true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseSink(c.in)
+			if (err != nil) != c.wantErr || got != c.want {
+				t.Errorf("ParseSink(%q) = %q, %v; want %q, error %v", c.in, got, err, c.want, c.wantErr)
+			}
+		})
+	}
+}
