@@ -75,6 +75,7 @@ func TestHA_StandbyTakesOverAndRollsOnce(t *testing.T) {
 	rolled = time.Since(killed)
 	t.Logf("fail-over with lease %s, renew %s, retry %s: new leader after %s, workload rolled after %s",
 		haLeaseDuration, haRenewDeadline, haRetryPeriod, tookOver.Round(10*time.Millisecond), rolled.Round(10*time.Millisecond))
+	g.Expect(rolled).To(gomega.BeNumerically("<", 3*haLeaseDuration), "rolled within the lease duration and a margin of the kill")
 
 	// Rolled exactly once: one Rolled Event, one new ReplicaSet, and the
 	// hash does not change again.
