@@ -84,6 +84,9 @@ func run(args []string) error {
 	mo.LeaderElection = f.enableHA
 	mo.LeaderElectionID = "reroll-leader"
 	mo.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	mo.LeaseDuration = &f.leaderElection.leaseDuration
+	mo.RenewDeadline = &f.leaderElection.renewDeadline
+	mo.RetryPeriod = &f.leaderElection.retryPeriod
 	// Hand the Lease over at once on a clean shutdown.
 	mo.LeaderElectionReleaseOnCancel = true
 	var certsReady chan struct{}

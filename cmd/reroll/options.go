@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
@@ -43,6 +44,7 @@ type flags struct {
 	resourceSelector   string
 	webhookURL         string
 	enableHA           bool
+	leaderElection     leaderElectionFlags
 	isArgoRollouts     bool
 	workloads          []string
 	cronJobTrigger     string
@@ -86,6 +88,9 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
 	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
+	fs.DurationVar(&f.leaderElection.leaseDuration, "leader-election-lease-duration", 15*time.Second, "With --enable-ha: how long standbys wait after the last renewal before taking the Lease; the longest fail-over when the leader dies.")
+	fs.DurationVar(&f.leaderElection.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "With --enable-ha: how long the leader keeps retrying to renew the Lease before it gives up leading (and exits); less than --leader-election-lease-duration.")
+	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
@@ -225,6 +230,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	if f.enableHA && env("POD_NAMESPACE") == "" && !inCluster() {
 		errs = append(errs, errors.New("--enable-ha: set POD_NAMESPACE to the namespace for the leader election Lease"))
 	}
+	errs = append(errs, f.leaderElection.validate()...)
 	errs = append(errs, f.webhook.validate(env)...)
 	alerter, err := alerterFromEnv(env)
 	if err != nil {
@@ -270,6 +276,40 @@ func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// leaderElectionFlags are the Lease timings of --enable-ha, passed to
+// controller-runtime's LeaseDuration, RenewDeadline and RetryPeriod. The
+// defaults are controller-runtime's (and client-go's usual 15s/10s/2s).
+type leaderElectionFlags struct {
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+}
+
+// validate applies client-go's leaderelection checks up front, so that a
+// bad combination is a flag error rather than a failure at start.
+func (l leaderElectionFlags) validate() []error {
+	var errs []error
+	for name, d := range map[string]time.Duration{
+		"--leader-election-lease-duration": l.leaseDuration,
+		"--leader-election-renew-deadline": l.renewDeadline,
+		"--leader-election-retry-period":   l.retryPeriod,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is not positive", name, d))
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return errs
+	}
+	if l.renewDeadline >= l.leaseDuration {
+		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be less than --leader-election-lease-duration (%s)", l.renewDeadline, l.leaseDuration))
+	}
+	// client-go jitters each retry by up to 20% (leaderelection.JitterFactor).
+	if l.renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(l.retryPeriod)) {
+		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be more than 1.2 times --leader-election-retry-period (%s)", l.renewDeadline, l.retryPeriod))
+	}
+	return errs
 }
 
 // clean trims entries and drops empty ones.

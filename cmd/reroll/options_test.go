@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 
@@ -75,12 +76,38 @@ func TestOptions_RejectsMalformedValues(t *testing.T) {
 		"namespace watched+ignored": {args: []string{"--namespaces=a", "--namespaces-to-ignore=a"}, want: "namespace a is both watched and ignored"},
 		"env and flag disagree":     {args: []string{"--namespaces=a"}, env: map[string]string{"KUBERNETES_NAMESPACE": "b"}, want: "KUBERNETES_NAMESPACE=b and --namespaces=a disagree"},
 		"HA without a namespace":    {args: []string{"--enable-ha"}, want: "--enable-ha: set POD_NAMESPACE"},
+		"renew not under lease":     {args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=4s"}, want: "--leader-election-renew-deadline (4s) must be less than --leader-election-lease-duration (4s)"},
+		"retry not under renew":     {args: []string{"--leader-election-renew-deadline=3s", "--leader-election-retry-period=3s"}, want: "--leader-election-renew-deadline (3s) must be more than 1.2 times --leader-election-retry-period (3s)"},
+		"zero lease":                {args: []string{"--leader-election-lease-duration=0s"}, want: "--leader-election-lease-duration: 0s is not positive"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := gomega.NewWithT(t)
 			_, err := parse(t, tc.env, tc.args...)
 			g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestOptions_LeaderElectionTimings(t *testing.T) {
+	cases := map[string]struct {
+		// args are the command line.
+		args []string
+		// want are the timings passed to the manager.
+		want leaderElectionFlags
+	}{
+		"controller-runtime defaults": {want: leaderElectionFlags{leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second}},
+		"short fail-over": {
+			args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s"},
+			want: leaderElectionFlags{leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: time.Second},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			f, err := parse(t, map[string]string{"POD_NAMESPACE": "reroll-system"}, append(tc.args, "--enable-ha")...)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(f.leaderElection).To(gomega.Equal(tc.want))
 		})
 	}
 }

@@ -240,6 +240,7 @@ type process struct {
 	cmd         *exec.Cmd
 	log         *syncBuffer
 	metricsAddr string
+	probeAddr   string
 	done        chan error
 }
 
@@ -253,7 +254,7 @@ func startReroll(t *testing.T, kubeconfig string, args []string, env map[string]
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	// Later flags win: the pod's bind addresses are replaced by local ones.
 	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr)
-	p := &process{cmd: exec.Command(rerollBin, args...), log: &syncBuffer{}, metricsAddr: metricsAddr, done: make(chan error, 1)}
+	p := &process{cmd: exec.Command(rerollBin, args...), log: &syncBuffer{}, metricsAddr: metricsAddr, probeAddr: probeAddr, done: make(chan error, 1)}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
