@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"k8s.io/client-go/tools/leaderelection"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
