@@ -210,8 +210,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		o.Scope.ResourceSelector = sel
 	}
 	if f.webhookURL != "" {
-		u, err := url.Parse(f.webhookURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !isHTTPURL(f.webhookURL) {
 			errs = append(errs, fmt.Errorf("--webhook-url: %q is not an http or https URL", f.webhookURL))
 		}
 	}

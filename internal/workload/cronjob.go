@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,8 +73,8 @@ func (k CronJob) Roll(ctx context.Context, c client.Client, r Rollout) (RollResu
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        jobName(cj.Name, r.Hash),
 				Namespace:   cj.Namespace,
-				Labels:      copyMap(cj.Spec.JobTemplate.Labels),
-				Annotations: copyMap(cj.Spec.JobTemplate.Annotations),
+				Labels:      maps.Clone(cj.Spec.JobTemplate.Labels),
+				Annotations: maps.Clone(cj.Spec.JobTemplate.Annotations),
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj,
 					batchv1.SchemeGroupVersion.WithKind("CronJob"))},
 			},
@@ -106,15 +107,4 @@ func jobName(cronJob, hash string) string {
 		hash = hash[:8]
 	}
 	return cronJob + "-reroll-" + hash
-}
-
-func copyMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -109,7 +110,7 @@ func finished(j *batchv1.Job) bool {
 }
 
 func withoutKeys(in map[string]string, keys []string) map[string]string {
-	out := copyMap(in)
+	out := maps.Clone(in)
 	for _, k := range keys {
 		delete(out, k)
 	}
