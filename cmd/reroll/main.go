@@ -91,14 +91,16 @@ func run(args []string) error {
 	mo.LeaderElectionReleaseOnCancel = true
 	var certsReady chan struct{}
 	if f.webhook.enabled {
-		certsReady = make(chan struct{})
+		if f.webhook.selfSignedCerts {
+			certsReady = make(chan struct{})
+		}
 		mo.WebhookServer = f.webhook.server(certsReady)
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if f.webhook.enabled {
+	if f.webhook.enabled && f.webhook.selfSignedCerts {
 		if err := f.webhook.addRotator(mgr, certsReady); err != nil {
 			return fmt.Errorf("adding the webhook certificate rotation: %w", err)
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -22,6 +24,11 @@ type webhookFlags struct {
 	service           string
 	namespace         string
 	configurationName string
+	// selfSignedCerts makes Reroll generate and rotate its certificates
+	// (cert-controller); false serves whatever is in certDir.
+	selfSignedCerts bool
+	// extraDNSNames are added to the self-signed serving certificate.
+	extraDNSNames []string
 }
 
 func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
@@ -31,7 +38,9 @@ func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
 	fs.StringVar(&f.certSecret, "webhook-cert-secret", "reroll-webhook-cert", "Secret, in --webhook-namespace, where Reroll keeps the webhook's self-signed CA and serving certificate and rotates them.")
 	fs.StringVar(&f.service, "webhook-service", "reroll-webhook", "Service in front of the webhook; the serving certificate is for <service>.<namespace>.svc.")
 	fs.StringVar(&f.namespace, "webhook-namespace", "", "Namespace of --webhook-service and --webhook-cert-secret (default POD_NAMESPACE).")
-	fs.StringVar(&f.configurationName, "webhook-configuration-name", "reroll", "MutatingWebhookConfiguration (installed by the Helm chart or config/webhook) whose caBundle Reroll fills in.")
+	fs.StringVar(&f.configurationName, "webhook-configuration-name", "reroll", "MutatingWebhookConfiguration (installed by the Helm chart or config/components/webhook) whose caBundle Reroll fills in.")
+	fs.BoolVar(&f.selfSignedCerts, "webhook-self-signed-certs", true, "Generate the webhook's CA and serving certificate, keep them in --webhook-cert-secret, renew them 90 days before they expire and write the CA into the caBundle of --webhook-configuration-name. false: serve the certificate that something else (cert-manager) mounts at --webhook-cert-dir, reloaded when it changes; Reroll then touches neither the Secret nor the configuration.")
+	fs.StringSliceVar(&f.extraDNSNames, "webhook-extra-dns-names", nil, "More DNS names for the self-signed serving certificate, e.g. the host of a webhook configuration that reaches Reroll by url: instead of through --webhook-service.")
 }
 
 // validate returns the problems of the webhook flags and fills in the
@@ -50,7 +59,18 @@ func (f *webhookFlags) validate(env func(string) string) []error {
 	if f.port <= 0 || f.port > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a port", f.port))
 	}
-	for name, v := range map[string]string{"--webhook-cert-dir": f.certDir, "--webhook-cert-secret": f.certSecret, "--webhook-service": f.service, "--webhook-configuration-name": f.configurationName} {
+	required := map[string]string{"--webhook-cert-dir": f.certDir}
+	if f.selfSignedCerts {
+		required["--webhook-cert-secret"] = f.certSecret
+		required["--webhook-service"] = f.service
+		required["--webhook-configuration-name"] = f.configurationName
+	}
+	for _, n := range f.extraDNSNames {
+		if problems := validation.IsDNS1123Subdomain(n); len(problems) > 0 {
+			errs = append(errs, fmt.Errorf("--webhook-extra-dns-names: %q is not a DNS name: %s", n, strings.Join(problems, "; ")))
+		}
+	}
+	for name, v := range required {
 		if v == "" {
 			errs = append(errs, fmt.Errorf("%s: a value is required with --enable-webhook", name))
 		}
@@ -58,10 +78,15 @@ func (f *webhookFlags) validate(env func(string) string) []error {
 	return errs
 }
 
-// server returns the manager's webhook server; it starts serving only once
-// ready is closed (the certificate is on disk).
+// server returns the manager's webhook server. With self-signed
+// certificates it starts serving only once ready is closed (the certificate
+// is on disk); ready is nil otherwise.
 func (f *webhookFlags) server(ready <-chan struct{}) webhook.Server {
-	return &readyServer{Server: webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir}), ready: ready}
+	s := webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir})
+	if ready == nil {
+		return s
+	}
+	return &readyServer{Server: s, ready: ready}
 }
 
 // addRotator makes Reroll keep a self-signed CA and a serving certificate
@@ -77,7 +102,7 @@ func (f *webhookFlags) addRotator(mgr ctrl.Manager, ready chan struct{}) error {
 		CAName:         "reroll-ca",
 		CAOrganization: "reroll",
 		DNSName:        dnsName,
-		ExtraDNSNames:  []string{f.service, f.service + "." + f.namespace},
+		ExtraDNSNames:  append([]string{f.service, f.service + "." + f.namespace}, f.extraDNSNames...),
 		IsReady:        ready,
 		Webhooks:       []rotator.WebhookInfo{{Name: f.configurationName, Type: rotator.Mutating}},
 		FieldOwner:     "reroll",

@@ -19,10 +19,12 @@ import (
 
 // The certificate rotation of --enable-webhook (cert-controller) keeps the
 // serving certificate in a Secret and the CA in the webhook configuration, so
-// it needs, only when the webhook is enabled: create and update on Secrets in
-// Reroll's own namespace, and get, list, watch, update and patch on
-// mutatingwebhookconfigurations. They are granted by config/webhook/rbac.yaml,
-// not by the base role, which must stay least-privilege.
+// it needs, only when the webhook is enabled with self-signed certificates:
+// get, list and watch on Secrets in Reroll's own namespace and update on its
+// Secret; get, list and watch on mutatingwebhookconfigurations and update on
+// its own. They are granted by config/components/webhook/rbac.yaml and the chart's
+// templates/webhook.yaml, not by the base role, which must stay
+// least-privilege.
 
 // ManagedLabel is the workload metadata label Reroll keeps on every workload
 // it manages while the admission webhook is enabled. The webhook's

@@ -12,9 +12,12 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -55,6 +58,9 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 		"percentage above 100":         {set: "goMemLimitPercent=150", want: "goMemLimitPercent: Must be less than or equal to 100"},
 		"webhook that is not a URL":    {set: "webhookUrl=example.com", want: "webhookUrl: Does not match pattern"},
 		"extra arg that is not a flag": {set: "extraArgs={verbose}", want: "extraArgs.0: Does not match pattern"},
+		"unknown failure policy":       {set: "webhook.failurePolicy=Retry", want: "webhook.failurePolicy must be one of the following"},
+		"webhook timeout above 30 s":   {set: "webhook.timeoutSeconds=60", want: "webhook.timeoutSeconds: Must be less than or equal to 30"},
+		"unknown issuerRef key":        {set: "webhook.certManager.issuerRef.namespace=x", want: "Additional property namespace is not allowed"},
 		// Rules between values, checked by the templates.
 		"both kinds ignored":                {set: "ignoreSecrets=true,ignoreConfigMaps=true", want: "leaves nothing to watch"},
 		"namespace selector in ns scope":    {set: "watchGlobally=false,namespaceSelector=team=a", want: "namespaceSelector needs cluster scope"},
@@ -114,6 +120,17 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 		"several replicas elect a leader": {
 			values: map[string]any{"replicas": 3},
 			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha"},
+		},
+		"webhook with self-signed certificates": {
+			values: map[string]any{"webhook.enabled": true, "webhook.port": 8443},
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-webhook", "--webhook-port=8443",
+				"--webhook-cert-dir=/var/run/reroll/webhook-certs", "--webhook-service=r-reroll-webhook",
+				"--webhook-cert-secret=r-reroll-webhook-cert", "--webhook-configuration-name=r-reroll"},
+		},
+		"webhook with cert-manager": {
+			values: map[string]any{"webhook.enabled": true, "webhook.certManager.enabled": true},
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-webhook", "--webhook-port=9443",
+				"--webhook-cert-dir=/var/run/reroll/webhook-certs", "--webhook-self-signed-certs=false"},
 		},
 	}
 	flagsDoc := strings.Join(readLines(t, "docs/flags.md"), "\n")
@@ -378,4 +395,77 @@ func chartAppVersion(t *testing.T) string {
 	}
 	t.Fatal("Chart.yaml has no appVersion")
 	return ""
+}
+
+func TestHelmChart_WebhookObjects(t *testing.T) {
+	t.Parallel()
+	t.Run("off by default", func(t *testing.T) {
+		t.Parallel()
+		objs := renderChart(t, nil)
+		newT(t).Expect(only(objs, "MutatingWebhookConfiguration")).To(gomega.BeEmpty())
+		newT(t).Expect(container(t, objs).VolumeMounts).To(gomega.BeEmpty())
+	})
+	t.Run("self-signed", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		objs := renderChart(t, map[string]any{"webhook.enabled": true, "namespaces": []string{"a", "b"},
+			"ignoredWorkloadTypes": []string{"jobs"}, "webhook.failurePolicy": "Fail", "networkPolicy.enabled": true})
+		cfgs := only(objs, "MutatingWebhookConfiguration")
+		g.Expect(cfgs).To(gomega.HaveLen(1))
+		cfg := convert[admissionregistrationv1.MutatingWebhookConfiguration](t, cfgs[0])
+		var resources []string
+		for _, w := range cfg.Webhooks {
+			resources = append(resources, w.Rules[0].Resources...)
+			g.Expect(w.ObjectSelector.MatchLabels).To(gomega.Equal(map[string]string{"reroll.dev/managed": "true"}))
+			g.Expect(w.NamespaceSelector.MatchExpressions).To(gomega.ConsistOf(metav1.LabelSelectorRequirement{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}))
+			g.Expect(*w.FailurePolicy).To(gomega.Equal(admissionregistrationv1.Fail))
+			g.Expect(*w.TimeoutSeconds).To(gomega.BeNumerically("<=", 5))
+			g.Expect(w.ClientConfig.Service.Name).To(gomega.Equal("r-reroll-webhook"))
+		}
+		g.Expect(resources).To(gomega.ConsistOf("deployments", "statefulsets", "daemonsets", "cronjobs", "rollouts", "deploymentconfigs"),
+			"every kind Reroll rolls, minus ignoredWorkloadTypes")
+		g.Expect(only(objs, "Secret")).To(gomega.HaveLen(1))
+		g.Expect(only(objs, "Certificate")).To(gomega.BeEmpty())
+		c := container(t, objs)
+		g.Expect(c.Ports).To(gomega.ContainElement(corev1.ContainerPort{Name: "webhook", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}))
+		g.Expect(c.VolumeMounts).To(gomega.ConsistOf(corev1.VolumeMount{Name: "webhook-certs", MountPath: "/var/run/reroll/webhook-certs", ReadOnly: true}))
+		var svcPorts []any
+		for _, svc := range only(objs, "Service") {
+			if svc.GetName() == "r-reroll-webhook" {
+				svcPorts = nested(t, svc, "spec", "ports")
+			}
+		}
+		g.Expect(svcPorts).To(gomega.HaveLen(1))
+		np := convert[networkingv1.NetworkPolicy](t, only(objs, "NetworkPolicy")[0])
+		var open []string
+		for _, r := range np.Spec.Ingress {
+			for _, p := range r.Ports {
+				open = append(open, p.Port.String())
+			}
+		}
+		g.Expect(open).To(gomega.ContainElement("webhook"))
+	})
+	t.Run("cert-manager", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		objs := renderChart(t, map[string]any{"webhook.enabled": true, "webhook.certManager.enabled": true})
+		cfg := only(objs, "MutatingWebhookConfiguration")[0]
+		g.Expect(cfg.GetAnnotations()).To(gomega.HaveKeyWithValue("cert-manager.io/inject-ca-from", "reroll-system/r-reroll-webhook"))
+		certs := only(objs, "Certificate")
+		g.Expect(certs).To(gomega.HaveLen(1))
+		g.Expect(nested(t, certs[0], "spec", "dnsNames")).To(gomega.ContainElement("r-reroll-webhook.reroll-system.svc"))
+		g.Expect(only(objs, "Issuer")).To(gomega.HaveLen(1))
+		g.Expect(only(objs, "Secret")).To(gomega.BeEmpty(), "cert-manager creates the Secret")
+		for _, r := range append(only(objs, "Role"), only(objs, "ClusterRole")...) {
+			g.Expect(r.GetName()).NotTo(gomega.ContainSubstring("webhook"), "Reroll needs no access to certificates or the configuration")
+		}
+
+		objs = renderChart(t, map[string]any{"webhook.enabled": true, "webhook.certManager.enabled": true,
+			"webhook.certManager.issuerRef": map[string]any{"kind": "ClusterIssuer", "name": "ca"}})
+		g.Expect(only(objs, "Issuer")).To(gomega.BeEmpty())
+		kind, _, err := unstructured.NestedString(only(objs, "Certificate")[0].Object, "spec", "issuerRef", "kind")
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(kind).To(gomega.Equal("ClusterIssuer"))
+	})
 }

@@ -5,12 +5,16 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -112,4 +116,72 @@ func TestManifests_OneFileInstall(t *testing.T) {
 	expectCoreBehaviour(t, app)
 	g.Expect(p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": app, "result": "success"})).To(gomega.Equal(2.0))
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "nothing was denied")
+}
+
+// TestManifests_WebhookComponent renders config/default with the webhook
+// component and checks that the names in Reroll's args are those of the
+// rendered objects, that the certificate rotation may update exactly those,
+// and that the webhooks are the chart's.
+func TestManifests_WebhookComponent(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	dir := t.TempDir()
+	g.Expect(os.CopyFS(dir, os.DirFS(filepath.Join(root, "config")))).To(gomega.Succeed())
+	base := filepath.Join(dir, "default", "kustomization.yaml")
+	k, err := os.ReadFile(base)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(os.WriteFile(base, append(k, "components:\n  - ../components/webhook\n"...), 0o644)).To(gomega.Succeed())
+	out, err := run(nil, kubectlBin, "kustomize", filepath.Join(dir, "default"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	objs := decodeAll(t, out)
+
+	args := map[string]string{}
+	c := container(t, objs)
+	for _, a := range c.Args {
+		if name, value, ok := strings.Cut(a, "="); ok {
+			args[name] = value
+		}
+	}
+	g.Expect(c.Args).To(gomega.ContainElement("--enable-webhook"))
+	names := func(kind string) []string {
+		var out []string
+		for _, o := range only(objs, kind) {
+			out = append(out, o.GetName())
+		}
+		return out
+	}
+	g.Expect(names("Service")).To(gomega.ContainElement(args["--webhook-service"]))
+	g.Expect(names("Secret")).To(gomega.ConsistOf(args["--webhook-cert-secret"]))
+	g.Expect(names("MutatingWebhookConfiguration")).To(gomega.ConsistOf(args["--webhook-configuration-name"]))
+	d := convert[appsv1.Deployment](t, only(objs, "Deployment")[0])
+	g.Expect(d.Spec.Template.Spec.Volumes).To(gomega.ContainElement(gomega.HaveField("Secret.SecretName", args["--webhook-cert-secret"])))
+	g.Expect(c.VolumeMounts).To(gomega.ContainElement(gomega.HaveField("MountPath", args["--webhook-cert-dir"])))
+	g.Expect(rulesOf(t, objs, "Role", "reroll-system")).To(gomega.ContainElements("|secrets|list", "|secrets|watch"))
+	for _, kind := range []string{"Role", "ClusterRole"} {
+		for _, o := range only(objs, kind) {
+			for _, r := range convert[rbacv1.Role](t, o).Rules {
+				if slices.Contains(r.Verbs, "update") {
+					g.Expect(r.ResourceNames).To(gomega.ConsistOf(gomega.BeElementOf(args["--webhook-cert-secret"], args["--webhook-configuration-name"])),
+						"%s %s: update only on the Secret and the configuration", kind, o.GetName())
+				}
+			}
+		}
+	}
+
+	type hook struct {
+		Name, Path string
+		Rules      []admissionregistrationv1.RuleWithOperations
+		Selector   *metav1.LabelSelector
+		Policy     admissionregistrationv1.FailurePolicyType
+		Timeout    int32
+	}
+	hooks := func(u *unstructured.Unstructured) []hook {
+		var out []hook
+		for _, w := range convert[admissionregistrationv1.MutatingWebhookConfiguration](t, u).Webhooks {
+			out = append(out, hook{w.Name, *w.ClientConfig.Service.Path, w.Rules, w.ObjectSelector, *w.FailurePolicy, *w.TimeoutSeconds})
+		}
+		return out
+	}
+	chart := only(renderChart(t, map[string]any{"webhook.enabled": true}), "MutatingWebhookConfiguration")[0]
+	g.Expect(hooks(only(objs, "MutatingWebhookConfiguration")[0])).To(gomega.Equal(hooks(chart)))
 }

@@ -1,0 +1,226 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const managedLabel = "reroll.dev/managed"
+
+// TestHelmChart_WebhookWithSelfSignedCertificates installs the chart with
+// the admission webhook and runs the binary with the pod's arguments and
+// ServiceAccount. Reroll must replace the expiring CA it finds in the
+// chart's Secret with a new one, write it into the caBundle of the chart's
+// MutatingWebhookConfiguration, serve the certificate the Secret holds, and
+// keep the trigger on a Deployment that a replace rewrites.
+//
+// The local plane has no pod network, so two things a cluster does are done
+// here: the configuration reaches Reroll by url: at localhost (a DNS name
+// the certificate gets through --webhook-extra-dns-names) instead of through
+// the Service, and the kubelet's Secret volume is a goroutine that copies
+// the Secret into --webhook-cert-dir.
+func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
+	g := newT(t)
+	sys := newNamespace(t, "e2e-wh-sys-", restricted)
+	app := newNamespace(t, "e2e-wh-app-", nil)
+	const release = "reroll-wh"
+	helmInstall(t, release, sys, map[string]any{"namespaces": []string{app}, "webhook.enabled": true})
+
+	// Least privilege: the certificate rotation may update its own Secret
+	// and its own configuration, nothing else of either kind.
+	expectAccess(t, sys, release,
+		[]access{{"list", "", "secrets", sys}, {"watch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""}},
+		[]access{{"update", "", "secrets", sys}, {"create", "", "secrets", sys}, {"update", "", "secrets", app},
+			{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""},
+			{"update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", ""}})
+
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: release}, &cfg)).To(gomega.Succeed())
+	paths := map[string]string{}
+	for _, w := range cfg.Webhooks {
+		g.Expect(w.ClientConfig.Service).NotTo(gomega.BeNil())
+		paths[w.Rules[0].Resources[0]] = *w.ClientConfig.Service.Path
+		g.Expect(w.ClientConfig.CABundle).To(gomega.BeEmpty(), "Reroll fills it in")
+	}
+	g.Expect(paths).To(gomega.HaveKeyWithValue("deployments", "/mutate-deployment"))
+	g.Expect(paths).To(gomega.HaveKeyWithValue("statefulsets", "/mutate-statefulset"))
+	g.Expect(paths).To(gomega.HaveKeyWithValue("rollouts", "/mutate-rollout.argoproj.io"))
+
+	port := freeAddr(t)[len("127.0.0.1:"):]
+	for i := range cfg.Webhooks {
+		cfg.Webhooks[i].ClientConfig.Service = nil
+		cfg.Webhooks[i].ClientConfig.URL = ptr.To("https://localhost:" + port + paths[cfg.Webhooks[i].Rules[0].Resources[0]])
+	}
+	g.Expect(k8s.Update(t.Context(), &cfg)).To(gomega.Succeed())
+
+	secret := &corev1.Secret{}
+	secretKey := client.ObjectKey{Namespace: sys, Name: release + "-webhook-cert"}
+	g.Expect(k8s.Get(t.Context(), secretKey, secret)).To(gomega.Succeed())
+	g.Expect(secret.Data).To(gomega.BeEmpty(), "the chart creates the Secret empty")
+	expiring := expiringCA(t)
+	secret.Data = map[string][]byte{"ca.crt": expiring.cert, "ca.key": expiring.key, "tls.crt": expiring.cert, "tls.key": expiring.key}
+	g.Expect(k8s.Update(t.Context(), secret)).To(gomega.Succeed())
+
+	certDir := t.TempDir()
+	mountSecret(t, secretKey, certDir)
+	createWorkload(t, app)
+	kubeconfig, _ := serviceAccountKubeconfig(t, sys, release)
+	args := append(podArgs(t, sys, release), "--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-extra-dns-names=localhost")
+	g.Expect(args).To(gomega.ContainElements("--enable-webhook", "--webhook-cert-secret="+release+"-webhook-cert", "--webhook-configuration-name="+release))
+	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
+
+	// Rotated: a new CA, valid for years, in the Secret and in every webhook.
+	var ca []byte
+	g.Eventually(func() []byte {
+		g.Expect(k8s.Get(t.Context(), secretKey, secret)).To(gomega.Succeed())
+		ca = secret.Data["ca.crt"]
+		return ca
+	}).ShouldNot(gomega.Or(gomega.BeEmpty(), gomega.Equal(expiring.cert)))
+	g.Expect(parseCert(t, ca).NotAfter).To(gomega.BeTemporally(">", time.Now().Add(365*24*time.Hour)))
+	serving := parseCert(t, secret.Data["tls.crt"])
+	g.Expect(serving.DNSNames).To(gomega.ContainElements(release+"-webhook."+sys+".svc", "localhost"))
+	g.Expect(serving.CheckSignatureFrom(parseCert(t, ca))).To(gomega.Succeed())
+	g.Eventually(func() [][]byte {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: release}, &cfg)).To(gomega.Succeed())
+		var bundles [][]byte
+		for _, w := range cfg.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
+		}
+		return bundles
+	}).Should(gomega.HaveEach(gomega.Equal(ca)))
+
+	// The webhook at work: the managed Deployment rolls once for a data
+	// change, and a replace with the manifest as first written keeps the
+	// trigger and rolls nothing.
+	g.Eventually(func() map[string]string { return deploymentIn(t, app, "web").Labels }).Should(gomega.HaveKeyWithValue(managedLabel, "true"))
+	mutate(t, &corev1.ConfigMap{}, app, "app-config", func(o client.Object) { o.(*corev1.ConfigMap).Data["LOG_LEVEL"] = "debug" })
+	g.Eventually(func() map[string]string { return deploymentIn(t, app, "web").Spec.Template.Annotations }).Should(gomega.HaveKey(configHashAnnotation))
+	g.Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, app) }).Should(gomega.HaveLen(2))
+	before := deploymentIn(t, app, "web")
+
+	// replace writes the Deployment without Reroll's fields and returns
+	// what the API server stored (or, with opts, would store).
+	replace := func(opts ...client.UpdateOption) *appsv1.Deployment {
+		var manifest *appsv1.Deployment
+		g.Eventually(func() error {
+			manifest = deploymentIn(t, app, "web")
+			delete(manifest.Spec.Template.Annotations, configHashAnnotation)
+			delete(manifest.Annotations, observedAnnotation)
+			delete(manifest.Labels, managedLabel)
+			return k8s.Update(t.Context(), manifest, opts...)
+		}).Should(gomega.Succeed())
+		return manifest
+	}
+	// Until the kubelet (here: mountSecret) has the renewed certificate on
+	// disk, Reroll may serve the old one, which the API server rejects, and
+	// failurePolicy Ignore admits writes unchanged: probe with dry runs.
+	g.Eventually(func() map[string]string { return replace(client.DryRunAll).Labels }).Should(gomega.HaveKeyWithValue(managedLabel, "true"))
+
+	requests := map[string]string{"webhook": "/mutate-deployment", "code": "200"}
+	served := p.sample(t, "controller_runtime_webhook_requests_total", requests)
+	replace()
+	after := deploymentIn(t, app, "web")
+	g.Expect(after.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(configHashAnnotation, before.Spec.Template.Annotations[configHashAnnotation]))
+	g.Expect(after.Annotations).To(gomega.HaveKeyWithValue(observedAnnotation, before.Annotations[observedAnnotation]))
+	g.Expect(after.Labels).To(gomega.HaveKeyWithValue(managedLabel, "true"))
+	g.Expect(equality.Semantic.DeepEqual(after.Spec.Template, before.Spec.Template)).To(gomega.BeTrue())
+	g.Expect(p.sample(t, "controller_runtime_webhook_requests_total", requests)).To(gomega.BeNumerically(">", served), "the API server called Reroll over TLS")
+	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, app) }).Should(gomega.HaveLen(2))
+	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough")
+}
+
+// keyPair is a PEM certificate and its PEM private key.
+type keyPair struct{ cert, key []byte }
+
+// expiringCA returns a self-signed CA named as Reroll names its own, valid
+// for one more hour: inside the 90 days before expiry in which Reroll
+// renews it.
+func expiringCA(t *testing.T) keyPair {
+	t.Helper()
+	g := newT(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "reroll-ca", Organization: []string{"reroll"}},
+		DNSNames:              []string{"reroll-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	return keyPair{
+		cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+}
+
+func parseCert(t *testing.T, p []byte) *x509.Certificate {
+	t.Helper()
+	g := newT(t)
+	b, _ := pem.Decode(p)
+	g.Expect(b).NotTo(gomega.BeNil(), "a PEM certificate")
+	c, err := x509.ParseCertificate(b.Bytes)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	return c
+}
+
+// mountSecret plays the kubelet's Secret volume: until the test ends, it
+// copies each key of the Secret into a file of dir whenever the Secret
+// changes, replacing the file in one rename as the kubelet's atomic writer
+// does.
+func mountSecret(t *testing.T, key client.ObjectKey, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		written := map[string][]byte{}
+		for ctx.Err() == nil {
+			var s corev1.Secret
+			if err := k8s.Get(ctx, key, &s); err == nil {
+				for name, data := range s.Data {
+					if bytes.Equal(written[name], data) || strings.Contains(name, "/") {
+						continue
+					}
+					tmp := filepath.Join(dir, "."+name+".tmp")
+					if os.WriteFile(tmp, data, 0o600) == nil && os.Rename(tmp, filepath.Join(dir, name)) == nil {
+						written[name] = data
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+}
