@@ -247,6 +247,30 @@ func deployment(ns, name string, annotations map[string]string, spec corev1.PodS
 	}
 }
 
+// statefulSet returns a StatefulSet of one replica whose pods run spec.
+func statefulSet(ns, name string, annotations map[string]string, spec corev1.PodSpec) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labelsFor(name)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(name)}, Spec: spec},
+		},
+	}
+}
+
+// daemonSet returns a DaemonSet whose pods run spec (one, on the plane's
+// only Node).
+func daemonSet(ns, name string, annotations map[string]string, spec corev1.PodSpec) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labelsFor(name)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(name)}, Spec: spec},
+		},
+	}
+}
+
 // autoOn opts a workload in with Reroll's annotation, whose trigger is
 // reroll.dev/config-hash; reloaderAutoOn with Reloader's, whose trigger is
 // Reloader's own.

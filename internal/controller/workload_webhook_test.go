@@ -12,7 +12,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,9 +31,11 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // admissionServer is Reroll's webhook server in a test: a wrapper that
@@ -42,11 +47,17 @@ type admissionServer struct {
 	requests atomic.Int64
 	// down makes every request fail with 503 before reaching Reroll.
 	down atomic.Bool
+
+	mu sync.Mutex
+	// byPath counts the requests to each path.
+	byPath map[string]*atomic.Int64
 }
 
 func (s *admissionServer) Register(path string, h http.Handler) {
+	n := s.counter(path)
 	s.Server.Register(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		n.Add(1)
 		if s.down.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -55,10 +66,31 @@ func (s *admissionServer) Register(path string, h http.Handler) {
 	}))
 }
 
+// counter returns the request counter of path, creating it on first use.
+func (s *admissionServer) counter(path string) *atomic.Int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byPath == nil {
+		s.byPath = map[string]*atomic.Int64{}
+	}
+	n, ok := s.byPath[path]
+	if !ok {
+		n = &atomic.Int64{}
+		s.byPath[path] = n
+	}
+	return n
+}
+
+// pathRequests returns how many requests reached path.
+func (s *admissionServer) pathRequests(path string) int64 { return s.counter(path).Load() }
+
 // startRerollWithWebhook runs Reroll with the admission webhook on a free
 // local port, with a serving certificate the test makes itself (SAN
-// 127.0.0.1), and registers it for Deployments in namespace ns only through
-// a MutatingWebhookConfiguration of its own, deleted when the test ends.
+// 127.0.0.1), and registers it in namespace ns only, through a
+// MutatingWebhookConfiguration of its own deleted when the test ends, for
+// every kind Reroll runs (webhookKinds), each on its own path. It returns
+// once a dry-run create of a managed object of each kind reaches that kind's
+// path.
 func startRerollWithWebhook(t *testing.T, ns string, opts Options) (*reroll, *admissionServer) {
 	t.Helper()
 	g := newT(t)
@@ -73,13 +105,18 @@ func startRerollWithWebhook(t *testing.T, ns string, opts Options) (*reroll, *ad
 	opts.Admission.Enabled = true
 	rr := startRerollWith(t, plane.Config, ns, opts, func(mo *ctrl.Options) { mo.WebhookServer = srv })
 
-	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/mutate-deployment"
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "reroll-" + ns},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    "deployments.reroll.dev",
+	kinds := webhookKinds(opts)
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "reroll-" + ns}}
+	for _, k := range kinds {
+		gvk, err := apiutil.GVKForObject(k.New(), scheme)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		m, err := k8s.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		url := "https://127.0.0.1:" + strconv.Itoa(port) + WebhookPath(k)
+		cfg.Webhooks = append(cfg.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name:                    m.Resource.Resource + ".reroll.dev",
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}}},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, Rule: admissionregistrationv1.Rule{APIGroups: []string{gvk.Group}, APIVersions: []string{gvk.Version}, Resources: []string{m.Resource.Resource}}}},
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{ManagedLabel: "true"}},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
@@ -87,19 +124,63 @@ func startRerollWithWebhook(t *testing.T, ns string, opts Options) (*reroll, *ad
 			TimeoutSeconds:          ptr.To[int32](5),
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-		}},
+		})
 	}
 	create(t, cfg)
 	t.Cleanup(func() { _ = k8s.Delete(t.Context(), cfg) })
 	// The API server loads webhook configurations through an informer: wait
-	// until a dry-run create of a managed Deployment reaches the handler.
-	probe := deployment(ns, "webhook-probe", autoOn, podSpec())
-	probe.Labels = map[string]string{ManagedLabel: "true"}
-	g.Eventually(func() int64 {
-		g.Expect(k8s.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)).To(gomega.Succeed())
-		return srv.requests.Load()
-	}).Should(gomega.BeNumerically(">", 0))
+	// until a dry-run create of a managed object of each kind reaches the
+	// handler of that kind, which also proves each webhook's rule and path.
+	for _, k := range kinds {
+		probe := webhookProbe(t, k, ns)
+		g.Eventually(func() int64 {
+			g.Expect(k8s.Create(t.Context(), probe.DeepCopyObject().(client.Object), client.DryRunAll)).To(gomega.Succeed())
+			return srv.pathRequests(WebhookPath(k))
+		}).Should(gomega.BeNumerically(">", 0), "the webhook of %s is called", k.Name())
+	}
 	return rr, srv
+}
+
+// webhookKinds returns the kinds whose admission handlers Reroll run with
+// opts registers, as Setup chooses them: opts.Kinds (the built-in kinds
+// when nil) less opts.IgnoredWorkloads.
+func webhookKinds(opts Options) []workload.Kind {
+	kinds := opts.Kinds
+	if kinds == nil {
+		kinds = workload.Builtin()
+	}
+	var out []workload.Kind
+	for _, k := range kinds {
+		if !slices.Contains(opts.IgnoredWorkloads, workload.Plural(k)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// webhookProbe returns an opted-in object of kind k in ns that carries
+// ManagedLabel, for a dry-run create that the kind's webhook must see. It
+// fails the test for a kind without a fixture (the CRD-backed ones).
+func webhookProbe(t *testing.T, k workload.Kind, ns string) client.Object {
+	t.Helper()
+	const name = "webhook-probe"
+	var obj client.Object
+	switch k.(type) {
+	case workload.Deployment:
+		obj = deployment(ns, name, autoOn, podSpec())
+	case workload.StatefulSet:
+		obj = statefulSet(ns, name, autoOn, podSpec())
+	case workload.DaemonSet:
+		obj = daemonSet(ns, name, autoOn, podSpec())
+	case workload.CronJob:
+		obj = cronJob(ns, name, autoOn, podSpec())
+	case workload.Job:
+		obj = job(ns, name, autoOn, podSpec())
+	default:
+		t.Fatalf("no webhook probe for kind %s", k.Name())
+	}
+	obj.SetLabels(map[string]string{ManagedLabel: "true"})
+	return obj
 }
 
 // writeServingCert writes a self-signed serving certificate for 127.0.0.1
@@ -147,9 +228,9 @@ func maxRevision(t *testing.T, ns, name string) int {
 }
 
 // rolledOnce creates ConfigMap "cfg" and an opted-in Deployment "web" that
-// reads it, changes the data once and waits until Reroll rolled it and the
-// rollout completed. It returns the Deployment's manifest as first written:
-// without any of Reroll's fields.
+// reads it, changes the data once and waits until Reroll rolled it, whatever
+// its strategy, and the rollout completed. It returns the Deployment's
+// manifest as first written: without any of Reroll's fields.
 func rolledOnce(t *testing.T, ns string) (manifest, d *appsv1.Deployment) {
 	t.Helper()
 	g := newT(t)
@@ -160,10 +241,51 @@ func rolledOnce(t *testing.T, ns string) (manifest, d *appsv1.Deployment) {
 	recorded(t, d)
 	g.Eventually(func() map[string]string { return get(t, d).Labels }).Should(gomega.HaveKeyWithValue(ManagedLabel, "true"))
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
-	g.Eventually(func() map[string]string { return get(t, d).Spec.Template.Annotations }).Should(gomega.HaveKey(trigger.ConfigHashAnnotation))
-	waitRolledOut(t, d)
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+	// The second ReplicaSet exists: the Deployment controller saw the new
+	// pod template.
 	g.Eventually(func() int { return maxRevision(t, ns, "web") }).Should(gomega.Equal(2))
+	waitRolledOut(t, d)
 	return manifest, d
+}
+
+// triggersIn returns the triggers on a pod template: the annotations of
+// every dialect (keyed by name) and Reloader's STAKATER_* env vars (keyed
+// "<container>/<name>").
+func triggersIn(tmpl *corev1.PodTemplateSpec) map[string]string {
+	out := map[string]string{}
+	for _, k := range templateTriggers {
+		if v, ok := tmpl.Annotations[k]; ok {
+			out[k] = v
+		}
+	}
+	for _, c := range tmpl.Spec.Containers {
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, envVarPrefix) {
+				out[c.Name+"/"+e.Name] = e.Value
+			}
+		}
+	}
+	return out
+}
+
+// expectReplaceKept checks that a replace of obj, of kind k, kept Reroll's
+// fields as before held them (the record, ManagedLabel and every trigger on
+// the pod template, of which before must have one) and left the pod
+// template as it was. Whether the workload rolled is left to the caller.
+func expectReplaceKept(t *testing.T, k workload.Kind, obj, before client.Object) {
+	t.Helper()
+	g := newT(t)
+	after := get(t, obj.DeepCopyObject().(client.Object))
+	g.Expect(after.GetAnnotations()).To(gomega.HaveKeyWithValue(ObservedAnnotation, before.GetAnnotations()[ObservedAnnotation]))
+	g.Expect(after.GetLabels()).To(gomega.HaveKeyWithValue(ManagedLabel, "true"))
+	beforeT, err := k.PodTemplate(before)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	afterT, err := k.PodTemplate(after)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(triggersIn(beforeT)).NotTo(gomega.BeEmpty(), "the workload had a trigger to lose")
+	g.Expect(triggersIn(afterT)).To(gomega.Equal(triggersIn(beforeT)))
+	g.Expect(equality.Semantic.DeepEqual(*afterT, *beforeT)).To(gomega.BeTrue(), "the pod template did not change")
 }
 
 // expectNothingRolled checks that the replace kept Reroll's fields and that
@@ -171,13 +293,9 @@ func rolledOnce(t *testing.T, ns string) (manifest, d *appsv1.Deployment) {
 func expectNothingRolled(t *testing.T, d, before *appsv1.Deployment) {
 	t.Helper()
 	g := newT(t)
-	after := get(t, d.DeepCopy())
-	g.Expect(after.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(trigger.ConfigHashAnnotation, before.Spec.Template.Annotations[trigger.ConfigHashAnnotation]))
-	g.Expect(after.Annotations).To(gomega.HaveKeyWithValue(ObservedAnnotation, before.Annotations[ObservedAnnotation]))
-	g.Expect(after.Labels).To(gomega.HaveKeyWithValue(ManagedLabel, "true"))
 	// Not the generation: a Deployment's also counts metadata annotations,
 	// and the replace dropped deployment.kubernetes.io/revision.
-	g.Expect(equality.Semantic.DeepEqual(after.Spec.Template, before.Spec.Template)).To(gomega.BeTrue(), "the pod template did not change")
+	expectReplaceKept(t, workload.Deployment{}, d, before)
 	rs := len(replicaSets(t, d.Namespace, d.Name))
 	g.Consistently(func() int { return len(replicaSets(t, d.Namespace, d.Name)) }).Should(gomega.Equal(rs))
 	g.Consistently(func() int { return maxRevision(t, d.Namespace, d.Name) }).Should(gomega.Equal(2))
@@ -191,6 +309,7 @@ func TestWorkloadWebhook_ReplaceKeepsTrigger(t *testing.T) {
 	_, _ = startRerollWithWebhook(t, ns, Options{})
 	manifest, d := rolledOnce(t, ns)
 	before := get(t, d.DeepCopy())
+	g.Expect(before.Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
 
 	// kubectl replace: the manifest whole, without a resourceVersion.
 	g.Expect(k8s.Update(t.Context(), manifest.DeepCopy())).To(gomega.Succeed())
@@ -204,6 +323,7 @@ func TestWorkloadWebhook_ServerSideApplyKeepsTrigger(t *testing.T) {
 	_, _ = startRerollWithWebhook(t, ns, Options{})
 	manifest, d := rolledOnce(t, ns)
 	before := get(t, d.DeepCopy())
+	g.Expect(before.Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
 
 	manifest.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(manifest)
@@ -262,6 +382,7 @@ func TestWorkloadWebhook_DownWithIgnoreLosesNothing(t *testing.T) {
 	ns := newNamespace(t)
 	_, srv := startRerollWithWebhook(t, ns, Options{})
 	manifest, d := rolledOnce(t, ns)
+	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
 	rs := len(replicaSets(t, ns, "web"))
 
 	srv.down.Store(true)
@@ -286,4 +407,107 @@ func TestWorkloadWebhook_DownWithIgnoreLosesNothing(t *testing.T) {
 	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
 	g.Eventually(func() int { return maxRevision(t, ns, "web") }).Should(gomega.Equal(4))
 	g.Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(rs + 1))
+}
+
+// controllerRevisions returns the ControllerRevisions obj (a StatefulSet or
+// a DaemonSet) controls: one per pod template it has run.
+func controllerRevisions(t *testing.T, obj client.Object) []appsv1.ControllerRevision {
+	t.Helper()
+	var list appsv1.ControllerRevisionList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(obj.GetNamespace()))).To(gomega.Succeed())
+	var out []appsv1.ControllerRevision
+	for _, cr := range list.Items {
+		if metav1.IsControlledBy(&cr, obj) {
+			out = append(out, cr)
+		}
+	}
+	return out
+}
+
+func TestWorkloadWebhook_ReplaceKeepsTriggerOfStatefulSetAndDaemonSet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind workload.Kind
+		// object returns the opted-in workload "app", reading ConfigMap
+		// "cfg", as its manifest says.
+		object func(ns string) client.Object
+		// rolledOut checks that the workload's controller finished rolling
+		// out its latest pod template.
+		rolledOut func(g gomega.Gomega, obj client.Object)
+	}{{
+		kind:   workload.StatefulSet{},
+		object: func(ns string) client.Object { return statefulSet(ns, "app", autoOn, podSpec(envFrom("cfg"))) },
+		rolledOut: func(g gomega.Gomega, obj client.Object) {
+			sts := obj.(*appsv1.StatefulSet)
+			g.Expect(sts.Status.ObservedGeneration).To(gomega.Equal(sts.Generation))
+			g.Expect(sts.Status.CurrentRevision).To(gomega.Equal(sts.Status.UpdateRevision))
+			g.Expect(sts.Status.UpdatedReplicas).To(gomega.Equal(*sts.Spec.Replicas))
+			g.Expect(sts.Status.ReadyReplicas).To(gomega.Equal(*sts.Spec.Replicas))
+		},
+	}, {
+		kind:   workload.DaemonSet{},
+		object: func(ns string) client.Object { return daemonSet(ns, "app", autoOn, podSpec(envFrom("cfg"))) },
+		rolledOut: func(g gomega.Gomega, obj client.Object) {
+			ds := obj.(*appsv1.DaemonSet)
+			g.Expect(ds.Status.ObservedGeneration).To(gomega.Equal(ds.Generation))
+			g.Expect(ds.Status.DesiredNumberScheduled).To(gomega.BeNumerically(">", 0))
+			g.Expect(ds.Status.UpdatedNumberScheduled).To(gomega.Equal(ds.Status.DesiredNumberScheduled))
+			g.Expect(ds.Status.NumberReady).To(gomega.Equal(ds.Status.DesiredNumberScheduled))
+		},
+	}} {
+		t.Run(tc.kind.Name(), func(t *testing.T) {
+			t.Parallel()
+			g := newT(t)
+			ns := newNamespace(t)
+			_, _ = startRerollWithWebhook(t, ns, Options{})
+			create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
+			obj := tc.object(ns)
+			manifest := obj.DeepCopyObject().(client.Object)
+			create(t, obj)
+			recorded(t, obj)
+			g.Eventually(func() map[string]string { return get(t, obj).GetLabels() }).Should(gomega.HaveKeyWithValue(ManagedLabel, "true"))
+			g.Eventually(func() []appsv1.ControllerRevision { return controllerRevisions(t, obj) }).Should(gomega.HaveLen(1))
+
+			// Rolled once.
+			update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+			g.Eventually(func() []string { return rolledEvents(t, ns, "app") }).Should(gomega.HaveLen(1))
+			g.Eventually(func() []appsv1.ControllerRevision { return controllerRevisions(t, obj) }).Should(gomega.HaveLen(2))
+			g.Eventually(func(g gomega.Gomega) { tc.rolledOut(g, get(t, obj)) }).Should(gomega.Succeed())
+			before := get(t, obj.DeepCopyObject().(client.Object))
+			beforeT, err := tc.kind.PodTemplate(before)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(beforeT.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
+
+			// kubectl replace: the manifest whole, without a resourceVersion.
+			g.Expect(k8s.Update(t.Context(), manifest.DeepCopyObject().(client.Object))).To(gomega.Succeed())
+			expectReplaceKept(t, tc.kind, obj, before)
+			// Unlike a Deployment's, their generation counts the spec only:
+			// the replace wrote the same spec.
+			g.Expect(get(t, obj).GetGeneration()).To(gomega.Equal(before.GetGeneration()))
+			g.Consistently(func() int { return len(controllerRevisions(t, obj)) }).Should(gomega.Equal(2), "no new ControllerRevision: no rollout")
+			g.Expect(rolledEvents(t, ns, "app")).To(gomega.HaveLen(1))
+		})
+	}
+}
+
+func TestWorkloadWebhook_ReplaceKeepsEnvVarTrigger(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	_, _ = startRerollWithWebhook(t, ns, Options{Strategy: trigger.EnvVars})
+	manifest, d := rolledOnce(t, ns)
+	want := corev1.EnvVar{Name: "STAKATER_CFG_CONFIGMAP", Value: reloaderSHA1("a=2")}
+	before := get(t, d.DeepCopy())
+	g.Expect(before.Spec.Template.Spec.Containers[0].Env).To(gomega.Equal([]corev1.EnvVar{want}))
+	g.Expect(before.Spec.Template.Annotations).NotTo(gomega.HaveKey(trigger.ConfigHashAnnotation), "env-vars writes no annotation")
+	rs := len(replicaSets(t, ns, "web"))
+	g.Expect(rs).To(gomega.Equal(2))
+
+	// kubectl replace: the manifest, whose container has no env, whole and
+	// without a resourceVersion.
+	g.Expect(manifest.Spec.Template.Spec.Containers[0].Env).To(gomega.BeEmpty())
+	g.Expect(k8s.Update(t.Context(), manifest.DeepCopy())).To(gomega.Succeed())
+	g.Expect(get(t, d).Spec.Template.Spec.Containers[0].Env).To(gomega.Equal([]corev1.EnvVar{want}))
+	expectNothingRolled(t, d, before)
+	g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(rs), "no extra ReplicaSet")
 }
