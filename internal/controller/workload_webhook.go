@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -206,9 +208,9 @@ func hasEnv(c *corev1.Container, name string) bool {
 
 // record writes on a new opted-in workload what the reconciler would record
 // on first sight, from the cache only, so that data that existed before the
-// workload never rolls it. A workload that already carries a record, or
-// whose Wave-dialect references are incomplete (the reconciler waits then),
-// is left alone.
+// workload never rolls it, and the trigger of startTrigger. A workload that
+// already carries a record, or whose Wave-dialect references are incomplete
+// (the reconciler waits then), is left alone.
 func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error {
 	r := h.r
 	if _, ok := obj.GetAnnotations()[ObservedAnnotation]; ok {
@@ -235,9 +237,42 @@ func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error
 	if len(sel.missing) > 0 {
 		return nil
 	}
-	setAnnotation(obj, ObservedAnnotation, sel.observed().String())
+	cur := sel.observed()
+	setAnnotation(obj, ObservedAnnotation, cur.String())
 	setLabel(obj, ManagedLabel, "true")
-	return nil
+	return h.startTrigger(obj, t, optIn, cur, sel)
+}
+
+// startTrigger sets, in the pod template of a new workload, the trigger
+// whose value depends only on the current data, so that the workload starts
+// with the hash its next rollout would compute for that data:
+// reroll.dev/config-hash (Reroll's dialect with the annotations strategy) or
+// pod-reloader.cs.sap.com/config-hash (SAP pod-reloader's dialect, as its
+// own webhook does). A value the manifest sets is kept. It writes nothing
+// for triggers that name a change (Reloader's last-reloaded-from and
+// STAKATER_* env vars have no value before the first change, as with
+// Reloader), for Wave's hash (it hashes values, which the cache does not
+// hold; the first rollout writes it), and for kinds that roll by their own
+// action (CronJob, Job, custom kinds), whose trigger may not be in the
+// template. It makes no API call.
+func (h *workloadAdmission) startTrigger(obj client.Object, t *corev1.PodTemplateSpec, optIn annotation.OptIn, cur observed, sel selection) error {
+	if _, ok := h.r.Kind.(workload.Roller); ok {
+		return nil
+	}
+	var key, value string
+	switch {
+	case optIn.Dialect == annotation.DialectPodReloader:
+		key, value = trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader)
+	case optIn.Dialect == annotation.DialectReroll && h.r.Options.Strategy == trigger.Annotations:
+		key, value = trigger.ConfigHashAnnotation, cur.configHash()
+	default:
+		return nil
+	}
+	if _, ok := t.Annotations[key]; ok {
+		return nil
+	}
+	trigger.SetAnnotation(t, key, value)
+	return h.r.Kind.SetPodTemplate(obj, t)
 }
 
 // setLabel sets a metadata label, or removes it when value is "".

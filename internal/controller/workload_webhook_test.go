@@ -357,10 +357,68 @@ func TestWorkloadWebhook_CreateRecordsFirstSight(t *testing.T) {
 	g.Consistently(func() string { return get(t, d).Annotations[ObservedAnnotation] }).Should(gomega.Equal(observedAtCreate), "the reconciler found nothing to record")
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 
+	// It starts with the hash of the data it was created with.
+	startHash := d.Spec.Template.Annotations[trigger.ConfigHashAnnotation]
+	g.Expect(startHash).NotTo(gomega.BeEmpty())
+	waitFirstReplicaSet(t, d)
+
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
+	g.Expect(get(t, d).Spec.Template.Annotations[trigger.ConfigHashAnnotation]).NotTo(gomega.Equal(startHash))
+	g.Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(2))
+
+	// Back to the data it was created with: the reconciler computes the
+	// start hash again, so the pod template is the first ReplicaSet's and
+	// the Deployment scales that one up instead of creating a third.
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "1" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
+	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKeyWithValue(trigger.ConfigHashAnnotation, startHash))
+	g.Eventually(func() int { return maxRevision(t, ns, "web") }).Should(gomega.Equal(3))
+	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(2))
+}
+
+func TestWorkloadWebhook_CreateStartsWithPodReloaderHash(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	rr, _ := startRerollWithWebhook(t, ns, Options{})
+	cm := configMap(ns, "a", map[string]string{"k": "1"})
+	create(t, cm)
+	g.Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+
+	d := deployment(ns, "web", map[string]string{"pod-reloader.cs.sap.com/configmaps": "a,missing"}, podSpec())
+	d.Labels = map[string]string{ManagedLabel: "true"}
+	create(t, d)
+	g.Expect(d.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(trigger.PodReloaderHashAnnotation, podReloaderHash(t, ns, []string{"a", "missing"}, nil)),
+		"pod-reloader's hash of the objects as they are, as pod-reloader's own webhook writes it")
+	waitFirstReplicaSet(t, d)
+	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
+
+	update(t, configMap(ns, "a", nil), func(cm *corev1.ConfigMap) { cm.Data["k"] = "2" })
+	g.Eventually(func() string { return get(t, d).Spec.Template.Annotations[trigger.PodReloaderHashAnnotation] }).Should(gomega.Equal(podReloaderHash(t, ns, []string{"a", "missing"}, nil)))
+	g.Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(2))
+}
+
+func TestWorkloadWebhook_CreateLeavesTriggersThatNameAChange(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	rr, _ := startRerollWithWebhook(t, ns, Options{})
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	g.Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+
+	// Reloader's dialect: last-reloaded-from names the object that changed;
+	// there is none yet, so only the record is written, as Reloader writes
+	// nothing either.
+	d := deployment(ns, "web", map[string]string{"reloader.stakater.com/auto": "true"}, podSpec(envFrom("cfg")))
+	d.Labels = map[string]string{ManagedLabel: "true"}
+	create(t, d)
+	g.Expect(d.Annotations).To(gomega.HaveKey(ObservedAnnotation))
+	g.Expect(d.Spec.Template.Annotations).To(gomega.BeEmpty())
 }
 
 func TestWorkloadWebhook_UnlabelledObjectsNeverReachIt(t *testing.T) {
