@@ -1,13 +1,8 @@
 package controller
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -189,12 +185,8 @@ func webhookProbe(t *testing.T, k workload.Kind, ns string) client.Object {
 func writeServingCert(t *testing.T, dir string) []byte {
 	t.Helper()
 	g := newT(t)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
+	certPEM, keyPEM, err := controlplane.SelfSigned(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "reroll-webhook-test"},
-		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -202,14 +194,10 @@ func writeServingCert(t *testing.T, dir string) []byte {
 		IsCA:                  true,
 		DNSNames:              []string{"localhost"},
 		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	g.Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600)).To(gomega.Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)).To(gomega.Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600)).To(gomega.Succeed())
 	return certPEM
 }
 
@@ -336,16 +324,24 @@ func TestWorkloadWebhook_ServerSideApplyKeepsTrigger(t *testing.T) {
 	expectNothingRolled(t, d, before)
 }
 
+// webhookWithConfigMap runs Reroll with the webhook in a new namespace,
+// creates ConfigMap name there with data and waits until Reroll's cache
+// holds it: the webhook reads the cache, like the reconciler. It returns the
+// namespace.
+func webhookWithConfigMap(t *testing.T, name string, data map[string]string) string {
+	t.Helper()
+	ns := newNamespace(t)
+	rr, _ := startRerollWithWebhook(t, ns, Options{})
+	cm := configMap(ns, name, data)
+	create(t, cm)
+	newT(t).Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	return ns
+}
+
 func TestWorkloadWebhook_CreateRecordsFirstSight(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	ns := newNamespace(t)
-	rr, _ := startRerollWithWebhook(t, ns, Options{})
-	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
-	create(t, cm)
-	// The webhook reads the cache, like the reconciler: wait until it holds
-	// the ConfigMap.
-	g.Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	ns := webhookWithConfigMap(t, "cfg", map[string]string{"a": "1"})
 
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	d.Labels = map[string]string{ManagedLabel: "true"}
@@ -382,11 +378,7 @@ func TestWorkloadWebhook_CreateRecordsFirstSight(t *testing.T) {
 func TestWorkloadWebhook_CreateStartsWithPodReloaderHash(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	ns := newNamespace(t)
-	rr, _ := startRerollWithWebhook(t, ns, Options{})
-	cm := configMap(ns, "a", map[string]string{"k": "1"})
-	create(t, cm)
-	g.Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	ns := webhookWithConfigMap(t, "a", map[string]string{"k": "1"})
 
 	d := deployment(ns, "web", map[string]string{"pod-reloader.cs.sap.com/configmaps": "a,missing"}, podSpec())
 	d.Labels = map[string]string{ManagedLabel: "true"}
@@ -405,11 +397,7 @@ func TestWorkloadWebhook_CreateStartsWithPodReloaderHash(t *testing.T) {
 func TestWorkloadWebhook_CreateLeavesTriggersThatNameAChange(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	ns := newNamespace(t)
-	rr, _ := startRerollWithWebhook(t, ns, Options{})
-	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
-	create(t, cm)
-	g.Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	ns := webhookWithConfigMap(t, "cfg", map[string]string{"a": "1"})
 
 	// Reloader's dialect: last-reloaded-from names the object that changed;
 	// there is none yet, so only the record is written, as Reloader writes

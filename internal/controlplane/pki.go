@@ -261,3 +261,16 @@ func (p *pki) writeKubeconfig(path, name, server string) error {
 	}
 	return nil
 }
+
+// SelfSigned returns a self-signed certificate for tmpl and its P-256 key,
+// both PEM-encoded (the key as PKCS #8), for tests that need a serving
+// certificate or a CA of their own. tmpl's SerialNumber and NotBefore (an
+// hour ago) are set here; NotAfter, names and usages are the caller's. It
+// fails only when key generation or signing fails.
+func SelfSigned(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	kp, err := sign(tmpl, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kp.certPEM, kp.keyPEM, nil
+}

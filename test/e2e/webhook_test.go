@@ -5,13 +5,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/controlplane"
 )
 
 const managedLabel = "reroll.dev/managed"
@@ -159,27 +157,16 @@ type keyPair struct{ cert, key []byte }
 // renews it.
 func expiringCA(t *testing.T) keyPair {
 	t.Helper()
-	g := newT(t)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
+	cert, key, err := controlplane.SelfSigned(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "reroll-ca", Organization: []string{"reroll"}},
 		DNSNames:              []string{"reroll-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	return keyPair{
-		cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
+	})
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return keyPair{cert: cert, key: key}
 }
 
 func parseCert(t *testing.T, p []byte) *x509.Certificate {
