@@ -90,24 +90,31 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
 
 	// Rotated: a new CA, valid for years, in the Secret and in every webhook.
-	var ca []byte
-	g.Eventually(func() []byte {
-		g.Expect(k8s.Get(t.Context(), secretKey, secret)).To(gomega.Succeed())
-		ca = secret.Data["ca.crt"]
+	// rotated waits until the Secret holds a CA other than old, valid for
+	// years, and a serving certificate it signed, and until every webhook
+	// of the configuration trusts that CA; it returns the CA.
+	rotated := func(old []byte) []byte {
+		var ca []byte
+		g.Eventually(func() []byte {
+			g.Expect(k8s.Get(t.Context(), secretKey, secret)).To(gomega.Succeed())
+			ca = secret.Data["ca.crt"]
+			return ca
+		}).ShouldNot(gomega.Or(gomega.BeEmpty(), gomega.Equal(old)))
+		g.Expect(parseCert(t, ca).NotAfter).To(gomega.BeTemporally(">", time.Now().Add(365*24*time.Hour)))
+		serving := parseCert(t, secret.Data["tls.crt"])
+		g.Expect(serving.DNSNames).To(gomega.ContainElements(release+"-webhook."+sys+".svc", "localhost"))
+		g.Expect(serving.CheckSignatureFrom(parseCert(t, ca))).To(gomega.Succeed())
+		g.Eventually(func() [][]byte {
+			g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: release}, &cfg)).To(gomega.Succeed())
+			var bundles [][]byte
+			for _, w := range cfg.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+			return bundles
+		}).Should(gomega.HaveEach(gomega.Equal(ca)))
 		return ca
-	}).ShouldNot(gomega.Or(gomega.BeEmpty(), gomega.Equal(expiring.cert)))
-	g.Expect(parseCert(t, ca).NotAfter).To(gomega.BeTemporally(">", time.Now().Add(365*24*time.Hour)))
-	serving := parseCert(t, secret.Data["tls.crt"])
-	g.Expect(serving.DNSNames).To(gomega.ContainElements(release+"-webhook."+sys+".svc", "localhost"))
-	g.Expect(serving.CheckSignatureFrom(parseCert(t, ca))).To(gomega.Succeed())
-	g.Eventually(func() [][]byte {
-		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: release}, &cfg)).To(gomega.Succeed())
-		var bundles [][]byte
-		for _, w := range cfg.Webhooks {
-			bundles = append(bundles, w.ClientConfig.CABundle)
-		}
-		return bundles
-	}).Should(gomega.HaveEach(gomega.Equal(ca)))
+	}
+	ca := rotated(expiring.cert)
 
 	// The webhook at work: the managed Deployment rolls once for a data
 	// change, and a replace with the manifest as first written keeps the
@@ -146,6 +153,13 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	g.Expect(equality.Semantic.DeepEqual(after.Spec.Template, before.Spec.Template)).To(gomega.BeTrue())
 	g.Expect(p.sample(t, "controller_runtime_webhook_requests_total", requests)).To(gomega.BeNumerically(">", served), "the API server called Reroll over TLS")
 	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, app) }).Should(gomega.HaveLen(2))
+
+	// A Secret emptied by a replace (helm upgrade --force) is filled in
+	// again at once: Reroll watches it.
+	g.Expect(k8s.Get(t.Context(), secretKey, secret)).To(gomega.Succeed())
+	secret.Data = nil
+	g.Expect(k8s.Update(t.Context(), secret)).To(gomega.Succeed())
+	rotated(ca)
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough")
 }
 
