@@ -161,7 +161,7 @@ func webhookProbe(t *testing.T, k workload.Kind, ns string) client.Object {
 	t.Helper()
 	const name = "webhook-probe"
 	var obj client.Object
-	switch k.(type) {
+	switch k := k.(type) {
 	case workload.Deployment:
 		obj = deployment(ns, name, autoOn, podSpec())
 	case workload.StatefulSet:
@@ -172,6 +172,11 @@ func webhookProbe(t *testing.T, k workload.Kind, ns string) client.Object {
 		obj = cronJob(ns, name, autoOn, podSpec())
 	case workload.Job:
 		obj = job(ns, name, autoOn, podSpec())
+	case workload.Unstructured:
+		if k.GVK != workload.ArgoRollout().GVK {
+			t.Fatalf("no webhook probe for kind %s", k.Name())
+		}
+		obj = customObject(t, k, ns, name, autoOn, rolloutSpec(t, name))
 	default:
 		t.Fatalf("no webhook probe for kind %s", k.Name())
 	}
@@ -556,4 +561,53 @@ func TestWorkloadWebhook_ReplaceKeepsEnvVarTrigger(t *testing.T) {
 	g.Expect(get(t, d).Spec.Template.Spec.Containers[0].Env).To(gomega.Equal([]corev1.EnvVar{want}))
 	expectNothingRolled(t, d, before)
 	g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(rs), "no extra ReplicaSet")
+}
+
+// rolloutSpec returns the spec of an Argo Rollout whose pods read ConfigMap
+// cfg (templateSpec), labelled app=name.
+func rolloutSpec(t *testing.T, name string) map[string]any {
+	t.Helper()
+	return map[string]any{
+		"replicas": int64(1),
+		"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+		"template": templateSpec(t, map[string]string{"app": name}),
+		"strategy": map[string]any{"canary": map[string]any{}},
+	}
+}
+
+// TestWorkloadWebhook_ReplaceKeepsTriggerOfCustomResource replaces an Argo
+// Rollout, a custom resource that the webhook decodes as unstructured data,
+// with its manifest: Reroll's fields come back and every field of the
+// manifest, known to Reroll's types or not, is stored as written.
+func TestWorkloadWebhook_ReplaceKeepsTriggerOfCustomResource(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	installCRD(t, argoRolloutCRD(t))
+	ns := newNamespace(t)
+	argo := workload.ArgoRollout()
+	_, _ = startRerollWithWebhook(t, ns, Options{Kinds: []workload.Kind{argo}})
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
+	spec := rolloutSpec(t, "web")
+	spec["minReadySeconds"] = int64(7)
+	spec["analysis"] = map[string]any{"successfulRunHistoryLimit": int64(3)}
+	manifest := customObject(t, argo, ns, "web", autoOn, spec)
+	r := manifest.DeepCopy()
+	create(t, r)
+	recorded(t, r)
+	g.Eventually(func() map[string]string { return get(t, r).GetLabels() }).Should(gomega.HaveKeyWithValue(ManagedLabel, "true"))
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() map[string]string { return templateAnnotations(t, r) }).Should(gomega.HaveKey(trigger.ConfigHashAnnotation))
+	before := get(t, r.DeepCopy())
+
+	// A custom resource is replaced with the stored resourceVersion: the API
+	// server refuses unconditional updates of custom resources.
+	replace := manifest.DeepCopy()
+	replace.SetResourceVersion(before.GetResourceVersion())
+	g.Expect(k8s.Update(t.Context(), replace)).To(gomega.Succeed())
+	expectReplaceKept(t, argo, r, before)
+	after := get(t, r.DeepCopy())
+	g.Expect(after.GetGeneration()).To(gomega.Equal(before.GetGeneration()), "the spec did not change")
+	g.Expect(after.Object["spec"]).To(gomega.HaveKeyWithValue("analysis", map[string]any{"successfulRunHistoryLimit": int64(3)}))
+	g.Expect(after.Object["spec"]).To(gomega.HaveKeyWithValue("minReadySeconds", int64(7)))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1))
 }
