@@ -36,6 +36,11 @@ test-e2e: ## Run the end-to-end tests: the Helm chart, the Kustomize manifests a
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/e2e/
 	$(MAKE) bench-check
 
+.PHONY: bench-webhook
+bench-webhook: ## Measure the admission webhook's answer to a replace (Go benchmark; no API call on that path).
+	hack/tools.sh etcd kube kwok
+	$(GO) test -run '^$$' -bench WorkloadAdmission -benchmem ./internal/controller/
+
 .PHONY: bench-check
 bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
 	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
