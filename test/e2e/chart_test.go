@@ -58,6 +58,9 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 		"percentage above 100":         {set: "goMemLimitPercent=150", want: "goMemLimitPercent: Must be less than or equal to 100"},
 		"webhook that is not a URL":    {set: "webhookUrl=example.com", want: "webhookUrl: Does not match pattern"},
 		"extra arg that is not a flag": {set: "extraArgs={verbose}", want: "extraArgs.0: Does not match pattern"},
+		"unknown alert sink":           {set: "alerts.sink=pager", want: "alerts.sink must be one of the following"},
+		"alerts without a URL Secret":  {set: "alerts.enabled=true", want: "alerts.enabled needs alerts.urlSecret.name"},
+		"lease that is not a duration": {set: "leaderElection.leaseDuration=long", want: "leaderElection.leaseDuration: Does not match pattern"},
 		"unknown failure policy":       {set: "webhook.failurePolicy=Retry", want: "webhook.failurePolicy must be one of the following"},
 		"webhook timeout above 30 s":   {set: "webhook.timeoutSeconds=60", want: "webhook.timeoutSeconds: Must be less than or equal to 30"},
 		"unknown issuerRef key":        {set: "webhook.certManager.issuerRef.namespace=x", want: "Additional property namespace is not allowed"},
@@ -120,6 +123,15 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 		"several replicas elect a leader": {
 			values: map[string]any{"replicas": 3},
 			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha"},
+		},
+		"lease timings with leader election": {
+			values: map[string]any{"replicas": 2, "leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s"}},
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha",
+				"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=4s"},
+		},
+		"lease timings without leader election": {
+			values: map[string]any{"leaderElection.leaseDuration": "30s"},
+			want:   []string{"--reload-strategy=annotations", "--log-level=info"},
 		},
 		"webhook with self-signed certificates": {
 			values: map[string]any{"webhook.enabled": true, "webhook.port": 8443},
@@ -468,4 +480,28 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		g.Expect(kind).To(gomega.Equal("ClusterIssuer"))
 	})
+}
+
+func TestHelmChart_AlertsReadTheURLFromASecret(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	c := container(t, renderChart(t, map[string]any{"alerts": map[string]any{
+		"enabled": true, "sink": "slack", "urlSecret": map[string]any{"name": "alerting", "key": "slack-url"},
+		"proxy": "http://proxy.example:3128", "additionalInfo": "Cluster: prod-eu",
+	}}))
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	g.Expect(env["ALERT_ON_RELOAD"].Value).To(gomega.Equal("true"))
+	g.Expect(env["ALERT_SINK"].Value).To(gomega.Equal("slack"))
+	g.Expect(env["ALERT_WEBHOOK_URL"].Value).To(gomega.BeEmpty(), "the URL is a credential: never in the pod spec")
+	g.Expect(env["ALERT_WEBHOOK_URL"].ValueFrom.SecretKeyRef.Name).To(gomega.Equal("alerting"))
+	g.Expect(env["ALERT_WEBHOOK_URL"].ValueFrom.SecretKeyRef.Key).To(gomega.Equal("slack-url"))
+	g.Expect(env["ALERT_WEBHOOK_PROXY"].Value).To(gomega.Equal("http://proxy.example:3128"))
+	g.Expect(env["ALERT_ADDITIONAL_INFO"].Value).To(gomega.Equal("Cluster: prod-eu"))
+
+	for _, e := range container(t, renderChart(t, nil)).Env {
+		g.Expect(e.Name).NotTo(gomega.HavePrefix("ALERT_"), "alerts are off by default")
+	}
 }

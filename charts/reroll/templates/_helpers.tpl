@@ -69,6 +69,9 @@ Checks that values agree with each other where the schema cannot say it.
 {{- if and $watched .Values.namespaceSelector }}
 {{- fail (printf "namespaceSelector needs cluster scope (watchGlobally: true and no namespaces list); this release watches only %s" $watched) }}
 {{- end }}
+{{- if and .Values.alerts.enabled (not .Values.alerts.urlSecret.name) }}
+{{- fail "alerts.enabled needs alerts.urlSecret.name: the Secret that holds the alert URL (ALERT_WEBHOOK_URL)" }}
+{{- end }}
 {{- range .Values.ignoreNamespaces }}
 {{- if has . (splitList "," $watched) }}
 {{- fail (printf "namespace %s is both watched and in ignoreNamespaces" .) }}
