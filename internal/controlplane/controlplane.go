@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // Timeouts of the readiness waits, measured from the start of Start.
@@ -103,8 +105,8 @@ type ports struct {
 
 // Start starts a control plane as o describes and returns once it serves:
 // kube-apiserver answers /readyz and, for a full plane, the controller-manager
-// and scheduler answer /healthz, the Node kwok-node-0 is Ready and the
-// ServiceAccount default/default exists. It waits at most 60 s for the API
+// and scheduler answer /healthz, the ServiceAccount default/default exists,
+// the Node kwok-node-0 is Ready and kwok has run one Pod (startKwokWarm). It waits at most 60 s for the API
 // server and 90 s for a full plane, and less when ctx ends first. On any
 // failure it stops the processes it started and returns an error that names
 // the process and carries the last 20 lines of its log.
@@ -238,10 +240,6 @@ func (p *Plane) start(ctx context.Context, begin time.Time) error {
 	if err := createNode(fullCtx, client); err != nil {
 		return err
 	}
-	kwok, err := p.startKwok(kubeconfigs["kwok"])
-	if err != nil {
-		return err
-	}
 
 	pool := x509.NewCertPool()
 	pool.AddCert(p.pki.ca.cert)
@@ -252,10 +250,85 @@ func (p *Plane) start(ctx context.Context, begin time.Time) error {
 	if err := p.waitHTTP(fullCtx, scheduler, fmt.Sprintf("https://127.0.0.1:%d/healthz", p.ports.scheduler), https); err != nil {
 		return err
 	}
-	if err := p.waitNodeReady(fullCtx, kwok, client); err != nil {
+	if err := p.waitDefaultServiceAccount(fullCtx, controllerManager, client); err != nil {
 		return err
 	}
-	return p.waitDefaultServiceAccount(fullCtx, controllerManager, client)
+	return p.startKwokWarm(fullCtx, kubeconfigs["kwok"], client)
+}
+
+// kwokAttempts is how many times Start starts kwok before it gives up.
+const kwokAttempts = 3
+
+// startKwokWarm starts kwok and makes it set up each of its lifecycle
+// stages: it waits until kwok has marked the Node Ready and run one Pod
+// (warmPod). kwok (v0.7 and v0.8) sets a stage up the first time a Node or a
+// Pod reaches it, and the setup writes a map of github.com/wzshiming/easycel
+// that has no lock: when the node and pod controllers do it at once, or one
+// of them while another evaluates a stage, kwok dies with "concurrent map
+// writes". Done here, one at a time, the setup is over before any test
+// creates a Pod; kwok is started again when it died during it.
+func (p *Plane) startKwokWarm(ctx context.Context, kubeconfig string, client kubernetes.Interface) error {
+	for attempt := 1; ; attempt++ {
+		kwok, err := p.startKwok(kubeconfig)
+		if err != nil {
+			return err
+		}
+		err = p.waitNodeReady(ctx, kwok, client)
+		if err == nil {
+			err = p.warmPod(ctx, kwok, client)
+		}
+		if err == nil {
+			return nil
+		}
+		if !kwok.exited() || attempt == kwokAttempts {
+			return err
+		}
+		p.logf("kwok exited while setting up its stages (attempt %d of %d); starting it again. %v", attempt, kwokAttempts, kwok.exitError())
+		if err := p.forget(kwok); err != nil {
+			return err
+		}
+	}
+}
+
+// warmPod creates a Pod bound to the fake Node in namespace default, waits
+// until kwok reports it Running and deletes it.
+func (p *Plane) warmPod(ctx context.Context, pr *process, client kubernetes.Interface) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "kwok-warm-up-"},
+		Spec: corev1.PodSpec{
+			NodeName:                     NodeName,
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "warm-up", Image: "kwok.invalid/warm-up"}},
+		},
+	}
+	pods := client.CoreV1().Pods(metav1.NamespaceDefault)
+	pod, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create warm-up pod: %w", err)
+	}
+	err = poll(ctx, pr, "pod "+pod.Name+" to be Running", func(ctx context.Context) error {
+		got, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase is %q", got.Status.Phase)
+		}
+		return nil
+	})
+	// Removed at once whatever happened: kwok need not be alive for it.
+	if derr := pods.Delete(context.WithoutCancel(ctx), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); derr != nil && !apierrors.IsNotFound(derr) && err == nil {
+		err = fmt.Errorf("delete warm-up pod: %w", derr)
+	}
+	return err
+}
+
+// forget removes an exited process from the plane's list and pids file, so
+// that neither Stop nor StopDir signals its pid, which the system may give
+// to another process.
+func (p *Plane) forget(pr *process) error {
+	p.procs = slices.DeleteFunc(p.procs, func(q *process) bool { return q == pr })
+	return writePids(p.Dir, p.procs)
 }
 
 // startEtcd starts etcd with its data in <Dir>/etcd. fsync is off: the data

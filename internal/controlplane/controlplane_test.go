@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -110,6 +111,36 @@ func TestStart_FailureNamesProcessAndLogTail(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("E0101 flag provided but not defined")))
 	g.Expect(err).To(MatchError(ContainSubstring(filepath.Join(dir, "logs", "kube-apiserver.log"))))
 	g.Expect(filepath.Join(dir, pidsFile)).NotTo(BeAnExistingFile(), "the etcd that did start is stopped")
+}
+
+// TestStart_RestartsKwokThatDiesWhileWarmingUp plays kwok's crash while it
+// sets up its stages: a kwok that panics on its first start. Start must start
+// it again, return a plane whose Node is Ready, and keep only the live kwok
+// in its pids.
+func TestStart_RestartsKwokThatDiesWhileWarmingUp(t *testing.T) {
+	g := NewWithT(t)
+	root, err := RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	bins, err := BinariesFrom(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	tmp := t.TempDir()
+	crashed := filepath.Join(tmp, "crashed")
+	flaky := filepath.Join(tmp, "kwok")
+	script := "#!/bin/sh\nif [ ! -e " + crashed + " ]; then touch " + crashed + "; echo 'fatal error: concurrent map writes'; exit 2; fi\nexec " + bins.Kwok + " \"$@\"\n"
+	g.Expect(os.WriteFile(flaky, []byte(script), 0o755)).To(Succeed())
+	bins.Kwok = flaky
+	var log strings.Builder
+
+	plane, err := Start(t.Context(), Options{Binaries: bins, Full: true, Log: &log})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = plane.Stop() })
+	g.Expect(crashed).To(BeAnExistingFile(), "the first kwok crashed")
+	g.Expect(log.String()).To(ContainSubstring("kwok exited while setting up its stages (attempt 1 of 3)"))
+	g.Expect(log.String()).To(ContainSubstring("concurrent map writes"), "the crash's log is shown")
+	pids, err := os.ReadFile(filepath.Join(plane.Dir, pidsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.Count(string(pids), "kwok ")).To(Equal(1), "only the running kwok is in the pids file:\n%s", pids)
+	g.Expect(syscall.Kill(plane.PIDs()["kwok"], 0)).To(Succeed())
 }
 
 // TestBinariesFrom_MissingBinaryTellsToRunMakeTools checks that a missing
