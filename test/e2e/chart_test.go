@@ -62,7 +62,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 		"alerts without a URL Secret":  {set: "alerts.enabled=true", want: "alerts.enabled needs alerts.urlSecret.name"},
 		"lease that is not a duration": {set: "leaderElection.leaseDuration=long", want: "leaderElection.leaseDuration: Does not match pattern"},
 		"unknown failure policy":       {set: "webhook.failurePolicy=Retry", want: "webhook.failurePolicy must be one of the following"},
-		"webhook timeout above 30 s":   {set: "webhook.timeoutSeconds=60", want: "webhook.timeoutSeconds: Must be less than or equal to 30"},
+		"webhook timeout above 5 s":    {set: "webhook.timeoutSeconds=10", want: "webhook.timeoutSeconds: Must be less than or equal to 5"},
 		"unknown issuerRef key":        {set: "webhook.certManager.issuerRef.namespace=x", want: "Additional property namespace is not allowed"},
 		// Rules between values, checked by the templates.
 		"both kinds ignored":                {set: "ignoreSecrets=true,ignoreConfigMaps=true", want: "leaves nothing to watch"},
