@@ -127,6 +127,18 @@ func templateSpec(t *testing.T, labels map[string]string) map[string]any {
 	return m
 }
 
+// rolloutSpec returns the spec of an Argo Rollout whose pods read ConfigMap
+// cfg (templateSpec), labelled app=name.
+func rolloutSpec(t *testing.T, name string) map[string]any {
+	t.Helper()
+	return map[string]any{
+		"replicas": int64(1),
+		"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+		"template": templateSpec(t, map[string]string{"app": name}),
+		"strategy": map[string]any{"canary": map[string]any{}},
+	}
+}
+
 func templateAnnotations(t *testing.T, o *unstructured.Unstructured) map[string]string {
 	t.Helper()
 	cur := o.DeepCopy()
@@ -143,16 +155,8 @@ func TestWorkloadReconciler_ArgoRollout(t *testing.T) {
 	argo := workload.ArgoRollout()
 	startReroll(t, ns, Options{Kinds: []workload.Kind{argo}})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	spec := func(name string) map[string]any {
-		return map[string]any{
-			"replicas": int64(1),
-			"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
-			"template": templateSpec(t, map[string]string{"app": name}),
-			"strategy": map[string]any{"canary": map[string]any{}},
-		}
-	}
-	byTemplate := customObject(t, argo, ns, "by-template", autoOn, spec("by-template"))
-	byRestart := customObject(t, argo, ns, "by-restart", map[string]string{"reroll.dev/auto": "true", workload.RolloutStrategyAnnotation: "restart"}, spec("by-restart"))
+	byTemplate := customObject(t, argo, ns, "by-template", autoOn, rolloutSpec(t, "by-template"))
+	byRestart := customObject(t, argo, ns, "by-restart", map[string]string{"reroll.dev/auto": "true", workload.RolloutStrategyAnnotation: "restart"}, rolloutSpec(t, "by-restart"))
 	// A Rollout whose pods come from a Deployment's template (workloadRef):
 	// the change goes to that template, which Argo watches.
 	target := deployment(ns, "ref-target", nil, podSpec(envFrom("cfg")))

@@ -563,18 +563,6 @@ func TestWorkloadWebhook_ReplaceKeepsEnvVarTrigger(t *testing.T) {
 	g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(rs), "no extra ReplicaSet")
 }
 
-// rolloutSpec returns the spec of an Argo Rollout whose pods read ConfigMap
-// cfg (templateSpec), labelled app=name.
-func rolloutSpec(t *testing.T, name string) map[string]any {
-	t.Helper()
-	return map[string]any{
-		"replicas": int64(1),
-		"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
-		"template": templateSpec(t, map[string]string{"app": name}),
-		"strategy": map[string]any{"canary": map[string]any{}},
-	}
-}
-
 // TestWorkloadWebhook_ReplaceKeepsTriggerOfCustomResource replaces an Argo
 // Rollout, a custom resource that the webhook decodes as unstructured data,
 // with its manifest: Reroll's fields come back and every field of the
