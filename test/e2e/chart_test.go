@@ -20,6 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // These tests render the chart with `helm template`; they need no control
@@ -437,6 +440,14 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 		}
 		g.Expect(resources).To(gomega.ConsistOf("deployments", "statefulsets", "daemonsets", "cronjobs", "rollouts", "deploymentconfigs"),
 			"every kind Reroll rolls, minus ignoredWorkloadTypes")
+		// Each webhook calls the path Reroll serves that kind's handler on.
+		served := map[string]string{}
+		for _, k := range append(workload.Builtin(), workload.CronJob{}, workload.Job{}, workload.ArgoRollout(), workload.DeploymentConfig()) {
+			served[workload.Plural(k)] = controller.WebhookPath(k)
+		}
+		for _, w := range cfg.Webhooks {
+			g.Expect(*w.ClientConfig.Service.Path).To(gomega.Equal(served[w.Rules[0].Resources[0]]), "webhook %s", w.Name)
+		}
 		g.Expect(only(objs, "Secret")).To(gomega.HaveLen(1))
 		g.Expect(only(objs, "Certificate")).To(gomega.BeEmpty())
 		c := container(t, objs)
