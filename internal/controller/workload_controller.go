@@ -470,19 +470,26 @@ func onlyMetadataChanged(obj, desired client.Object) bool {
 
 // setAnnotation sets a metadata annotation, or removes it when value is "".
 func setAnnotation(obj client.Object, key, value string) {
-	a := obj.GetAnnotations()
+	obj.SetAnnotations(withKey(obj.GetAnnotations(), key, value))
+}
+
+// setLabel sets a metadata label, or removes it when value is "".
+func setLabel(obj client.Object, key, value string) {
+	obj.SetLabels(withKey(obj.GetLabels(), key, value))
+}
+
+// withKey returns m with key set to value, or without key when value is "";
+// it allocates a map only when m is nil and a value is set.
+func withKey(m map[string]string, key, value string) map[string]string {
 	if value == "" {
-		if _, ok := a[key]; !ok {
-			return
-		}
-		delete(a, key)
-	} else {
-		if a == nil {
-			a = map[string]string{}
-		}
-		a[key] = value
+		delete(m, key)
+		return m
 	}
-	obj.SetAnnotations(a)
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[key] = value
+	return m
 }
 
 func describe(changes []change) string {

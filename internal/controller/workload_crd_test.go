@@ -241,10 +241,5 @@ func TestWorkloadReconciler_SkipsKindsTheServerDoesNotServe(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// The Deployment controller still works beside a kind that is not served.
 	startReroll(t, ns, Options{Kinds: []workload.Kind{missing, workload.Deployment{}}})
-	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
-	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
-	create(t, d)
-	recorded(t, d)
-	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
-	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+	expectDeploymentRolls(t, ns)
 }

@@ -275,22 +275,5 @@ func (h *workloadAdmission) startTrigger(obj client.Object, t *corev1.PodTemplat
 	return h.r.Kind.SetPodTemplate(obj, t)
 }
 
-// setLabel sets a metadata label, or removes it when value is "".
-func setLabel(obj client.Object, key, value string) {
-	l := obj.GetLabels()
-	if value == "" {
-		if _, ok := l[key]; !ok {
-			return
-		}
-		delete(l, key)
-	} else {
-		if l == nil {
-			l = map[string]string{}
-		}
-		l[key] = value
-	}
-	obj.SetLabels(l)
-}
-
 // Ensure the handler matches controller-runtime's interface.
 var _ admission.Handler = (*workloadAdmission)(nil)
