@@ -26,6 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/workload"
@@ -60,6 +61,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	projectionOpts, err := f.projections.options()
+	if err != nil {
+		return err
+	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -75,6 +80,9 @@ func run(args []string) error {
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
 	mo := opts.Scope.ManagerOptions()
@@ -107,6 +115,9 @@ func run(args []string) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, opts); err != nil {
+		return err
+	}
+	if err := setupProjections(mgr, f.projections, projectionOpts); err != nil {
 		return err
 	}
 	if err := freeMemoryAfterSync(mgr); err != nil {

@@ -53,6 +53,7 @@ type flags struct {
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
 	webhook            webhookFlags
+	projections        projectionFlags
 }
 
 // newFlagSet binds every flag to f.
@@ -99,6 +100,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
 	addWebhookFlags(fs, &f.webhook)
+	addProjectionFlags(fs, &f.projections)
 	return fs
 }
 
