@@ -52,7 +52,7 @@ reroll_pid=$!
 echo "reroll pid $reroll_pid, log in $dir.reroll.log"
 
 step "Applying examples/reroll-demo.yaml"
-kubectl apply -f examples/
+kubectl apply -f examples/reroll-demo.yaml
 kubectl -n $ns rollout status deployment/web --timeout=120s
 kubectl -n $ns wait deployment/web --for=jsonpath='{.metadata.annotations.reroll\.dev/observed}' --timeout=60s >/dev/null ||
   fail "Reroll did not record the Deployment on first sight"

@@ -111,12 +111,12 @@ func needsWrite(target *unstructured.Unstructured, want map[string]string, parse
 	return false
 }
 
-// rewritten returns the first path Reroll wrote that its field manager no
-// longer owns, and the manager that owns it now ("" when nobody does: the
+// rewritten returns the first path Reroll wrote that its field manager
+// (manager) no longer owns, and the manager that owns it now ("" when nobody does: the
 // field was removed). Another writer takes a field over when it writes a
 // different value (an Update moves ownership; a forced Apply takes it);
 // writing the same value only shares ownership, which is no fight.
-func rewritten(target *unstructured.Unstructured, written []string) (path, manager string, found bool) {
+func rewritten(target *unstructured.Unstructured, ours string, written []string) (path, manager string, found bool) {
 	mf := target.GetManagedFields()
 	for _, p := range written {
 		names, err := ParsePath(p)
@@ -124,17 +124,17 @@ func rewritten(target *unstructured.Unstructured, written []string) (path, manag
 			continue
 		}
 		var other string
-		ours := false
+		owned := false
 		for _, o := range owners(mf, names) {
-			if o.Manager == FieldManager && o.Operation == metav1.ManagedFieldsOperationApply {
-				ours = true
+			if o.Manager == ours && o.Operation == metav1.ManagedFieldsOperationApply {
+				owned = true
 				break
 			}
 			if other == "" {
 				other = o.Manager
 			}
 		}
-		if !ours {
+		if !owned {
 			return p, other, true
 		}
 	}

@@ -161,7 +161,7 @@ func TestRewritten(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{}}
 			u.SetManagedFields(c.managed)
-			path, manager, found := rewritten(u, c.written)
+			path, manager, found := rewritten(u, FieldManager, c.written)
 			if found != (c.path != "") || path != c.path || manager != c.manager {
 				t.Fatalf("rewritten() = %q, %q, %v; want %q, %q", path, manager, found, c.path, c.manager)
 			}

@@ -6,7 +6,7 @@
 // It reads the sources and writes the target by impersonating the
 // Projection's ServiceAccount, directly from the API server (values never
 // enter a cache), and writes only the projected fields with server-side apply
-// under the field manager FieldManager. The manager's cache holds only the
+// under the field manager "reroll-projection/<name>". The manager's cache holds only the
 // digests of ConfigMaps and Secrets (internal/digest), which tell it which
 // Projections a change concerns, key by key. docs/projections.md describes
 // the model, security and GitOps.

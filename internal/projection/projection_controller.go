@@ -26,10 +26,15 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 )
 
-// FieldManager is the server-side apply field manager of every write to a
-// target; its managedFields entry is how Reroll tells its own fields from
-// another writer's.
+// FieldManager is the prefix of the server-side apply field manager of every
+// write to a target: "reroll-projection/<Projection name>" (ManagerFor). Its
+// managedFields entry is how Reroll tells its own fields from another
+// writer's; one manager per Projection keeps two Projections of one target
+// from removing each other's fields.
 const FieldManager = "reroll-projection"
+
+// ManagerFor returns the field manager of Projection name's writes.
+func ManagerFor(name string) string { return FieldManager + "/" + name }
 
 // Finalizer holds a Projection with prune: true until its fields are
 // removed from the target.
@@ -226,7 +231,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	}
 
 	var rewrite *rerollv1alpha1.Conflict
-	if path, manager, found := rewritten(target, st.Fields); found {
+	if path, manager, found := rewritten(target, ManagerFor(p.Name), st.Fields); found {
 		rewrite = countRewrite(st.Conflict, path, manager, now, r.Options.Conflict)
 		st.Conflict = rewrite
 		if int(rewrite.Count) > r.Options.Conflict.Rewrites {
@@ -271,7 +276,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 			return fail(ReasonInvalidSpec, fmt.Sprintf("path %s: %v", path, err), 0)
 		}
 	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(ManagerFor(p.Name)), client.ForceOwnership); err != nil {
 		if apierrors.IsForbidden(err) {
 			return fail(ReasonForbidden, r.forbiddenMessage(err, p.Namespace, sa, "patch", res, target.GetName()), interval)
 		}
@@ -434,7 +439,7 @@ type permanent struct{ err error }
 func (e *permanent) Error() string { return e.err.Error() }
 func (e *permanent) Unwrap() error { return e.err }
 
-// prune applies an empty configuration under FieldManager: server-side
+// prune applies an empty configuration under the Projection's field manager: server-side
 // apply then removes every field only Reroll owned.
 func (r *Reconciler) prune(ctx context.Context, p *rerollv1alpha1.Projection) error {
 	sa := p.Spec.ServiceAccountName
@@ -462,7 +467,7 @@ func (r *Reconciler) prune(ctx context.Context, p *rerollv1alpha1.Projection) er
 	apply.SetNamespace(p.Namespace)
 	apply.SetName(target.GetName())
 	apply.SetResourceVersion(target.GetResourceVersion())
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(ManagerFor(p.Name)), client.ForceOwnership); err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 			return &permanent{fmt.Errorf("pruning %s %s: %w", p.Spec.Target.Kind, p.Spec.Target.Name, err)}
 		}

@@ -99,7 +99,7 @@ func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T)
 		return []string{field(t, w, secretKeyPath), field(t, w, digestPath), field(t, w, accessKeyPath)}
 	}).Should(gomega.Equal([]string{"U0sy", digestOf(map[string]string{"secretKey": "SK2"}), "AK1"}))
 	// Only Reroll's field manager owns the projected fields.
-	g.Expect(managers(getWidget(t, ns, "harbor"))).To(gomega.ContainElement(FieldManager))
+	g.Expect(managers(getWidget(t, ns, "harbor"))).To(gomega.ContainElement(ManagerFor("harbor-s3")))
 }
 
 func TestProjection_KeyNotReadChangesNothing(t *testing.T) {
@@ -157,7 +157,7 @@ func TestProjection_ServiceAccountThatMayNotReadTheSecretWritesNothing(t *testin
 	g.Eventually(func() []string { return events(t, ns, "Projection", "harbor-s3", ReasonForbidden) }).ShouldNot(gomega.BeEmpty())
 	w := getWidget(t, ns, "harbor")
 	g.Expect(field(t, w, accessKeyPath)).To(gomega.BeEmpty())
-	g.Expect(managers(w)).NotTo(gomega.ContainElement(FieldManager))
+	g.Expect(managers(w)).NotTo(gomega.ContainElement(ManagerFor("harbor-s3")))
 }
 
 func TestProjection_ConflictingWriterIsDetected(t *testing.T) {
