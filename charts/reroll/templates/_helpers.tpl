@@ -126,6 +126,27 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
   resources: ["jobs"]
   verbs: ["create", "delete", "get", "list", "patch", "watch"]
 {{- end }}
+{{- if .Values.projections.enabled }}
+{{- /* Projections: Reroll reads and writes targets only by impersonating
+the Projection's ServiceAccount (docs/projections.md#security). */}}
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["impersonate"]
+- apiGroups: ["reroll.dev"]
+  resources: ["projections"]
+  verbs: ["get", "list", "patch", "update", "watch"]
+- apiGroups: ["reroll.dev"]
+  resources: ["projections/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["reroll.dev"]
+  resources: ["projections/finalizers"]
+  verbs: ["update"]
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the HMAC key of Projections' digests. */}}
+{{- define "reroll.projectionKeySecret" -}}
+{{- default (printf "%s-projection-key" (include "reroll.fullname" .)) .Values.projections.keySecret.name }}
 {{- end }}
 
 {{/* The container image: repository@digest, else repository:tag. */}}
