@@ -78,6 +78,26 @@ func paths(fields []rerollv1alpha1.Field) (map[string][]string, error) {
 	return out, nil
 }
 
+// checkTemplates returns an error naming the first ${name} of a template
+// that names no source.
+func checkTemplates(spec rerollv1alpha1.ProjectionSpec) error {
+	names := make(map[string]bool, len(spec.Sources))
+	for _, s := range spec.Sources {
+		names[s.Name] = true
+	}
+	for _, f := range spec.Fields {
+		if f.Template == nil {
+			continue
+		}
+		for _, m := range placeholder.FindAllStringSubmatch(*f.Template, -1) {
+			if !names[m[1]] {
+				return fmt.Errorf("field %s: the template uses ${%s}, which names no source", f.Path, m[1])
+			}
+		}
+	}
+	return nil
+}
+
 // desired returns the value of every field that is written now, keyed by
 // path; a field whose optional source is absent is left out.
 func desired(fields []rerollv1alpha1.Field, values map[string]sourceValue, key []byte) (map[string]string, error) {

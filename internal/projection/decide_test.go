@@ -214,3 +214,29 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckTemplates(t *testing.T) {
+	spec := func(template string) rerollv1alpha1.ProjectionSpec {
+		return rerollv1alpha1.ProjectionSpec{
+			Sources: []rerollv1alpha1.Source{{Name: "host"}, {Name: "port"}},
+			Fields:  []rerollv1alpha1.Field{{Path: "spec.a", Source: "host"}, {Path: "spec.url", Template: &template}},
+		}
+	}
+	cases := map[string]struct {
+		template string // the template of spec.url
+		wantErr  string // part of the error; empty for none
+	}{
+		"known names":       {template: "https://${host}:${port}"},
+		"no placeholder":    {template: "plain $host {port}"},
+		"an unknown name":   {template: "${host}:${nope}", wantErr: "${nope}"},
+		"not a placeholder": {template: "${1x} ${}"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := checkTemplates(spec(c.template))
+			if (err != nil) != (c.wantErr != "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("checkTemplates() = %v, want an error containing %q", err, c.wantErr)
+			}
+		})
+	}
+}

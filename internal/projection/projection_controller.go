@@ -80,12 +80,6 @@ func DefaultOptions() Options {
 // from the manager's cache.
 //
 // Reroll's own role holds no access to targets: it only impersonates.
-//
-// +kubebuilder:rbac:groups=reroll.dev,resources=projections,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups=reroll.dev,resources=projections/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=reroll.dev,resources=projections/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 type Reconciler struct {
 	// Client reads Projections from the cache and writes their status and
 	// finalizer, as Reroll.
@@ -106,6 +100,15 @@ type Reconciler struct {
 	mu      sync.Mutex
 	clients map[string]client.Client
 }
+
+// Reroll's rules for Projections: no access to targets, only impersonation
+// of ServiceAccounts (the chart and config/components/projections grant them
+// only when Projections are enabled).
+// +kubebuilder:rbac:groups=reroll.dev,resources=projections,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=reroll.dev,resources=projections/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=reroll.dev,resources=projections/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile brings one Projection's target up to date and records the
 // outcome in its status. Transient failures are returned so the workqueue
@@ -175,9 +178,9 @@ func fail(reason, message string, requeue time.Duration) outcome {
 // value differs; it updates st (status) in place.
 func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, st *rerollv1alpha1.ProjectionStatus) outcome {
 	now := r.now()
-	interval := p.Spec.Interval.Duration
-	if interval <= 0 {
-		interval = 10 * time.Minute
+	interval := 10 * time.Minute
+	if p.Spec.Interval != nil && p.Spec.Interval.Duration > 0 {
+		interval = p.Spec.Interval.Duration
 	}
 	if c := st.Conflict; c != nil && c.StoppedGeneration != 0 {
 		if c.StoppedGeneration == p.Generation {
@@ -187,6 +190,9 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 		st.Conflict = nil
 	}
 	parsed, err := paths(p.Spec.Fields)
+	if err == nil {
+		err = checkTemplates(p.Spec)
+	}
 	if err != nil {
 		return fail(ReasonInvalidSpec, err.Error(), 0)
 	}

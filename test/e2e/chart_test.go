@@ -306,6 +306,9 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		},
 		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
 		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},
+		"projections": {
+			values: map[string]any{"projections": map[string]any{"enabled": true}}, kind: "ClusterRole", want: append(without("namespaces"), projectionRules(t)...),
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -334,8 +337,40 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 	}
 }
 
-// generatedRules reads config/rbac/role.yaml as group|resource|verb triples.
+// generatedRules reads config/rbac/role.yaml as group|resource|verb
+// triples, without the rules of Projections (projectionRules), which the
+// chart and the Kustomize base grant only when Projections are enabled.
 func generatedRules(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, p := range allGeneratedRules(t) {
+		if !isProjectionRule(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// projectionRules are the rules of config/rbac/role.yaml that only
+// --enable-projections needs: impersonate on ServiceAccounts, and
+// Projections.
+func projectionRules(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, p := range allGeneratedRules(t) {
+		if isProjectionRule(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isProjectionRule(triple string) bool {
+	return strings.HasPrefix(triple, "reroll.dev|") || strings.HasPrefix(triple, "|serviceaccounts|")
+}
+
+// allGeneratedRules reads config/rbac/role.yaml as group|resource|verb triples.
+func allGeneratedRules(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
