@@ -142,6 +142,12 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 				"--webhook-cert-dir=/var/run/reroll/webhook-certs", "--webhook-service=r-reroll-webhook",
 				"--webhook-cert-secret=r-reroll-webhook-cert", "--webhook-configuration-name=r-reroll"},
 		},
+		"projections": {
+			values: map[string]any{"projections.enabled": true, "projections.conflictWindow": "5m"},
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-projections",
+				"--projection-key-file=/var/run/reroll/projection-key/key", "--projection-service-account=default",
+				"--projection-conflict-rewrites=3", "--projection-conflict-window=5m"},
+		},
 		"webhook with cert-manager": {
 			values: map[string]any{"webhook.enabled": true, "webhook.certManager.enabled": true},
 			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-webhook", "--webhook-port=9443",
@@ -380,11 +386,15 @@ func allGeneratedRules(t *testing.T) []string {
 }
 
 // rulesOf returns the rules of the single object of kind in namespace (""
-// for a ClusterRole) as group|resource|verb triples.
+// for a ClusterRole) as group|resource|verb triples: Reroll's own, not a
+// ClusterRole aggregated to the admin role for users.
 func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace string) []string {
 	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range only(objs, kind) {
+		if o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
+			continue
+		}
 		if o.GetNamespace() == namespace {
 			found = append(found, o)
 		}
@@ -550,4 +560,36 @@ func TestHelmChart_AlertsReadTheURLFromASecret(t *testing.T) {
 	for _, e := range container(t, renderChart(t, nil)).Env {
 		g.Expect(e.Name).NotTo(gomega.HavePrefix("ALERT_"), "alerts are off by default")
 	}
+}
+
+// TestHelmChart_ProjectionsAreForAdminsOnly checks that with Projections
+// enabled the chart installs the CRD, kept on uninstall, and a ClusterRole
+// for Projections aggregated to admin and to neither edit nor view.
+func TestHelmChart_ProjectionsAreForAdminsOnly(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	g.Expect(only(renderChart(t, nil), "CustomResourceDefinition")).To(gomega.BeEmpty(), "off by default")
+	objs := renderChart(t, map[string]any{"projections.enabled": true})
+	crds := only(objs, "CustomResourceDefinition")
+	g.Expect(crds).To(gomega.HaveLen(1))
+	g.Expect(crds[0].GetName()).To(gomega.Equal("projections.reroll.dev"))
+	g.Expect(crds[0].GetAnnotations()).To(gomega.HaveKeyWithValue("helm.sh/resource-policy", "keep"))
+	var admin []*unstructured.Unstructured
+	for _, o := range only(objs, "ClusterRole") {
+		l := o.GetLabels()
+		g.Expect(l).NotTo(gomega.HaveKey("rbac.authorization.k8s.io/aggregate-to-edit"))
+		g.Expect(l).NotTo(gomega.HaveKey("rbac.authorization.k8s.io/aggregate-to-view"))
+		if l["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
+			admin = append(admin, o)
+		}
+	}
+	g.Expect(admin).To(gomega.HaveLen(1))
+	for _, p := range expand(convert[rbacv1.ClusterRole](t, admin[0]).Rules) {
+		g.Expect(p).To(gomega.HavePrefix("reroll.dev|projections"))
+	}
+	secrets := only(objs, "Secret")
+	g.Expect(secrets).To(gomega.HaveLen(1), "the digest key")
+	key, _, err := unstructured.NestedString(secrets[0].Object, "data", "key")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(key).NotTo(gomega.BeEmpty())
 }

@@ -44,6 +44,23 @@ func TestManifests_UpToDate(t *testing.T) {
 	g.Expect(body).To(gomega.Equal(rendered), "%s is stale: run `make manifests`", oneFile)
 }
 
+// TestManifests_ProjectionCRDUpToDate fails when `make manifests` would
+// change the Projection CRD in config/crd/bases or the chart's copy.
+func TestManifests_ProjectionCRDUpToDate(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	out := t.TempDir()
+	_, err := run(nil, controllerGenBin, "crd", "paths=./api/...", "output:crd:artifacts:config="+out)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fresh, err := os.ReadFile(filepath.Join(out, "reroll.dev_projections.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	for _, path := range []string{"config/crd/bases/reroll.dev_projections.yaml", "charts/reroll/files/reroll.dev_projections.yaml"} {
+		committed, err := os.ReadFile(filepath.Join(root, path))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "%s is stale: run `make manifests`", path)
+	}
+}
+
 // TestManifests_MatchGeneratedRoleAndChart checks the one-file install's
 // RBAC against the generated role (without the Namespace read, which only
 // --namespace-selector needs) and its image against the chart's appVersion.
