@@ -65,6 +65,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	projectionOpts.IgnoreSecrets, projectionOpts.IgnoreConfigMaps = opts.Annotations.IgnoreSecrets, opts.Annotations.IgnoreConfigMaps
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err

@@ -63,6 +63,10 @@ type Options struct {
 	// MaxRetry is the longest wait between two reads of a missing target
 	// (default 5 minutes).
 	MaxRetry time.Duration
+	// IgnoreSecrets and IgnoreConfigMaps (--resources-to-ignore) leave that
+	// kind unwatched, so that Projections never make Reroll cache objects it
+	// was told to ignore; their changes are then seen at each interval.
+	IgnoreSecrets, IgnoreConfigMaps bool
 }
 
 // DefaultOptions are the controller's defaults, also those of its flags.

@@ -67,17 +67,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &rerollv1alpha1.Projection{}, sourcesIndex, sourceKeys); err != nil {
 		return fmt.Errorf("indexing Projections by source: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("projection").
 		// The spec (generation) and deletion decide what to write; status
 		// and finalizer writes, Reroll's own, do not.
-		For(&rerollv1alpha1.Projection{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting()))).
-		// A source changed: the cached objects hold per-key digests only
-		// (internal/digest), so this costs no value in memory and tells
-		// which keys changed; only Projections reading one are reconciled.
-		Watches(&corev1.Secret{}, r.sourceHandler("Secret")).
-		Watches(&corev1.ConfigMap{}, r.sourceHandler("ConfigMap")).
-		Complete(r)
+		For(&rerollv1alpha1.Projection{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
+	// A source changed: these are the informers the workload controller
+	// already has, whose objects hold per-key digests only (internal/digest),
+	// so this costs no value in memory and tells which keys changed; only
+	// Projections reading one are reconciled.
+	if !r.Options.IgnoreSecrets {
+		b = b.Watches(&corev1.Secret{}, r.sourceHandler("Secret"))
+	}
+	if !r.Options.IgnoreConfigMaps {
+		b = b.Watches(&corev1.ConfigMap{}, r.sourceHandler("ConfigMap"))
+	}
+	return b.Complete(r)
 }
 
 // deleting passes updates that set the deletion timestamp.
