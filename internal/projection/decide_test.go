@@ -1,9 +1,15 @@
 package projection
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -238,5 +244,32 @@ func TestCheckTemplates(t *testing.T) {
 				t.Fatalf("checkTemplates() = %v, want an error containing %q", err, c.wantErr)
 			}
 		})
+	}
+}
+
+func TestRedaction_NeverQuotesValues(t *testing.T) {
+	const value = "s3cr3t-value"
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "w", fieldpath.ErrorList{
+		fieldpath.Invalid(fieldpath.NewPath("spec", "storage", "accessKey"), value, "must be 20 characters"),
+	})
+	denied := apierrors.NewInternalError(errors.New("admission webhook denied the request: " + value))
+	cases := map[string]struct {
+		got  string // the text that reaches status, Events or logs
+		want string // part of it that must be there
+	}{
+		"refused field":     {got: refusal(invalid), want: "spec.storage.accessKey (FieldValueInvalid)"},
+		"redacted invalid":  {got: redacted{invalid}.Error(), want: "Invalid (HTTP 422"},
+		"redacted webhook":  {got: redacted{denied}.Error(), want: "InternalError (HTTP 500"},
+		"wrapped redaction": {got: fmt.Errorf("applying: %w", redacted{denied}).Error(), want: "message withheld"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if strings.Contains(c.got, value) || !strings.Contains(c.got, c.want) {
+				t.Fatalf("%q: want %q in it and no value", c.got, c.want)
+			}
+		})
+	}
+	if !errors.Is(redacted{invalid}, invalid) || !apierrors.IsInvalid(redacted{invalid}) {
+		t.Fatal("redacted hides the error from errors.Is and apierrors")
 	}
 }

@@ -287,10 +287,13 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 		}
 	}
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(ManagerFor(p.Name)), client.ForceOwnership); err != nil {
-		if apierrors.IsForbidden(err) {
+		switch {
+		case apierrors.IsForbidden(err):
 			return fail(ReasonForbidden, r.forbiddenMessage(err, p.Namespace, sa, "patch", res, target.GetName()), interval)
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			return fail(ReasonInvalidValue, fmt.Sprintf("the API server refused the write to %s %s: %s", gvk.Kind, target.GetName(), refusal(err)), interval)
 		}
-		return outcome{err: fmt.Errorf("applying %s %s: %w", gvk.Kind, target.GetName(), err)}
+		return outcome{err: fmt.Errorf("applying %s %s: %w", gvk.Kind, target.GetName(), redacted{err})}
 	}
 	st.Fields = written
 	st.SourcesDigest = digest
@@ -332,6 +335,39 @@ func (r *Reconciler) readSources(ctx context.Context, c client.Client, p *reroll
 		values[s.Name] = sourceValue{value: v, present: found}
 	}
 	return values, outcome{}, true
+}
+
+// redacted hides the message of an error from a write of projected values:
+// the API server, or an admission webhook, may quote the values in it, and
+// the message reaches logs and Events. It keeps the status reason and code.
+type redacted struct{ err error }
+
+func (e redacted) Error() string {
+	return fmt.Sprintf("%s (HTTP %d; message withheld: it may quote projected values)", apierrors.ReasonForError(e.err), statusCode(e.err))
+}
+
+func (e redacted) Unwrap() error { return e.err }
+
+func statusCode(err error) int32 {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Code
+	}
+	return 0
+}
+
+// refusal describes an Invalid or BadRequest answer by the fields and the
+// kinds of their faults, never by the values, which the API server quotes.
+func refusal(err error) string {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Details == nil || len(st.Status().Details.Causes) == 0 {
+		return string(apierrors.ReasonForError(err))
+	}
+	var parts []string
+	for _, c := range st.Status().Details.Causes {
+		parts = append(parts, fmt.Sprintf("%s (%s)", c.Field, c.Type))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // keyOf returns the value of key in a Secret's data or a ConfigMap's data
@@ -479,9 +515,9 @@ func (r *Reconciler) prune(ctx context.Context, p *rerollv1alpha1.Projection) er
 	apply.SetResourceVersion(target.GetResourceVersion())
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(ManagerFor(p.Name)), client.ForceOwnership); err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-			return &permanent{fmt.Errorf("pruning %s %s: %w", p.Spec.Target.Kind, p.Spec.Target.Name, err)}
+			return &permanent{fmt.Errorf("pruning %s %s: %w", p.Spec.Target.Kind, p.Spec.Target.Name, redacted{err})}
 		}
-		return fmt.Errorf("pruning %s %s: %w", p.Spec.Target.Kind, p.Spec.Target.Name, err)
+		return fmt.Errorf("pruning %s %s: %w", p.Spec.Target.Kind, p.Spec.Target.Name, redacted{err})
 	}
 	r.Recorder.Event(p, corev1.EventTypeNormal, ReasonPruned, fmt.Sprintf("removed %s from %s %s", strings.Join(p.Status.Fields, ", "), p.Spec.Target.Kind, p.Spec.Target.Name))
 	r.Recorder.Eventf(target, corev1.EventTypeNormal, ReasonPruned, "Projection %s removed %s", p.Name, strings.Join(p.Status.Fields, ", "))
