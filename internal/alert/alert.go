@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/reroll/reroll/internal/change"
 )
 
 // Sink is the kind of endpoint ALERT_WEBHOOK_URL points at, which decides
@@ -36,51 +38,11 @@ func ParseSink(s string) (Sink, error) {
 	}
 }
 
-// Alert is one rollout to report.
-type Alert struct {
-	// Kind, Namespace and Name identify the workload that was rolled.
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Changes are the ConfigMaps and Secrets whose consumed data changed.
-	Changes []Change `json:"changes"`
-}
-
-// Change is one ConfigMap or Secret of an Alert. It never holds values.
-type Change struct {
-	// Kind is "ConfigMap" or "Secret"; Name is the object's name.
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-	// Keys lists the consumed keys that changed; empty when the object was
-	// created or deleted.
-	Keys []string `json:"keys,omitempty"`
-	// Created and Deleted are set when the object appeared or disappeared.
-	Created bool `json:"created,omitempty"`
-	Deleted bool `json:"deleted,omitempty"`
-}
-
-// String describes the change for a person, as the Rolled Event does.
-func (c Change) String() string {
-	id := c.Kind + "/" + c.Name
-	switch {
-	case c.Created:
-		return id + " was created"
-	case c.Deleted:
-		return id + " was deleted"
-	case len(c.Keys) == 0:
-		return id + " changed"
-	}
-	return id + " changed keys " + strings.Join(c.Keys, ",")
-}
-
-// Text is the message a person reads: the workload, the changes and, on a
-// line of its own, the additional information (ALERT_ADDITIONAL_INFO).
-func (a Alert) Text(info string) string {
-	parts := make([]string, 0, len(a.Changes))
-	for _, c := range a.Changes {
-		parts = append(parts, c.String())
-	}
-	text := fmt.Sprintf("Reroll rolled %s %s/%s after %s", a.Kind, a.Namespace, a.Name, strings.Join(parts, "; "))
+// Text is the message a person reads: the workload, the change's one text
+// form and, on a line of its own, the additional information
+// (ALERT_ADDITIONAL_INFO).
+func Text(c change.Change, info string) string {
+	text := fmt.Sprintf("Reroll rolled %s after %s", c.Workload(), c.Summary())
 	if info = strings.TrimSpace(info); info != "" {
 		text += "\n" + info
 	}
@@ -89,10 +51,10 @@ func (a Alert) Text(info string) string {
 
 // webhookBody is the JSON object posted to a raw webhook.
 type webhookBody struct {
-	Alert
+	change.Change
 	// AdditionalInfo is ALERT_ADDITIONAL_INFO, omitted when empty.
 	AdditionalInfo string `json:"additionalInfo,omitempty"`
-	// Text is Alert.Text, for receivers that only show a message.
+	// Text is Text, for receivers that only show a message.
 	Text string `json:"text"`
 }
 
@@ -106,8 +68,9 @@ type messageCard struct {
 }
 
 // Body returns the JSON body of the POST for the sink.
-func Body(sink Sink, a Alert, info string) ([]byte, error) {
-	text := a.Text(info)
+func Body(sink Sink, a change.Change, info string) ([]byte, error) {
+	a = a.Alert()
+	text := Text(a, info)
 	var v any
 	switch sink {
 	case Slack, GChat:
@@ -116,10 +79,10 @@ func Body(sink Sink, a Alert, info string) ([]byte, error) {
 		// Teams renders text as Markdown, where a single newline is not a
 		// line break.
 		v = messageCard{Type: "MessageCard", Context: "https://schema.org/extensions",
-			Summary: fmt.Sprintf("Reroll rolled %s %s/%s", a.Kind, a.Namespace, a.Name),
+			Summary: "Reroll rolled " + a.Workload(),
 			Text:    strings.ReplaceAll(text, "\n", "\n\n")}
 	case Webhook, "":
-		v = webhookBody{Alert: a, AdditionalInfo: strings.TrimSpace(info), Text: text}
+		v = webhookBody{Change: a, AdditionalInfo: strings.TrimSpace(info), Text: text}
 	default:
 		return nil, fmt.Errorf("unknown sink %q", sink)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/metrics"
 )
 
@@ -55,7 +56,7 @@ type Config struct {
 type Sender struct {
 	cfg   Config
 	http  *http.Client
-	queue chan Alert
+	queue chan change.Change
 }
 
 // NewSender returns a Sender for cfg, with the defaults filled in.
@@ -79,13 +80,13 @@ func NewSender(cfg Config) *Sender {
 	return &Sender{
 		cfg:   cfg,
 		http:  &http.Client{Timeout: cfg.Timeout, Transport: transport},
-		queue: make(chan Alert, cfg.QueueSize),
+		queue: make(chan change.Change, cfg.QueueSize),
 	}
 }
 
 // Alert queues a for sending and returns at once. When the queue is full
 // the alert is dropped and counted: a rollout never waits for a sink.
-func (s *Sender) Alert(_ context.Context, a Alert) {
+func (s *Sender) Alert(_ context.Context, a change.Change) {
 	select {
 	case s.queue <- a:
 	default:
@@ -112,7 +113,7 @@ func (s *Sender) Start(ctx context.Context) error {
 func (s *Sender) NeedLeaderElection() bool { return false }
 
 // send posts a, retrying with backoff, and counts the result.
-func (s *Sender) send(ctx context.Context, a Alert) {
+func (s *Sender) send(ctx context.Context, a change.Change) {
 	body, err := Body(s.cfg.Sink, a, s.cfg.AdditionalInfo)
 	var last error
 	if err == nil {

@@ -1,6 +1,8 @@
 package alert
 
 import (
+	"github.com/reroll/reroll/internal/change"
+
 	"encoding/json"
 	"io"
 	"net/http"
@@ -26,7 +28,7 @@ func TestSender_DropsWhenQueueIsFull(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for range 5 {
-			s.Alert(t.Context(), Alert{Kind: "Deployment", Namespace: "ns", Name: "web"})
+			s.Alert(t.Context(), change.Change{Kind: "Deployment", Namespace: "ns", Name: "web"})
 		}
 		close(done)
 	}()
@@ -64,7 +66,7 @@ func TestSender_RetriesUntilTheSinkAccepts(t *testing.T) {
 	sent, failed := metrics.AlertCount(string(Slack), metrics.AlertSent), metrics.AlertCount(string(Slack), metrics.AlertFailed)
 	go func() { _ = s.Start(t.Context()) }()
 
-	s.Alert(t.Context(), Alert{Kind: "Deployment", Namespace: "ns", Name: "web", Changes: []Change{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"k"}}}})
+	s.Alert(t.Context(), change.Change{Kind: "Deployment", Namespace: "ns", Name: "web", Objects: []change.Object{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"k"}}}})
 	g.Eventually(received).Should(gomega.HaveLen(1))
 	g.Expect(received()[0]["text"]).To(gomega.Equal("Reroll rolled Deployment ns/web after ConfigMap/cfg changed keys k\ncluster a"))
 	g.Eventually(func() float64 { return metrics.AlertCount(string(Slack), metrics.AlertSent) - sent }).Should(gomega.Equal(1.0))
@@ -85,7 +87,7 @@ func TestSender_CountsFailureAfterLastRetry(t *testing.T) {
 	s := NewSender(Config{Sink: Teams, URL: srv.URL, Backoff: fastBackoff})
 	failed := metrics.AlertCount(string(Teams), metrics.AlertFailed)
 	go func() { _ = s.Start(t.Context()) }()
-	s.Alert(t.Context(), Alert{Kind: "StatefulSet", Namespace: "ns", Name: "db"})
+	s.Alert(t.Context(), change.Change{Kind: "StatefulSet", Namespace: "ns", Name: "db"})
 	g.Eventually(func() float64 { return metrics.AlertCount(string(Teams), metrics.AlertFailed) - failed }).Should(gomega.Equal(1.0))
 	mu.Lock()
 	defer mu.Unlock()
@@ -106,7 +108,7 @@ func TestSender_UsesTheProxy(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	s := NewSender(Config{Sink: Webhook, URL: "http://sink.invalid/hook", Proxy: u.URL, Backoff: fastBackoff})
 	go func() { _ = s.Start(t.Context()) }()
-	s.Alert(t.Context(), Alert{Kind: "Deployment", Namespace: "ns", Name: "web"})
+	s.Alert(t.Context(), change.Change{Kind: "Deployment", Namespace: "ns", Name: "web"})
 	g.Eventually(func() string {
 		mu.Lock()
 		defer mu.Unlock()

@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
+
+	"github.com/reroll/reroll/internal/change"
 )
 
 func TestClient_Post(t *testing.T) {
 	g := gomega.NewWithT(t)
-	var got Payload
+	var got change.Change
 	var contentType string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		contentType = r.Header.Get("Content-Type")
@@ -20,7 +22,7 @@ func TestClient_Post(t *testing.T) {
 		_ = json.Unmarshal(b, &got)
 	}))
 	defer srv.Close()
-	p := Payload{Kind: "Deployment", Namespace: "ns", Name: "web", Hash: "h", Changes: []Change{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}, Hash: "s"}}}
+	p := change.Change{Kind: "Deployment", Namespace: "ns", Name: "web", Hash: "h", Objects: []change.Object{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}, Hash: "s"}}}
 	g.Expect((&Client{URL: srv.URL}).Post(t.Context(), p)).To(gomega.Succeed())
 	g.Expect(got).To(gomega.Equal(p))
 	g.Expect(contentType).To(gomega.Equal("application/json"))
@@ -30,6 +32,6 @@ func TestClient_PostFailsOnServerError(t *testing.T) {
 	g := gomega.NewWithT(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
 	defer srv.Close()
-	err := (&Client{URL: srv.URL}).Post(t.Context(), Payload{})
+	err := (&Client{URL: srv.URL}).Post(t.Context(), change.Change{})
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("502")))
 }
