@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -243,12 +243,12 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 // alerterFromEnv reads Reloader's alert variables: nil unless ALERT_ON_RELOAD
 // is "true"; an error naming the variable when the sink or a URL is
 // malformed.
-func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
+func alerterFromEnv(env func(string) string) (*notify.Sender, error) {
 	if on := strings.TrimSpace(env("ALERT_ON_RELOAD")); !strings.EqualFold(on, "true") {
 		return nil, nil
 	}
 	var errs []error
-	sink, err := alert.ParseSink(env("ALERT_SINK"))
+	sink, err := notify.ParseSink(env("ALERT_SINK"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("ALERT_SINK: %w", err))
 	}
@@ -257,7 +257,7 @@ func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
 		// Never print the value: Slack's and Teams' URLs hold a token.
 		errs = append(errs, errors.New("ALERT_WEBHOOK_URL: an http or https URL is required when ALERT_ON_RELOAD is true"))
 	}
-	cfg := alert.Config{Sink: sink, URL: hook, AdditionalInfo: env("ALERT_ADDITIONAL_INFO"), Log: ctrl.Log.WithName("alert")}
+	cfg := notify.Config{Sink: sink, URL: hook, AdditionalInfo: env("ALERT_ADDITIONAL_INFO"), Log: ctrl.Log.WithName("alert")}
 	if p := strings.TrimSpace(env("ALERT_WEBHOOK_PROXY")); p != "" {
 		u, err := url.Parse(p)
 		if err != nil || !isHTTPURL(p) {
@@ -268,7 +268,7 @@ func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return alert.NewSender(cfg), nil
+	return notify.NewSender(cfg), nil
 }
 
 // isHTTPURL reports whether s is an absolute http or https URL with a host.

@@ -8,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/annotation"
@@ -70,8 +70,9 @@ type Options struct {
 	IgnoredWorkloads []string
 	// Scope limits the namespaces and objects Reroll sees.
 	Scope Scope
-	// WebhookURL, when set, receives a POST instead of each rollout
-	// (--webhook-url).
+	// WebhookURL, when set, is the notification endpoint: it receives a POST
+	// of the change instead of each rollout (--webhook-url), and the record
+	// is written once it accepted the POST (see deliver).
 	WebhookURL string
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -111,8 +112,12 @@ type WorkloadReconciler struct {
 	Kind workload.Kind
 	// Options are the behaviours chosen by flags.
 	Options Options
-	// notifier posts to Options.WebhookURL; nil without one.
-	notifier *notify.Client
+	// endpoint posts to Options.WebhookURL, the notification endpoint; nil
+	// without one. deliveries tracks what it was given, and delivered
+	// carries its wake-ups (see deliver).
+	endpoint   *notify.Sender
+	deliveries *deliveries
+	delivered  chan event.GenericEvent
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
 }
@@ -205,8 +210,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(p.Missing, ", "))
 		return ctrl.Result{}, nil
 	case plan.Notify:
-		if err := r.notify(ctx, obj, p); err != nil {
-			return ctrl.Result{}, err
+		// The record waits until the endpoint accepted the notification.
+		accepted, wait, err := r.deliver(obj, p)
+		if err != nil || !accepted {
+			return ctrl.Result{RequeueAfter: wait}, err
 		}
 	}
 	if err := r.apply(ctx, obj, p); err != nil {
@@ -215,6 +222,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 			r.recordFailure(obj, p)
 		}
 		return ctrl.Result{}, err
+	}
+	if p.Outcome == plan.Notify {
+		// Recorded: the next change is a new notification.
+		r.deliveries.forget(client.ObjectKeyFromObject(obj), p.Key)
 	}
 	r.recordOutcome(obj, p)
 	r.tell(ctx, obj, p)
@@ -259,37 +270,6 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 	if p.Alert != nil && r.Options.Alerter != nil {
 		r.Options.Alerter.Alert(ctx, *p.Alert)
 	}
-}
-
-// notify posts the plan's notification to the notification endpoint
-// (--webhook-url). The record is written only after the endpoint accepted
-// the notification, so delivery is at least once. It notifies only from the
-// current version of the workload, so that a write conflict after the
-// notification (which would notify again) is unlikely.
-func (r *WorkloadReconciler) notify(ctx context.Context, obj client.Object, p plan.Plan) error {
-	if err := r.ensureCurrent(ctx, obj); err != nil {
-		return err
-	}
-	if err := r.notifier.Post(ctx, *p.Notification); err != nil {
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not notify after %s: %s", p.Change.Summary(), err.Error())
-		r.recordFailure(obj, p)
-		return err
-	}
-	return nil
-}
-
-// ensureCurrent returns a conflict error, which makes Reconcile re-read the
-// workload from the API server, when obj is older than the stored version.
-func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Object) error {
-	cur := r.Kind.New()
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-		return err
-	}
-	if cur.GetResourceVersion() != obj.GetResourceVersion() {
-		gvk := obj.GetObjectKind().GroupVersionKind()
-		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
-	}
-	return nil
 }
 
 // podTemplate returns the pod template obj's pods run: its own, or the one

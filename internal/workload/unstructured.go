@@ -211,10 +211,11 @@ func (u Unstructured) workloadRef(obj client.Object) (types.NamespacedName, bool
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: name}, true
 }
 
-// TemplateElsewhere implements TemplateReader.
-func (u Unstructured) TemplateElsewhere(obj client.Object) bool {
-	_, ok := u.workloadRef(obj)
-	return ok
+// TemplateFrom implements TemplateReader: an Argo Rollout with
+// spec.workloadRef runs the referenced Deployment's pod template.
+func (u Unstructured) TemplateFrom(obj client.Object) (string, bool) {
+	ref, ok := u.workloadRef(obj)
+	return ref.Name, ok
 }
 
 // ReadPodTemplate implements TemplateReader: an Argo Rollout with
@@ -232,14 +233,6 @@ func (u Unstructured) ReadPodTemplate(ctx context.Context, c client.Reader, obj 
 		return nil, fmt.Errorf("reading Deployment %s, the workloadRef of Rollout %s: %w", ref, obj.GetName(), err)
 	}
 	return d.Spec.Template.DeepCopy(), nil
-}
-
-// WorkloadRef returns the name of the Deployment an Argo Rollout's
-// spec.workloadRef names, in the Rollout's namespace; false for every other
-// object.
-func (u Unstructured) WorkloadRef(obj client.Object) (string, bool) {
-	ref, ok := u.workloadRef(obj)
-	return ref.Name, ok
 }
 
 // Action implements Actor for Argo Rollouts. With Reloader's restart

@@ -49,9 +49,11 @@ type TemplateReader interface {
 	// error when the reference cannot be read; a referenced object that does
 	// not exist yields an empty template.
 	ReadPodTemplate(ctx context.Context, c client.Reader, obj client.Object) (*corev1.PodTemplateSpec, error)
-	// TemplateElsewhere reports whether obj's pod template lives in another
-	// object, so that its references cannot be indexed from obj alone.
-	TemplateElsewhere(obj client.Object) bool
+	// TemplateFrom returns the name of the Deployment, in obj's namespace,
+	// whose pod template obj's pods run; false when obj's template is its
+	// own. The references of such an object cannot be indexed from obj
+	// alone, and a change to that Deployment's template changes them.
+	TemplateFrom(obj client.Object) (string, bool)
 }
 
 // ErrShape marks an error decoding an object's pod template: the object does

@@ -1,10 +1,10 @@
-package alert
+package notify
 
 import (
-	"github.com/reroll/reroll/internal/change"
-
 	"encoding/json"
 	"testing"
+
+	"github.com/reroll/reroll/internal/change"
 )
 
 func TestBody(t *testing.T) {

@@ -1,8 +1,6 @@
-package alert
+package notify
 
 import (
-	"github.com/reroll/reroll/internal/change"
-
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/metrics"
 )
 
@@ -114,4 +113,74 @@ func TestSender_UsesTheProxy(t *testing.T) {
 		defer mu.Unlock()
 		return target
 	}).Should(gomega.Equal("http://sink.invalid/hook"))
+}
+
+func TestSender_ReportsEachRetryAndTheEnd(t *testing.T) {
+	g := gomega.NewWithT(t)
+	var mu sync.Mutex
+	calls := 0
+	var body map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &body)
+	}))
+	t.Cleanup(srv.Close)
+	s := NewSender(Config{Sink: Endpoint, URL: srv.URL + "/hook?token=secret-token", Backoff: fastBackoff})
+	go func() { _ = s.Start(t.Context()) }()
+
+	retries := make(chan error, 10)
+	done := make(chan error, 1)
+	c := change.Change{Kind: "Deployment", Namespace: "ns", Name: "web", Hash: "h", ObservedAt: 7,
+		Objects: []change.Object{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"k"}, Hash: "s"}}}
+	g.Expect(s.Send(c, Report{Retrying: func(err error) { retries <- err }, Done: func(err error) { done <- err }})).To(gomega.Succeed())
+	g.Eventually(done).Should(gomega.Receive(gomega.BeNil()))
+	g.Expect(retries).To(gomega.HaveLen(2), "one report per failed attempt")
+	err := <-retries
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("503")))
+	g.Expect(err.Error()).NotTo(gomega.ContainSubstring("secret-token"), "errors show the endpoint redacted")
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(body).To(gomega.HaveKeyWithValue("hash", "h"), "the notification carries the hashes")
+	g.Expect(body).To(gomega.HaveKeyWithValue("observedAt", 7.0))
+	g.Expect(body["changes"]).To(gomega.ConsistOf(gomega.HaveKeyWithValue("hash", "s")))
+}
+
+func TestSender_DoneWithTheLastErrorAndRefusesWhenFull(t *testing.T) {
+	g := gomega.NewWithT(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	t.Cleanup(srv.Close)
+	s := NewSender(Config{Sink: Endpoint, URL: srv.URL, Backoff: fastBackoff, QueueSize: 1})
+	done := make(chan error, 1)
+	g.Expect(s.Send(change.Change{Name: "a"}, Report{Done: func(err error) { done <- err }})).To(gomega.Succeed())
+	g.Expect(s.Send(change.Change{Name: "b"}, Report{})).To(gomega.MatchError(ErrQueueFull), "Send never blocks")
+	go func() { _ = s.Start(t.Context()) }()
+	g.Eventually(done).Should(gomega.Receive(gomega.MatchError(gomega.ContainSubstring("502"))))
+}
+
+func TestRedact(t *testing.T) {
+	cases := map[string]struct {
+		in   string // an endpoint URL
+		want string // what messages may show
+	}{
+		"host only":          {in: "https://hooks.example", want: "https://hooks.example"},
+		"root path":          {in: "https://hooks.example/", want: "https://hooks.example"},
+		"token in the path":  {in: "https://hooks.slack.com/services/T0/B0/XYZ", want: "https://hooks.slack.com/..."},
+		"user information":   {in: "https://user:pw@hooks.example", want: "https://hooks.example"},
+		"token in the query": {in: "http://hooks.example:8080?token=x", want: "http://hooks.example:8080/..."},
+		"not a URL":          {in: "::", want: "(unparsable URL)"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Redact(c.in); got != c.want {
+				t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
 }

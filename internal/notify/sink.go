@@ -1,4 +1,4 @@
-package alert
+package notify
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"github.com/reroll/reroll/internal/change"
 )
 
-// Sink is the kind of endpoint ALERT_WEBHOOK_URL points at, which decides
-// the body of the POST.
+// Sink is the kind of endpoint a Sender posts to, which decides the body of
+// the POST: one of ALERT_SINK's, or Endpoint.
 type Sink string
 
 // The sinks of Reloader's ALERT_SINK.
@@ -23,6 +23,9 @@ const (
 	Teams Sink = "teams"
 	// GChat posts {"text": ...} to a Google Chat space webhook.
 	GChat Sink = "gchat"
+	// Endpoint posts the change itself, hashes included, to the
+	// notification endpoint of --webhook-url; not an ALERT_SINK value.
+	Endpoint Sink = "endpoint"
 )
 
 // ParseSink reads ALERT_SINK. Empty means Webhook, as in Reloader; case and
@@ -67,8 +70,17 @@ type messageCard struct {
 	Text    string `json:"text"`
 }
 
-// Body returns the JSON body of the POST for the sink.
+// Body returns the JSON body of the POST for the sink: for Endpoint the
+// change as it is; for the alert sinks its alert form (change.Change.Alert)
+// with its text and info (ALERT_ADDITIONAL_INFO).
 func Body(sink Sink, a change.Change, info string) ([]byte, error) {
+	if sink == Endpoint {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the notification: %w", err)
+		}
+		return b, nil
+	}
 	a = a.Alert()
 	text := Text(a, info)
 	var v any
