@@ -31,8 +31,16 @@ func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p pla
 	if pz, ok := r.Kind.(workload.Pausable); ok && (p.Pause.Pause || p.Pause.Resume) {
 		pz.SetPaused(desired, p.Pause.Pause)
 	}
+	write := r.patch
+	if len(p.Changes) > 0 {
+		// The record of a change answered: a stale copy of the workload must
+		// conflict rather than answer it twice.
+		write = func(ctx context.Context, obj, desired client.Object) error {
+			return workload.PatchGuarded(ctx, r.Client, obj, desired)
+		}
+	}
 	if p.Outcome != plan.Roll {
-		return r.patch(ctx, obj, desired)
+		return write(ctx, obj, desired)
 	}
 	switch p.Roll.Way {
 	case workload.ByTemplate:
@@ -68,10 +76,10 @@ func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p pla
 			return fmt.Errorf("%w: kind %s cannot re-create its objects", workload.ErrShape, r.Kind.Name())
 		}
 		// The Job's write step persists desired itself, on the new Job.
-		_, err := roller.Roll(ctx, r.Client, workload.Rollout{Original: obj, Desired: desired, Patch: r.patch})
+		_, err := roller.Roll(ctx, r.Client, workload.Rollout{Original: obj, Desired: desired, Patch: write})
 		return err
 	}
-	return r.patch(ctx, obj, desired)
+	return write(ctx, obj, desired)
 }
 
 // rollWorkloadRef writes the trigger into the pod template of the

@@ -21,6 +21,19 @@ const FieldManager = "reroll"
 // rollout) merges key by key and needs no guard: without it, the status
 // updates a workload's controller makes cannot turn it into a conflict.
 func Patch(ctx context.Context, c client.Client, obj, desired client.Object) error {
+	return patch(ctx, c, obj, desired, false)
+}
+
+// PatchGuarded is Patch guarded by obj's resourceVersion even when only
+// metadata changed: for the record of a rollout made elsewhere (a Job
+// created, a referenced Deployment's template changed), so that a reconcile
+// working from a stale copy of the workload conflicts and re-reads instead
+// of reporting the rollout twice.
+func PatchGuarded(ctx context.Context, c client.Client, obj, desired client.Object) error {
+	return patch(ctx, c, obj, desired, true)
+}
+
+func patch(ctx context.Context, c client.Client, obj, desired client.Object, guard bool) error {
 	if equality.Semantic.DeepEqual(obj, desired) {
 		return nil
 	}
@@ -28,7 +41,7 @@ func Patch(ctx context.Context, c client.Client, obj, desired client.Object) err
 	// resources accept only JSON merge patches, which replace lists whole,
 	// safe here because the resourceVersion guards against a lost update.
 	var opts []client.MergeFromOption
-	if !onlyMetadataChanged(obj, desired) {
+	if guard || !onlyMetadataChanged(obj, desired) {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
 	var p client.Patch = client.StrategicMergeFrom(obj, opts...)
