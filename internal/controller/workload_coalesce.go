@@ -60,11 +60,13 @@ type Coalescing struct {
 // enqueued by its own watch's initial list, and controller-runtime starts
 // no worker before all of a controller's watches have synced, so those
 // creates would only repeat an index lookup per object at start-up.
-func enqueueCoalesced(c Coalescing, toRequests handler.MapFunc) handler.EventHandler {
-	d := newDebouncer(c)
+//
+// Every watch of one workload kind must share one debouncer, so that a
+// ConfigMap change and a Secret change extend the same wait.
+func enqueueCoalesced(d *debouncer, toRequests handler.MapFunc) handler.EventHandler {
 	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range toRequests(ctx, obj) {
-			if c.Window > 0 {
+			if d.window > 0 {
 				d.touch(req, q)
 			} else {
 				q.Add(req)
@@ -114,9 +116,6 @@ type held struct {
 	// first is when the burst's first change was seen; due is when the
 	// request is added unless a further change moves it.
 	first, due time.Time
-	// timer fires at the due time known when it was set; a later due time
-	// makes the fired callback set it again.
-	timer clock.Timer
 	// q is the queue to add the request to.
 	q workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
@@ -160,11 +159,14 @@ func (d *debouncer) touch(req reconcile.Request, q workqueue.TypedRateLimitingIn
 	}
 	h := &held{first: now, due: dueTime(now, now, d.window, d.maxWait), q: q}
 	d.pending[req] = h
-	h.timer = d.clock.AfterFunc(h.due.Sub(now), func() { d.fire(req) })
+	// The timer fires at the due time known now; a later due time makes
+	// fire set another.
+	d.clock.AfterFunc(h.due.Sub(now), func() { go d.fire(req) })
 }
 
 // fire adds req to its queue when its due time has come, or waits again
-// when a change moved it.
+// when a change moved it. Timers call it on a goroutine of its own: a fake
+// clock runs its callbacks while holding its lock, which Now takes.
 func (d *debouncer) fire(req reconcile.Request) {
 	d.mu.Lock()
 	h := d.pending[req]
@@ -173,7 +175,7 @@ func (d *debouncer) fire(req reconcile.Request) {
 		return
 	}
 	if wait := h.due.Sub(d.clock.Now()); wait > 0 {
-		h.timer = d.clock.AfterFunc(wait, func() { d.fire(req) })
+		d.clock.AfterFunc(wait, func() { go d.fire(req) })
 		d.mu.Unlock()
 		return
 	}

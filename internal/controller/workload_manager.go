@@ -121,11 +121,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// other metadata are dropped here, before any work. A kind in
 	// --resources-to-ignore is not watched at all, so Reroll needs no
 	// access to it.
+	// One debounce for both kinds: a change of either extends the wait.
+	coalesce := newDebouncer(r.coalescing())
 	if !r.Options.Annotations.IgnoreConfigMaps {
-		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(r.coalescing(), r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
+		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
 	}
 	if !r.Options.Annotations.IgnoreSecrets {
-		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(r.coalescing(), r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
 	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
