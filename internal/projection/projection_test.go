@@ -62,7 +62,7 @@ func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T)
 	t.Parallel()
 	g := newT(t)
 	ns, p := harbor(t)
-	startProjections(t, ns, Options{})
+	r := startProjections(t, ns, Options{})
 	create(t, p)
 
 	g.Eventually(func() map[string]string {
@@ -100,6 +100,14 @@ func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T)
 	}).Should(gomega.Equal([]string{"U0sy", digestOf(map[string]string{"secretKey": "SK2"}), "AK1"}))
 	// Only Reroll's field manager owns the projected fields.
 	g.Expect(managers(getWidget(t, ns, "harbor"))).To(gomega.ContainElement(ManagerFor("harbor-s3")))
+	// The manager's cache holds the Secret's digests, never its values: the
+	// values were read on demand.
+	cached := &corev1.Secret{}
+	g.Expect(r.cache.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "s3"}, cached)).To(gomega.Succeed())
+	g.Expect(cached.Data).To(gomega.HaveKey("accessKey"))
+	for _, v := range cached.Data {
+		g.Expect(string(v)).NotTo(gomega.Or(gomega.Equal("AK1"), gomega.Equal("SK2"), gomega.Equal("u1")))
+	}
 }
 
 func TestProjection_KeyNotReadChangesNothing(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -251,6 +252,8 @@ type run struct {
 	done   chan error
 	once   sync.Once
 	logs   *syncBuffer
+	// cache is the manager's informer cache, to check what it holds.
+	cache cache.Cache
 }
 
 // startProjections runs a manager with the Projection controller as
@@ -273,7 +276,7 @@ func startProjections(t *testing.T, ns string, opts Options) *run {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(Setup(mgr, opts, prometheus.NewRegistry())).To(gomega.Succeed())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
-	r := &run{cancel: cancel, done: make(chan error, 1), logs: logs}
+	r := &run{cancel: cancel, done: make(chan error, 1), logs: logs, cache: mgr.GetCache()}
 	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
 	t.Cleanup(func() {
