@@ -136,7 +136,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			controllerutil.RemoveFinalizer(p, Finalizer)
 		}
-		if err := r.Client.Patch(ctx, p, client.MergeFrom(orig)); err != nil {
+		// Guarded: a merge patch replaces the whole list of finalizers.
+		if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("updating the finalizer: %w", err)
 		}
 	}
@@ -233,6 +234,9 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Target.Name}, target); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
+			// Whatever Reroll wrote went with the target; a new one starts
+			// with nothing of Reroll's, which is no rewrite by another writer.
+			st.Fields = nil
 			return fail(ReasonTargetNotFound, fmt.Sprintf("%s %s does not exist; reading it again in %s", gvk.Kind, p.Spec.Target.Name, retry), retry)
 		case apierrors.IsForbidden(err):
 			return fail(ReasonForbidden, r.forbiddenMessage(err, p.Namespace, sa, "get", res, p.Spec.Target.Name), interval)
@@ -473,7 +477,8 @@ func (r *Reconciler) finalize(ctx context.Context, p *rerollv1alpha1.Projection)
 	}
 	orig := p.DeepCopy()
 	controllerutil.RemoveFinalizer(p, Finalizer)
-	if err := r.Client.Patch(ctx, p, client.MergeFrom(orig)); err != nil {
+	// Guarded: a merge patch replaces the whole list of finalizers.
+	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	return nil
