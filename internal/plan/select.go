@@ -66,6 +66,14 @@ type Considered struct {
 	Rule Rule
 }
 
+// Reads reports whether a change of key in the object counts for the
+// workload: the object is selected and the reference consumes the key (every
+// key, for whole-object references and pod-reloader's lists, where any write
+// counts).
+func (c Considered) Reads(key string) bool {
+	return c.Selected && c.Ref.Consumes(key)
+}
+
 // selection is what decides one workload's rollouts.
 type selection struct {
 	// refs are the selected references, sorted by kind, then name.
