@@ -76,11 +76,22 @@ type Options struct {
 	WebhookURL string
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
-	// CoalesceWindow is how long a change to a ConfigMap or Secret waits
-	// before its workloads are reconciled, so that changes arriving within
-	// it roll each workload once (--coalesce-window). 0 reconciles at once.
+	// CoalesceWindow is the quiet time after the latest change to any
+	// ConfigMap or Secret a workload consumes before the workload is
+	// reconciled, so that a burst of changes rolls each workload
+	// once (--coalesce-window). 0 reconciles at once.
 	// Events of the workload itself are never delayed. See enqueueCoalesced.
 	CoalesceWindow time.Duration
+	// CoalesceMaxWait bounds how long a burst of changes can hold a
+	// workload back (--coalesce-max-wait): each change restarts the
+	// CoalesceWindow wait, up to this long after the burst's first change.
+	// 0 means DefaultCoalesceMaxWait; a value below CoalesceWindow means
+	// CoalesceWindow.
+	CoalesceMaxWait time.Duration
+	// MaxConcurrentReconciles is how many workloads of one kind are
+	// reconciled at once (--max-concurrent-reconciles); 0 means
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions

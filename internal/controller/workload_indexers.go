@@ -35,7 +35,7 @@ const writtenPrefix = "written:"
 func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
 	list := r.Kind.NewList()
 	key := writtenPrefix + reference.Reference{Kind: kind, Name: obj.GetName()}.ID()
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return true
 	}
 	return meta.LenList(list) > 0
@@ -158,7 +158,10 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 		for _, l := range lookups {
 			list := r.Kind.NewList()
 			key := l.key
-			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{referenceIndex: key}); err != nil {
+			// Only names are read: the cache's objects are listed without
+			// a deep copy, so a wide fan-out costs no allocation per
+			// workload.
+			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{referenceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
 				continue
 			}
@@ -185,7 +188,7 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 		return nil
 	}
 	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -139,11 +140,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// other metadata are dropped here, before any work. A kind in
 	// --resources-to-ignore is not watched at all, so Reroll needs no
 	// access to it.
+	// One debounce for both kinds: a change of either extends the wait.
+	coalesce := newDebouncer(r.coalescing())
 	if !r.Options.Annotations.IgnoreConfigMaps {
-		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
+		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
 	}
 	if !r.Options.Annotations.IgnoreSecrets {
-		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
 	}
 	if readsTemplates {
 		// Deployments whose pod template an Argo Rollout runs
@@ -165,10 +168,32 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.requestsInNamespace),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
+	workers := r.Options.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
+	// Reconciles of different workloads are independent (the workqueue
+	// never hands one workload to two workers), so a wide fan-out is
+	// bounded by the client's QPS rather than by one worker's round trips.
+	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil
+}
+
+// DefaultMaxConcurrentReconciles is the default of
+// Options.MaxConcurrentReconciles (--max-concurrent-reconciles), per workload
+// kind. See docs/benchmarks.md (the fanout profile) for the measurement.
+const DefaultMaxConcurrentReconciles = 4
+
+// coalescing is the debounce of r's ConfigMap and Secret watches.
+func (r *WorkloadReconciler) coalescing() Coalescing {
+	maxWait := r.Options.CoalesceMaxWait
+	if maxWait == 0 {
+		maxWait = DefaultCoalesceMaxWait
+	}
+	return Coalescing{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
 }
 
 // relevantChange passes creates, deletes, and updates that change the data

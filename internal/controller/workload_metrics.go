@@ -67,11 +67,16 @@ func (q seenQueue) Add(req reconcile.Request) {
 	q.TypedRateLimitingInterface.Add(req)
 }
 
-// AddAfter is how the coalescing handler enqueues; the change was seen now,
-// whatever the delay.
+// AddAfter records the change as seen now, whatever the delay.
 func (q seenQueue) AddAfter(req reconcile.Request, d time.Duration) {
 	q.seen(req.NamespacedName)
 	q.TypedRateLimitingInterface.AddAfter(req, d)
+}
+
+// Seen records the change as seen now; the coalescing handler calls it at
+// each change and adds the request later (changeSeer).
+func (q seenQueue) Seen(req reconcile.Request) {
+	q.seen(req.NamespacedName)
 }
 
 // recordReferences sets the workload's tracked references (nil when it
