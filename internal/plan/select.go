@@ -138,7 +138,11 @@ func (s *selector) lookup(namespace string, kind reference.Kind, name string) (*
 	}
 	o, ok, err := s.src.Object(kind, namespace, name)
 	if errors.Is(err, ErrUnreadable) {
-		s.sel.unreadable = append(s.sel.unreadable, reference.Reference{Kind: kind, Name: name}.ID())
+		ref := reference.Reference{Kind: kind, Name: name}
+		if namespace != s.namespace {
+			ref.Namespace = namespace
+		}
+		s.sel.unreadable = append(s.sel.unreadable, ref.ID())
 		return nil, true, nil
 	}
 	if err != nil {
