@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -53,6 +52,14 @@ type flags struct {
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
 	webhook            webhookFlags
+	enablePProf        bool
+	pprofAddr          string
+	enableCSI          bool
+	// reloaderOnly holds the values of reloaderOnlyFlags, which are
+	// accepted and ignored.
+	reloaderOnly map[string]*string
+	// set is the parsed flag set, to tell which flags were given.
+	set *pflag.FlagSet
 }
 
 // newFlagSet binds every flag to f.
@@ -98,7 +105,13 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
+	fs.BoolVar(&f.enablePProf, "enable-pprof", false, "Serve Go's net/http/pprof profiles under /debug/pprof/ on --pprof-addr (Reloader's flag). Off by default: a profile shows memory contents to whoever reaches the port.")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", ":6060", "Address of the pprof server with --enable-pprof.")
+	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")
+	f.reloaderOnly = map[string]*string{}
+	addReloaderOnlyFlags(fs, f.reloaderOnly)
 	addWebhookFlags(fs, &f.webhook)
+	f.set = fs
 	return fs
 }
 
@@ -195,19 +208,22 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 			errs = append(errs, fmt.Errorf("namespace %s is both watched and ignored", ns))
 		}
 	}
-	if f.namespaceSelector != "" {
-		sel, err := labels.Parse(f.namespaceSelector)
+	if unquote(f.namespaceSelector) != "" {
+		sel, err := parseSelector("--namespace-selector", f.namespaceSelector)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--namespace-selector: %w", err))
+			errs = append(errs, err)
 		}
 		o.Scope.NamespaceSelector = sel
 	}
-	if f.resourceSelector != "" {
-		sel, err := labels.Parse(f.resourceSelector)
+	if unquote(f.resourceSelector) != "" {
+		sel, err := parseSelector("--resource-label-selector", f.resourceSelector)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--resource-label-selector: %w", err))
+			errs = append(errs, err)
 		}
 		o.Scope.ResourceSelector = sel
+	}
+	if f.enablePProf && strings.TrimSpace(f.pprofAddr) == "" {
+		errs = append(errs, errors.New("--pprof-addr: an address is required with --enable-pprof"))
 	}
 	if f.webhookURL != "" {
 		if !isHTTPURL(f.webhookURL) {

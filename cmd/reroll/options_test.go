@@ -12,14 +12,11 @@ import (
 	"github.com/reroll/reroll/internal/trigger"
 )
 
+// parse runs args and env through configure, as main does.
 func parse(t *testing.T, env map[string]string, args ...string) (*flags, error) {
 	t.Helper()
-	var f flags
-	if err := newFlagSet(&f).Parse(args); err != nil {
-		return nil, err
-	}
-	_, err := f.options(func(k string) string { return env[k] })
-	return &f, err
+	f, _, err := configure(args, func(k string) string { return env[k] })
+	return f, err
 }
 
 func TestOptions_DefaultsAreReloaders(t *testing.T) {
