@@ -100,11 +100,11 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
-	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
+	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "How long a ConfigMap or Secret change waits before its workloads are reconciled, so that changes within it roll a workload once; 0 disables.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
-	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
+	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, `Whether Jobs that have finished are deleted and re-created too (running Jobs always are). Unset: yes for Jobs opted in with Reloader's annotations, as Reloader does, no for reroll.dev ones. The annotation reroll.dev/recreate-completed overrides it per Job.`)
 	fs.BoolVar(&f.enablePProf, "enable-pprof", false, "Serve Go's net/http/pprof profiles under /debug/pprof/ on --pprof-addr (Reloader's flag). Off by default: a profile shows memory contents to whoever reaches the port.")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", ":6060", "Address of the pprof server with --enable-pprof.")
 	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")
@@ -113,6 +113,16 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	addWebhookFlags(fs, &f.webhook)
 	f.set = fs
 	return fs
+}
+
+// recreateCompletedFlag returns --recreate-completed-jobs when it was given,
+// and nil when the dialect decides.
+func (f *flags) recreateCompletedFlag() *bool {
+	if f.set == nil || !f.set.Changed("recreate-completed-jobs") {
+		return nil
+	}
+	v := f.recreateCompleted
+	return &v
 }
 
 // workloadTypes are the names --ignored-workload-types accepts.
@@ -140,13 +150,13 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, fmt.Errorf("--reload-strategy: %w", err))
 	}
 	switch f.cronJobTrigger {
-	case workload.CronJobTriggerNone, workload.CronJobTriggerJob:
+	case "", workload.CronJobTriggerNone, workload.CronJobTriggerJob:
 	default:
 		errs = append(errs, fmt.Errorf("--cronjob-trigger: unknown trigger %q (want none or job)", f.cronJobTrigger))
 	}
 	kinds := append(workload.Builtin(),
 		workload.CronJob{Trigger: f.cronJobTrigger},
-		workload.Job{RecreateCompleted: f.recreateCompleted},
+		workload.Job{RecreateCompleted: f.recreateCompletedFlag()},
 		workload.ArgoRollout(),
 		workload.DeploymentConfig(),
 	)

@@ -13,8 +13,9 @@ import (
 )
 
 // CronJobTriggerAnnotation on a CronJob chooses what a change does:
-// "none" (the default: the next scheduled Job reads the new data anyway)
-// or "job" (Reloader's behaviour: create a Job from the jobTemplate at once).
+// "none" (the next scheduled Job reads the new data anyway) or "job"
+// (Reloader's behaviour: create a Job from the jobTemplate at once). It
+// overrides --cronjob-trigger; see CronJobMode for the default.
 const CronJobTriggerAnnotation = "reroll.dev/cronjob-trigger"
 
 // CronJob triggers (--cronjob-trigger and CronJobTriggerAnnotation).
@@ -26,9 +27,28 @@ const (
 // CronJob is the batch/v1 CronJob. Its pod template is
 // spec.jobTemplate.spec.template; it rolls by creating a Job, or not at all.
 type CronJob struct {
-	// Trigger is the default for CronJobs without CronJobTriggerAnnotation:
-	// CronJobTriggerNone or CronJobTriggerJob.
+	// Trigger is --cronjob-trigger: CronJobTriggerNone or CronJobTriggerJob
+	// for every CronJob without CronJobTriggerAnnotation, or "" when the flag
+	// was not given, to let the dialect decide (CronJobMode).
 	Trigger string
+}
+
+// CronJobMode decides what a change consumed by a CronJob does: the
+// CronJob's CronJobTriggerAnnotation when set, else flag (--cronjob-trigger)
+// when given, else CronJobTriggerJob for a CronJob opted in with Reloader's
+// annotations (Reloader creates a Job at once) and CronJobTriggerNone for the
+// others. The result may be an unknown value taken from the annotation.
+func CronJobMode(flag string, reloaderDefaults bool, annotations map[string]string) string {
+	if v, ok := annotations[CronJobTriggerAnnotation]; ok {
+		return v
+	}
+	if flag != "" {
+		return flag
+	}
+	if reloaderDefaults {
+		return CronJobTriggerJob
+	}
+	return CronJobTriggerNone
 }
 
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
@@ -53,7 +73,7 @@ func (CronJob) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) erro
 	return nil
 }
 
-// Roll implements Roller. With the "job" trigger it creates a Job from the
+// Roll implements Roller. With the "job" trigger (CronJobMode) it creates a Job from the
 // jobTemplate, as `kubectl create job --from=cronjob/<name>` does (annotation
 // cronjob.kubernetes.io/instantiate: manual, controller reference to the
 // CronJob), named after the CronJob and r.Hash so that a retry does not
@@ -62,10 +82,7 @@ func (CronJob) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) erro
 // changed.
 func (k CronJob) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
 	cj := r.Original.(*batchv1.CronJob)
-	mode := k.Trigger
-	if v, ok := cj.Annotations[CronJobTriggerAnnotation]; ok {
-		mode = v
-	}
+	mode := CronJobMode(k.Trigger, r.ReloaderDefaults, cj.Annotations)
 	res := RollResult{Handled: true}
 	switch mode {
 	case CronJobTriggerJob:

@@ -49,6 +49,12 @@ type Rollout struct {
 	// SetTrigger writes the reconciler's rollout trigger into a pod
 	// template, for kinds whose template lives in another object.
 	SetTrigger func(t *corev1.PodTemplateSpec)
+	// ReloaderDefaults is true when the workload opted in with Stakater
+	// Reloader's annotations (or --auto-reload-all): what a kind does where
+	// Reroll's default differs from Reloader's is then Reloader's, unless a
+	// flag or the object's annotation says otherwise (see CronJobMode and
+	// RecreateFinished).
+	ReloaderDefaults bool
 }
 
 // TemplateReader is a Kind whose objects may keep their pod template in
