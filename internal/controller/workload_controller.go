@@ -316,7 +316,7 @@ func (r *WorkloadReconciler) roll(ctx context.Context, obj, desired client.Objec
 		res, err := roller.Roll(ctx, r.Client, workload.Rollout{
 			Original: obj, Desired: desired, Hash: cur.configHash(), Now: now, Patch: r.patch,
 			ReloaderDefaults: optIn.Dialect == annotation.DialectReloader,
-			SetTrigger: func(t *corev1.PodTemplateSpec) { r.setTrigger(t, optIn, obj.GetNamespace(), cur, rolled, sel, now) },
+			SetTrigger:       func(t *corev1.PodTemplateSpec) { r.setTrigger(t, optIn, obj.GetNamespace(), cur, rolled, sel, now) },
 		})
 		if res.Handled {
 			*note, *skipped = res.Note, !res.Rolled
