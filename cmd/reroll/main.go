@@ -76,6 +76,9 @@ func run(args []string) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
+	if err := controller.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
 	mo := opts.Scope.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}

@@ -87,6 +87,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.names.Ignore, "ignore-annotation", d.Ignore, "Annotation on a ConfigMap or Secret that makes it never roll anything.")
 	fs.StringVar(&f.names.PausePeriod, "pause-deployment-annotation", d.PausePeriod, "Annotation on a Deployment: how long to keep it paused after each rollout.")
 	fs.StringVar(&f.names.PausedAt, "pause-deployment-time-annotation", d.PausedAt, "Annotation Reroll writes on a Deployment it paused: when the pause began.")
+	fs.StringVar(&f.names.SecretProviderClassAuto, "spc-auto-annotation", d.SecretProviderClassAuto, "With --enable-csi-integration: annotation that rolls the workload on every SecretProviderClass its CSI volumes mount (the flag of earlier Reloader releases).")
+	fs.StringVar(&f.names.SecretProviderClassReload, "spc-annotation", d.SecretProviderClassReload, "With --enable-csi-integration: annotation listing SecretProviderClasses (regular expressions) that roll the workload (the flag of earlier Reloader releases).")
 	fs.StringSliceVar(&f.resourcesToIgnore, "resources-to-ignore", nil, "Kinds never watched: configMaps, secrets.")
 	fs.StringSliceVar(&f.ignoredWorkloads, "ignored-workload-types", nil, "Workload kinds never rolled: deployments, statefulsets, daemonsets, jobs, cronjobs, rollouts, deploymentconfigs, or the plural of a --workload kind.")
 	fs.StringSliceVar(&f.namespaces, "namespaces", nil, "Only these namespaces are watched (default all; KUBERNETES_NAMESPACE also sets one).")
@@ -173,7 +175,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		Strategy:       strategy,
 		ReloadOnCreate: f.reloadOnCreate,
 		ReloadOnDelete: f.reloadOnDelete,
-		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
+		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
 		WebhookURL:     f.webhookURL,
 		CoalesceWindow: f.coalesceWindow,
 		Admission:      controller.AdmissionOptions{Enabled: f.webhook.enabled},
@@ -246,6 +248,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		"--secret-auto-annotation": f.names.SecretAuto, "--auto-search-annotation": f.names.Search,
 		"--search-match-annotation": f.names.Match, "--ignore-annotation": f.names.Ignore,
 		"--pause-deployment-annotation": f.names.PausePeriod, "--pause-deployment-time-annotation": f.names.PausedAt,
+		"--spc-auto-annotation": f.names.SecretProviderClassAuto, "--spc-annotation": f.names.SecretProviderClassReload,
 	}
 	for _, flag := range slices.Sorted(maps.Keys(names)) {
 		if strings.TrimSpace(names[flag]) == "" {

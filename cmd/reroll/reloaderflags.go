@@ -12,14 +12,12 @@ import (
 
 // reloaderOnlyFlags are flags that some release of Stakater Reloader accepts
 // and Reroll does not implement: the `*-auto-by-annotation` names of early
-// releases and the `--spc-*` renames of its SecretProviderClass annotations.
+// releases.
 // Reroll accepts them, so that a Reloader Deployment's arguments still start
 // it, and logs a warning naming each one given (see unimplemented).
 var reloaderOnlyFlags = []string{
 	"configmap-auto-by-annotation",
 	"secret-auto-by-annotation",
-	"spc-annotation",
-	"spc-auto-annotation",
 }
 
 // addReloaderOnlyFlags binds each of reloaderOnlyFlags to a string in into.

@@ -62,8 +62,8 @@ func TestConfigure_AcceptsEveryArgumentOfReloadersChart(t *testing.T) {
 			g.Expect(f.enablePProf).To(gomega.BeTrue())
 			g.Expect(f.pprofAddr).To(gomega.Equal(":6060"))
 		}},
-		"reloader.enableCSIIntegration": {args: []string{"--enable-csi-integration=true"}, check: func(g gomega.Gomega, f *flags, _ controller.Options) {
-			g.Expect(f.enableCSI).To(gomega.BeTrue())
+		"reloader.enableCSIIntegration": {args: []string{"--enable-csi-integration=true"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.Annotations.SecretProviderClasses).To(gomega.BeTrue())
 		}},
 		"reloader.custom_annotations (every one) and webhookUrl": {args: []string{
 			"--configmap-annotation", "example.com/configmaps", "--secret-annotation", "example.com/secrets",
@@ -93,11 +93,11 @@ func TestConfigure_AcceptsEveryArgumentOfReloadersChart(t *testing.T) {
 		}},
 		"reloader.enableMetricsByNamespace": {env: map[string]string{"METRICS_COUNT_BY_NAMESPACE": "enabled"}},
 		"flags of older Reloader releases": {args: []string{
-			"--configmap-auto-by-annotation=x", "--secret-auto-by-annotation=y", "--spc-annotation=z", "--spc-auto-annotation=w",
-		}, check: func(g gomega.Gomega, f *flags, _ controller.Options) {
-			g.Expect(unimplemented(f.set)).To(gomega.Equal([]string{
-				"--configmap-auto-by-annotation", "--secret-auto-by-annotation", "--spc-annotation", "--spc-auto-annotation",
-			}))
+			"--configmap-auto-by-annotation=x", "--secret-auto-by-annotation=y", "--spc-annotation=example.com/spc", "--spc-auto-annotation=example.com/spc-auto",
+		}, check: func(g gomega.Gomega, f *flags, o controller.Options) {
+			g.Expect(unimplemented(f.set)).To(gomega.Equal([]string{"--configmap-auto-by-annotation", "--secret-auto-by-annotation"}))
+			g.Expect(o.Annotations.Names.SecretProviderClassReload).To(gomega.Equal("example.com/spc"))
+			g.Expect(o.Annotations.Names.SecretProviderClassAuto).To(gomega.Equal("example.com/spc-auto"))
 		}},
 	}
 	for name, tc := range cases {

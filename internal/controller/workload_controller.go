@@ -23,6 +23,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -239,7 +240,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	var skip string // why a change was not rolled, for metrics
 	if prev != nil {
 		for _, c := range diff(sel.refs, prev, cur) {
-			if (c.created && !r.Options.ReloadOnCreate) || (c.deleted && !r.Options.ReloadOnDelete) {
+			// A SecretProviderClass's statuses come and go with the pods
+			// that mount it; only a change of mounted versions counts, as
+			// in Reloader.
+			if (c.created && !r.Options.ReloadOnCreate) || (c.deleted && !r.Options.ReloadOnDelete) ||
+				(c.ref.Kind == reference.SecretProviderClass && (c.created || c.deleted)) {
 				log.V(1).Info("Not rolling for create or delete", "change", c.String())
 				skip = skipReason(c)
 				continue

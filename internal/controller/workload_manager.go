@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
@@ -48,6 +49,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("creating the %T informer: %w", obj, err)
 		}
+	}
+	if !opts.Annotations.Ignores(reference.SecretProviderClass) {
+		served, err := setupCSI(ctx, mgr)
+		if err != nil {
+			return err
+		}
+		opts.Annotations.SecretProviderClasses = served
 	}
 	if opts.Strategy == "" {
 		opts.Strategy = trigger.Annotations
@@ -125,6 +133,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	if !r.Options.Annotations.IgnoreSecrets {
 		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+	}
+	if !r.Options.Annotations.Ignores(reference.SecretProviderClass) {
+		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
+		// change of the versions mounted for a SecretProviderClass maps,
+		// through the reference index, to the workloads that mount it.
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsForProviderClassStatus)),
+			builder.WithPredicates(providerClassChanged()))
 	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace

@@ -78,9 +78,10 @@ func (q seenQueue) AddAfter(req reconcile.Request, d time.Duration) {
 func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []reference.Reference) {
 	var c metrics.Counts
 	for _, ref := range refs {
-		if ref.Kind == reference.Secret {
+		switch ref.Kind {
+		case reference.Secret:
 			c.Secrets++
-		} else {
+		case reference.ConfigMap:
 			c.ConfigMaps++
 		}
 	}

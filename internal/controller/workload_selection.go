@@ -98,7 +98,24 @@ func (r *WorkloadReconciler) selectReferences(ctx context.Context, namespace str
 			sel.data[ref.ID()] = obj.data
 		}
 	}
-	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+	// SecretProviderClasses mounted through CSI volumes
+	// (--enable-csi-integration). No object of the kind is read for its
+	// annotations: ignore and match do not apply to it.
+	if !cfg.Ignores(reference.SecretProviderClass) {
+		for _, ref := range reference.SecretProviderClasses(template) {
+			considered[ref.ID()] = true
+			if !cfg.Selects(optIn, ref.Kind, ref.Name, nil, true) {
+				continue
+			}
+			obj, err := r.lookup(ctx, namespace, ref.Kind, ref.Name)
+			if err != nil {
+				return selection{}, err
+			}
+			sel.refs = append(sel.refs, ref)
+			sel.data[ref.ID()] = obj.data
+		}
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret, reference.SecretProviderClass} {
 		include, _ := optIn.Lists(kind)
 		if cfg.Ignores(kind) || len(include) == 0 {
 			continue
@@ -143,6 +160,9 @@ func (r *WorkloadReconciler) lookup(ctx context.Context, namespace string, kind 
 	if r.Options.Annotations.Ignores(kind) {
 		return cached{}, nil
 	}
+	if kind == reference.SecretProviderClass {
+		return r.lookupProviderClass(ctx, namespace, name)
+	}
 	obj := newObject(kind)
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -158,7 +178,13 @@ func (r *WorkloadReconciler) lookup(ctx context.Context, namespace string, kind 
 // a list matches.
 func (r *WorkloadReconciler) matching(ctx context.Context, namespace string, kind reference.Kind, l annotation.List) ([]string, error) {
 	var names []string
-	if kind == reference.Secret {
+	if kind == reference.SecretProviderClass {
+		all, err := r.providerClassNames(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		names = all
+	} else if kind == reference.Secret {
 		var list corev1.SecretList
 		if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 			return nil, fmt.Errorf("listing cached Secrets in %s: %w", namespace, err)

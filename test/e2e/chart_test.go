@@ -309,6 +309,9 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		"ignored workload types": {
 			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("namespaces", "daemonsets", "jobs"),
 		},
+		"CSI integration": {
+			values: map[string]any{"csiIntegration.enabled": true}, kind: "ClusterRole", want: append(without("namespaces"), generatedCSIRules(t)...),
+		},
 		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
 		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},
 	}
