@@ -17,6 +17,7 @@ import (
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 )
 
@@ -60,33 +61,31 @@ func setupCSI(ctx context.Context, mgr ctrl.Manager) (bool, error) {
 	return true, nil
 }
 
-// lookupProviderClass reads what the cache holds of a SecretProviderClass:
-// the versions in its SecretProviderClassPodStatus written last in
-// namespace. With no status (no pod mounts it yet) the class counts as
-// absent.
-func (r *WorkloadReconciler) lookupProviderClass(ctx context.Context, namespace, name string) (cached, error) {
+// providerClass reads what the cache holds of a SecretProviderClass: the
+// versions in its SecretProviderClassPodStatus written last in namespace.
+// With no status (no pod mounts it yet) the class counts as absent.
+func (s cacheSource) providerClass(namespace, name string) (plan.Object, bool, error) {
 	var list csiv1.SecretProviderClassPodStatusList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{providerClassIndex: name}); err != nil {
-		return cached{}, fmt.Errorf("listing cached SecretProviderClassPodStatuses of %s/%s: %w", namespace, name, err)
+	if err := s.c.List(s.ctx, &list, client.InNamespace(namespace), client.MatchingFields{providerClassIndex: name}); err != nil {
+		return plan.Object{}, false, fmt.Errorf("listing cached SecretProviderClassPodStatuses of %s/%s: %w", namespace, name, err)
 	}
 	latest := digest.Latest(list.Items)
 	if latest == nil {
-		return cached{}, nil
+		return plan.Object{}, false, nil
 	}
-	d := digest.OfSecretProviderClassPodStatus(latest)
-	return cached{data: &d, uid: string(latest.UID), resourceVersion: latest.ResourceVersion}, nil
+	return plan.Object{Data: digest.OfSecretProviderClassPodStatus(latest), UID: string(latest.UID), ResourceVersion: latest.ResourceVersion}, true, nil
 }
 
 // providerClassNames returns the names of the SecretProviderClasses that
 // some cached status in namespace is for, sorted and unique.
-func (r *WorkloadReconciler) providerClassNames(ctx context.Context, namespace string) ([]string, error) {
+func (s cacheSource) providerClassNames(namespace string) ([]string, error) {
 	var list csiv1.SecretProviderClassPodStatusList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := s.c.List(s.ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing cached SecretProviderClassPodStatuses in %s: %w", namespace, err)
 	}
 	var names []string
-	for _, s := range list.Items {
-		names = append(names, s.Status.SecretProviderClassName)
+	for _, st := range list.Items {
+		names = append(names, st.Status.SecretProviderClassName)
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil

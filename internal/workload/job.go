@@ -90,12 +90,10 @@ func (Job) Handles(obj client.Object) bool {
 // so that a Job someone else re-created is never deleted, and creates it
 // again from r.Desired without the selector and labels the Job controller
 // generated; the new Job carries Reroll's record. A completed Job is only
-// recorded, unless RecreateFinished says otherwise.
+// recorded: Action decides that (RecreateFinished), and Roll runs only for
+// ByRecreate.
 func (k Job) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
 	old := r.Original.(*batchv1.Job)
-	if recreate, why := RecreateFinished(k.RecreateCompleted, r.ReloaderDefaults, old.Annotations); finished(old) && !recreate {
-		return RollResult{Handled: true, Note: fmt.Sprintf("not re-created: the Job has finished (%s; set %s: \"true\" or --recreate-completed-jobs to re-create finished Jobs)", why, RecreateCompletedAnnotation)}, r.Patch(ctx, r.Original, r.Desired)
-	}
 	desired := r.Desired.(*batchv1.Job)
 	fresh := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -142,4 +140,13 @@ func withoutKeys(in map[string]string, keys []string) map[string]string {
 		delete(out, k)
 	}
 	return out
+}
+
+// Action implements Actor: a Job rolls ByRecreate, unless it has finished
+// and RecreateFinished says no; then it is only recorded.
+func (k Job) Action(obj client.Object, reloaderDefaults bool) Action {
+	if recreate, why := RecreateFinished(k.RecreateCompleted, reloaderDefaults, obj.GetAnnotations()); finished(obj.(*batchv1.Job)) && !recreate {
+		return Action{Way: NotRestarted, Why: fmt.Sprintf("not re-created: the Job has finished (%s; %s: \"true\" or --recreate-completed-jobs re-creates finished Jobs)", why, RecreateCompletedAnnotation)}
+	}
+	return Action{Way: ByRecreate}
 }
