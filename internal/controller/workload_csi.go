@@ -39,9 +39,11 @@ var AddToScheme = csiv1.AddToScheme
 
 // setupCSI prepares the SecretProviderClassPodStatus informer and its index,
 // once for every kind. It reports false, with a log line, when the API
-// server does not serve the CRD: then no workload rolls for CSI volumes, as
-// in Reloader, and everything else runs.
-func setupCSI(ctx context.Context, mgr ctrl.Manager) (bool, error) {
+// server does not serve the CRD or Reroll may not read the statuses (the
+// chart's csiIntegration.enabled, or config/components/csi, grants it): then
+// no workload rolls for CSI volumes, as in Reloader without the CRD, and
+// everything else runs.
+func setupCSI(ctx context.Context, mgr ctrl.Manager, scope Scope) (bool, error) {
 	gvk := schema.GroupVersionKind{Group: csiv1.GroupVersion.Group, Version: csiv1.GroupVersion.Version, Kind: "SecretProviderClassPodStatus"}
 	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		if meta.IsNoMatchError(err) {
@@ -49,6 +51,10 @@ func setupCSI(ctx context.Context, mgr ctrl.Manager) (bool, error) {
 			return false, nil
 		}
 		return false, fmt.Errorf("discovering %s: %w", gvk.String(), err)
+	}
+	if err := permitted(ctx, mgr, scope, gvk.Group, "secretproviderclasspodstatuses", "list", "watch"); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Not watching SecretProviderClassPodStatuses")
+		return false, nil
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &csiv1.SecretProviderClassPodStatus{}, providerClassIndex, func(o client.Object) []string {
 		return []string{o.(*csiv1.SecretProviderClassPodStatus).Status.SecretProviderClassName}

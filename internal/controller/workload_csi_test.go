@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 func init() {
@@ -193,4 +195,24 @@ func TestWorkloadReconciler_CSIOffIgnoresProviderClasses(t *testing.T) {
 	// The ConfigMap change rolls; the CSI change, before it, did not.
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.ContainSubstring("ConfigMap/cfg changed keys a")))
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+}
+
+func TestWorkloadReconciler_CSIWithoutPermissionIsSkippedOthersWork(t *testing.T) {
+	t.Parallel()
+	providerClassStatusCRD(t)
+	g := newT(t)
+	ns := newNamespace(t)
+	// What Reroll needs for Deployments, and no read of the CSI statuses:
+	// --enable-csi-integration given without the chart's csiIntegration.
+	cfg := serviceAccountConfig(t, ns, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+	opts := csiOn()
+	opts.Kinds = []workload.Kind{workload.Deployment{}}
+	r := startRerollAs(t, cfg, ns, opts)
+	g.Expect(r.logs.String()).To(gomega.ContainSubstring(`missing RBAC permission: list on secretproviderclasspodstatuses`))
+
+	expectDeploymentRolls(t, ns)
 }
