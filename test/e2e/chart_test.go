@@ -611,12 +611,15 @@ func TestHelmChart_ReloaderKeysWithoutMeaningAreNoted(t *testing.T) {
 			"reloader.deployment.livenessProbe":      map[string]any{"timeoutSeconds": 5},
 			"reloader.deployment.env.secret":         map[string]any{"ALERT_ON_RELOAD": "true"},
 			"reloader.verticalPodAutoscaler.enabled": true,
+			// Where Reloader's charts before 1.4 kept the image.
+			"reloader.deployment.image": map[string]any{"name": "stakater/reloader", "tag": "v1.0.0", "pullPolicy": "IfNotPresent"},
 		})...)...)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	_, notes, found := strings.Cut(out, "NOTES:")
 	g.Expect(found).To(gomega.BeTrue())
 	for _, key := range []string{"image:", "reloader.isOpenshift:", "reloader.syncAfterRestart:", "reloader.enableMetricsByNamespace:",
-		"reloader.deployment.livenessProbe/readinessProbe:", "reloader.deployment.env.secret.ALERT_ON_RELOAD:", "reloader.verticalPodAutoscaler:"} {
+		"reloader.deployment.livenessProbe/readinessProbe:", "reloader.deployment.env.secret.ALERT_ON_RELOAD:", "reloader.verticalPodAutoscaler:",
+		"reloader.deployment.image:"} {
 		g.Expect(notes).To(gomega.ContainSubstring("  - "+key), "a NOTES line for %s", key)
 	}
 

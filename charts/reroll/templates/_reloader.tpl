@@ -145,6 +145,8 @@ is merged over Reroll's value, as Helm merges a values file over the defaults. *
 {{- if $r.enableMetricsByNamespace }}{{ $notes = append $notes "reloader.enableMetricsByNamespace: not needed; reroll_rollouts_total always has a namespace label." }}{{ end }}
 {{- if $r.service }}{{ $notes = append $notes "reloader.service: not applied; the metrics Service is created with serviceMonitor.enabled." }}{{ end }}
 {{- if ($r.verticalPodAutoscaler | default dict).enabled }}{{ $notes = append $notes "reloader.verticalPodAutoscaler: not offered; Reroll's memory is flat in the cluster's Secrets (docs/design.md)." }}{{ end }}
+{{- if $d.image }}{{ $notes = append $notes "reloader.deployment.image: Reloader's image values are not used; Reroll runs its own image (image.repository, image.tag)." }}{{ end }}
+{{- if or $r.volumes $r.volumeMounts }}{{ $notes = append $notes "reloader.volumes/volumeMounts: not used, as in Reloader's chart, which reads reloader.deployment.volumes and volumeMounts." }}{{ end }}
 {{- if or $d.livenessProbe $d.readinessProbe }}{{ $notes = append $notes "reloader.deployment.livenessProbe/readinessProbe: not applied; Reroll's probes are /healthz and /readyz on port 8081." }}{{ end }}
 {{- if kindIs "bool" $d.automountServiceAccountToken }}{{ $notes = append $notes "reloader.deployment.automountServiceAccountToken: not applied; Reroll needs its ServiceAccount token." }}{{ end }}
 {{- if and $r.enableHA (le (int ($d.replicas | default 1)) 1) }}{{ $notes = append $notes "reloader.enableHA with one replica: leader election is on only with more than one replica." }}{{ end }}
