@@ -2,6 +2,7 @@
 # `make manifests`: regenerates what is derived from the code.
 #
 #   config/rbac/role.yaml  from the +kubebuilder:rbac markers (controller-gen)
+#   config/components/csi/role.yaml  from cmd/reroll's marker (--enable-csi-integration)
 #   api/v1alpha1/zz_generated.deepcopy.go, config/crd/bases/*.yaml and the
 #                          chart's copy in charts/reroll/files/, from the API
 #                          types and their markers (controller-gen)
@@ -16,6 +17,8 @@ cd "$root"
 hack/tools.sh controller-gen
 controller_gen="$(hack/tools.sh --dir controller-gen)/controller-gen"
 "$controller_gen" rbac:roleName=manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+# --enable-csi-integration's permission, apart from the base role.
+"$controller_gen" rbac:roleName=csi-role paths=./cmd/reroll/... output:rbac:artifacts:config=config/components/csi
 "$controller_gen" object paths=./api/...
 "$controller_gen" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 mkdir -p charts/reroll/files
@@ -33,4 +36,4 @@ kubectl="$(hack/tools.sh --dir kube)/kubectl"
   echo "# Generated from config/default by \`make manifests\`; do not edit."
   "$kubectl" kustomize config/default
 } >deploy/reroll.yaml
-echo "==> wrote config/rbac/role.yaml, the deepcopy functions, the CRDs and deploy/reroll.yaml"
+echo "==> wrote config/rbac/role.yaml, config/components/csi/role.yaml, the deepcopy functions, the CRDs and deploy/reroll.yaml"

@@ -73,9 +73,7 @@ func secretKey(name, key string) corev1.EnvVar {
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func defaults() Options {
-	return Options{Strategy: trigger.Annotations, Annotations: annotation.DefaultConfig()}
-}
+func defaults() Options { return DefaultOptions() }
 
 func TestDecide(t *testing.T) {
 	auto := map[string]string{"reroll.dev/auto": "true"}
@@ -85,6 +83,7 @@ func TestDecide(t *testing.T) {
 		annotations map[string]string       // the workload's metadata annotations
 		template    *corev1.PodTemplateSpec // its pod template; template([cfg]) when nil
 		action      workload.Action         // how its kind rolls; ByTemplate when zero
+		reloaderAct workload.Action         // how it rolls in Reloader's dialect; action when zero
 		before      memory                  // the objects when Reroll recorded; nil: no record yet
 		record      string                  // the record, instead of one made from before
 		extra       map[string]string       // more workload annotations, added after the record
@@ -277,6 +276,18 @@ func TestDecide(t *testing.T) {
 			want:        Unchanged,
 			check:       ruleOf("ConfigMap/cfg", false, RuleIgnoreAnnotation),
 		},
+		"a key-level reference reads only its keys": {
+			annotations: auto,
+			template:    template(nil, secretKey("db", "password")),
+			after:       memory{secret("db"): obj(map[string]string{"password": "p", "user": "u"}, nil, "1")},
+			want:        FirstSight,
+			check: func(t *testing.T, p Plan) {
+				c := p.Considered[0]
+				if !c.Reads("password") || c.Reads("user") {
+					t.Errorf("Reads: password %v, user %v; want true, false", c.Reads("password"), c.Reads("user"))
+				}
+			},
+		},
 		"an explicit list selects an object the template does not read": {
 			annotations: map[string]string{"reroll.dev/configmaps": "listed"},
 			template:    template(nil),
@@ -450,7 +461,7 @@ func TestDecide(t *testing.T) {
 		},
 		"a CronJob without the job trigger records and does not restart": {
 			annotations: auto,
-			action:      workload.CronJob{}.Action(cronJob(nil)),
+			action:      workload.CronJob{}.Action(cronJob(nil), false),
 			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
 			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
 			want:        NotRolled,
@@ -461,9 +472,32 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
+		"a CronJob opted in with Reloader's annotations creates a Job, as Reloader does": {
+			annotations: reloaderAuto,
+			action:      workload.CronJob{}.Action(cronJob(nil), false),
+			reloaderAct: workload.CronJob{}.Action(cronJob(nil), true),
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        Roll,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				if p.Roll.Way != workload.ByJob {
+					t.Errorf("way = %s, want %s", p.Roll.Way, workload.ByJob)
+				}
+			},
+		},
+		"a CronJob opted in with Reroll's annotations keeps the quiet default": {
+			annotations: auto,
+			action:      workload.CronJob{}.Action(cronJob(nil), false),
+			reloaderAct: workload.CronJob{}.Action(cronJob(nil), true),
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        NotRolled,
+			changes:     "ConfigMap/cfg changed keys a",
+		},
 		"a CronJob with the job trigger creates a Job named after the data": {
 			annotations: auto,
-			action:      workload.CronJob{}.Action(cronJob(map[string]string{workload.CronJobTriggerAnnotation: "job"})),
+			action:      workload.CronJob{}.Action(cronJob(map[string]string{workload.CronJobTriggerAnnotation: "job"}), false),
 			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
 			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
 			want:        Roll,
@@ -515,7 +549,7 @@ func TestDecide(t *testing.T) {
 				c.opts(&o)
 			}
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Annotations: map[string]string{},
-				Template: c.template, Action: c.action, Pausable: true, Now: now}
+				Template: c.template, Action: c.action, ReloaderAction: c.reloaderAct, Pausable: true, Now: now}
 			if in.Template == nil {
 				in.Template = template([]string{"cfg"})
 			}

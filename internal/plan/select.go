@@ -66,6 +66,14 @@ type Considered struct {
 	Rule Rule
 }
 
+// Reads reports whether a change of key in the object counts for the
+// workload: the object is selected and the reference consumes the key (every
+// key, for whole-object references and pod-reloader's lists, where any write
+// counts).
+func (c Considered) Reads(key string) bool {
+	return c.Selected && c.Ref.Consumes(key)
+}
+
 // selection is what decides one workload's rollouts.
 type selection struct {
 	// refs are the selected references, sorted by kind, then name.
@@ -130,7 +138,11 @@ func (s *selector) lookup(namespace string, kind reference.Kind, name string) (*
 	}
 	o, ok, err := s.src.Object(kind, namespace, name)
 	if errors.Is(err, ErrUnreadable) {
-		s.sel.unreadable = append(s.sel.unreadable, reference.Reference{Kind: kind, Name: name}.ID())
+		ref := reference.Reference{Kind: kind, Name: name}
+		if namespace != s.namespace {
+			ref.Namespace = namespace
+		}
+		s.sel.unreadable = append(s.sel.unreadable, ref.ID())
 		return nil, true, nil
 	}
 	if err != nil {
@@ -216,7 +228,16 @@ func (s *selector) reloader(optIn annotation.OptIn, template *corev1.PodTemplate
 			return err
 		}
 	}
-	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+	// SecretProviderClasses that Secrets Store CSI Driver volumes mount
+	// (--enable-csi-integration); an ignored kind is not even looked at.
+	if !s.cfg.Ignores(reference.SecretProviderClass) {
+		for _, ref := range reference.SecretProviderClasses(template) {
+			if err := consider(ref, false); err != nil {
+				return err
+			}
+		}
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret, reference.SecretProviderClass} {
 		include, _ := optIn.Lists(kind)
 		if s.cfg.Ignores(kind) || len(include) == 0 {
 			continue
@@ -270,7 +291,8 @@ func (s *selector) rule(o annotation.OptIn, kind reference.Kind, name string, an
 		return RuleSearchMatch
 	case o.Auto:
 		return RuleAuto
-	case (kind == reference.ConfigMap && o.AutoConfigMaps) || (kind == reference.Secret && o.AutoSecrets):
+	case (kind == reference.ConfigMap && o.AutoConfigMaps) || (kind == reference.Secret && o.AutoSecrets) ||
+		(kind == reference.SecretProviderClass && o.AutoSecretProviderClasses):
 		return RuleAutoKind
 	case o.Search:
 		return RuleNoMatch
