@@ -180,17 +180,23 @@ func (s *session) candidate(ctx context.Context, ns string, o annotation.OptIn, 
 		return c
 	}
 	c.state = s.objects.get(ctx, objectKey{kind: ref.Kind, namespace: ns, name: ref.Name})
-	if !c.state.known {
-		// Selection may depend on the object's ignore and match
-		// annotations, which could not be read: count it as Reroll last
-		// recorded it (see decide), and say so.
-		c.selected = true
-		c.rule = fmt.Sprintf("could not read %s: %v", ref.ID(), c.state.err)
-		return c
-	}
+	// An object that could not be read is decided without its
+	// annotations, as the planner does, and counted as Reroll last
+	// recorded it (see decide); undecided tells whether its ignore or
+	// match annotation could change the answer.
 	c.selected = s.annotations.Selects(o, ref.Kind, ref.Name, c.state.annotations, referenced)
 	c.rule = selectionRule(s.annotations, o, ref.Kind, ref.Name, c.state.annotations, referenced)
 	return c
+}
+
+// undecided reports whether the candidate's selection depends on
+// annotations that could not be read: the ignore annotation can drop a
+// selected object, the match annotation select one under search.
+func (c candidate) undecided(o annotation.OptIn) bool {
+	if c.state.known {
+		return false
+	}
+	return c.selected || (o.Search && c.referenced && strings.HasPrefix(c.rule, "search"))
 }
 
 // selectionRule names the rule of annotation.Config.Selects that decides

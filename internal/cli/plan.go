@@ -278,17 +278,18 @@ func planFor(t target, before, after verdict, overlay map[objectKey]objectState)
 	case len(held) > 0 && !w.Rolls:
 		w.Reason = "held: " + strings.Join(held, "; ")
 	case !w.Rolls:
-		var rules []string
+		var parts []string
 		for _, c := range consulted {
-			if !c.selected {
-				rules = append(rules, c.ref.ID()+" "+c.rule)
+			if c.selected {
+				parts = append(parts, c.ref.ID()+": no key it reads changes")
+			} else {
+				parts = append(parts, c.ref.ID()+" "+c.rule)
 			}
 		}
-		if len(rules) > 0 {
-			w.Reason = strings.Join(rules, "; ")
-		} else {
-			w.Reason = "no key it consumes changes"
+		if len(parts) == 0 {
+			parts = append(parts, "it reads the manifests' objects only through its pod template, which its opt-in does not cover")
 		}
+		w.Reason = strings.Join(parts, "; ")
 	}
 	if before.rolls() && !before.firstSight {
 		note := "already pending without the manifests: " + summary(before.changes)

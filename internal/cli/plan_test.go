@@ -111,7 +111,7 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/ignored", "ConfigMap/ignored ignored: the object has reroll.dev/ignore"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/excluded", "ConfigMap/cfg excluded by the workload's exclude list of configmaps"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/not-opted", "not opted in"))
-	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/env-b", "no key it consumes changes"))
+	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/env-b", "ConfigMap/cfg: no key it reads changes"))
 
 	table, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "--fail-on-rollout")
 	g.Expect(err).To(gomega.MatchError(ErrWouldRoll))

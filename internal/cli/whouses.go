@@ -172,8 +172,8 @@ func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, n
 		c.Rolls, c.Rule = "no", "not opted in"
 	case cand == nil:
 		c.Rolls, c.Rule = "no", "the workload's opt-in does not consider it"
-	case !cand.state.known:
-		c.Rolls, c.Rule = "unknown", cand.rule
+	case cand.undecided(v.optIn):
+		c.Rolls, c.Rule = "unknown", fmt.Sprintf("%s, unless the object's ignore or match annotation, which could not be read (%v), says otherwise", cand.rule, cand.state.err)
 	case !cand.selected:
 		c.Rolls, c.Rule = "no", cand.rule
 	default:

@@ -153,7 +153,7 @@ func TestPlugin_UserWithoutGetSecrets(t *testing.T) {
 	}))
 	for _, w := range plan.Workloads {
 		if w.Workload == "Deployment/env" {
-			g.Expect(w.Reason).To(gomega.Equal("no key it consumes changes; could not read Secret/sec (counted as recorded)"))
+			g.Expect(w.Reason).To(gomega.Equal("ConfigMap/cfg: no key it reads changes; could not read Secret/sec (counted as recorded)"))
 		}
 	}
 }
