@@ -113,6 +113,16 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/not-opted", "not opted in"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/env-b", "ConfigMap/cfg: no key it reads changes"))
 
+	// The same manifests through a kustomization (-k) give the same plan.
+	kdir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(kdir, "config.yaml"), []byte(planManifests), 0o600)).To(gomega.Succeed())
+	g.Expect(os.WriteFile(filepath.Join(kdir, "kustomization.yaml"), []byte("resources:\n  - config.yaml\n"), 0o600)).To(gomega.Succeed())
+	kout, err := kubectlReroll(t, "-n", ns, "plan", "-k", kdir, "-o", "json")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var kplan planReport
+	g.Expect(json.Unmarshal([]byte(kout), &kplan)).To(gomega.Succeed())
+	g.Expect(kplan.Workloads).To(gomega.Equal(plan.Workloads))
+
 	table, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "--fail-on-rollout")
 	g.Expect(err).To(gomega.MatchError(ErrWouldRoll))
 	g.Expect(table).To(gomega.ContainSubstring("5 workload(s) in 1 namespace(s) would roll"))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -228,18 +229,34 @@ func (s *session) blocks(t target, v verdict, evs []corev1.Event) []string {
 }
 
 // triggers returns Reroll's triggers present on the pod template: the
-// annotations of each dialect and Reloader's STAKATER_* variables.
+// annotations of each dialect and Reloader's STAKATER_* variables. Their
+// hashes are not shown: a hash of a Secret's data lets a reader test
+// guesses of its values, and a terminal or a CI log is read more widely
+// than the workload; Reloader's last-reloaded-from keeps its other fields.
 func triggers(t *corev1.PodTemplateSpec) []triggerEntry {
+	const hidden = "(a hash of the consumed data; not shown)"
 	out := []triggerEntry{}
-	for _, key := range []string{trigger.ConfigHashAnnotation, trigger.LastReloadedFromAnnotation, trigger.PodReloaderHashAnnotation, trigger.WaveHashAnnotation} {
-		if v, ok := t.Annotations[key]; ok {
-			out = append(out, triggerEntry{Where: "pod template annotation", Name: key, Value: v})
+	for _, key := range []string{trigger.ConfigHashAnnotation, trigger.PodReloaderHashAnnotation, trigger.WaveHashAnnotation} {
+		if _, ok := t.Annotations[key]; ok {
+			out = append(out, triggerEntry{Where: "pod template annotation", Name: key, Value: hidden})
 		}
+	}
+	if v, ok := t.Annotations[trigger.LastReloadedFromAnnotation]; ok {
+		var rec map[string]any
+		value := hidden
+		if json.Unmarshal([]byte(v), &rec) == nil {
+			if _, has := rec["hash"]; has {
+				rec["hash"] = hidden
+			}
+			b, _ := json.Marshal(rec) // decoded JSON always encodes
+			value = string(b)
+		}
+		out = append(out, triggerEntry{Where: "pod template annotation", Name: trigger.LastReloadedFromAnnotation, Value: value})
 	}
 	for _, ctr := range append(slices.Clone(t.Spec.Containers), t.Spec.InitContainers...) {
 		for _, e := range ctr.Env {
 			if strings.HasPrefix(e.Name, "STAKATER_") && e.ValueFrom == nil {
-				out = append(out, triggerEntry{Where: "env of container " + ctr.Name, Name: e.Name, Value: e.Value})
+				out = append(out, triggerEntry{Where: "env of container " + ctr.Name, Name: e.Name, Value: hidden})
 			}
 		}
 	}
