@@ -1,41 +1,14 @@
 package cli
 
-import "strings"
+import (
+	"strings"
 
-// changeObject is what happened to one ConfigMap or Secret a workload
-// consumes, in the text form of Reroll's Events ("ConfigMap/cfg changed
-// keys a,b", "Secret/tls was created", "... was deleted", "... was
-// written"). It becomes the planner's change.Object once that is shared.
-type changeObject struct {
-	Kind      string   `json:"kind"`
-	Namespace string   `json:"namespace,omitempty"`
-	Name      string   `json:"name"`
-	Keys      []string `json:"keys,omitempty"`
-	Created   bool     `json:"created,omitempty"`
-	Deleted   bool     `json:"deleted,omitempty"`
-	Written   bool     `json:"written,omitempty"`
-}
+	"github.com/reroll/reroll/internal/change"
+)
 
-// ID is "Kind/name", or "Kind/namespace/name" for another namespace.
-func (o changeObject) ID() string {
-	if o.Namespace != "" {
-		return o.Kind + "/" + o.Namespace + "/" + o.Name
-	}
-	return o.Kind + "/" + o.Name
-}
-
-// String is the Events' text form of the change.
-func (o changeObject) String() string {
-	switch {
-	case o.Created:
-		return o.ID() + " was created"
-	case o.Deleted:
-		return o.ID() + " was deleted"
-	case o.Written:
-		return o.ID() + " was written"
-	}
-	return o.ID() + " changed keys " + strings.Join(o.Keys, ",")
-}
+// changeObject is Reroll's one model of the change to one object, whose
+// text form the Events carry and parseSummary reads back.
+type changeObject = change.Object
 
 // summary joins changes' text forms with "; ", as Events do.
 func summary(cs []changeObject) string {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 )
 
@@ -206,10 +207,16 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 		r.Notes = append(r.Notes, notes...)
 		for _, t := range targets {
 			s.objects.overlay = nil
-			before := s.decide(ctx, t)
+			before, err := s.decide(ctx, t)
+			if err != nil {
+				return r, err
+			}
 			s.objects.overlay = overlay
-			after := s.decide(ctx, t)
+			after, err := s.decide(ctx, t)
 			s.objects.overlay = nil
+			if err != nil {
+				return r, err
+			}
 			w, ok := planFor(t, before, after, overlay)
 			if !ok {
 				continue
@@ -225,9 +232,9 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 	return r, nil
 }
 
-// planFor compares one workload's decisions without and with the
-// manifests; false when it neither reads nor lists any of their objects.
-func planFor(t target, before, after verdict, overlay map[objectKey]objectState) (planWorkload, bool) {
+// planFor compares one workload's plans without and with the manifests;
+// false when it neither reads nor lists any of their objects.
+func planFor(t target, before, after plan.Plan, overlay map[objectKey]objectState) (planWorkload, bool) {
 	ns := t.obj.GetNamespace()
 	inManifests := func(id string) bool {
 		for k := range overlay {
@@ -238,9 +245,9 @@ func planFor(t target, before, after verdict, overlay map[objectKey]objectState)
 		return false
 	}
 	w := planWorkload{Workload: t.kind.Name() + "/" + t.obj.GetName(), Namespace: ns}
-	var consulted []candidate
-	for _, c := range after.candidates {
-		if inManifests(c.ref.ID()) {
+	var consulted []plan.Considered
+	for _, c := range after.Considered {
+		if inManifests(c.Ref.ID()) {
 			consulted = append(consulted, c)
 		}
 	}
@@ -251,55 +258,63 @@ func planFor(t target, before, after verdict, overlay map[objectKey]objectState)
 	if len(consulted) == 0 && !referenced {
 		return w, false
 	}
-	if after.optIn.Enabled() {
-		w.Dialect = string(after.optIn.Dialect)
+	if after.OptIn.Enabled() {
+		w.Dialect = string(after.OptIn.Dialect)
 	}
-	for _, c := range after.changes {
-		if inManifests(c.ID()) {
-			w.Changes = append(w.Changes, c)
+	if acts(after) {
+		for _, c := range after.Change.Objects {
+			if inManifests(c.ID()) {
+				w.Changes = append(w.Changes, c)
+			}
 		}
 	}
 	var held []string
-	for _, h := range after.held {
-		if inManifests(h.change.ID()) {
-			held = append(held, h.change.String()+" ("+h.reason+")")
+	for i, h := range after.Held {
+		if inManifests(h.Ref.ID()) {
+			held = append(held, fmt.Sprintf("%s: held, Reroll runs without %s", h.Ref.ID(), after.HeldBy[i]))
 		}
 	}
-	w.Rolls = len(w.Changes) > 0 && after.rolls()
+	w.Rolls = len(w.Changes) > 0 && rolls(after)
 	switch {
-	case !after.optIn.Enabled():
+	case after.Outcome == plan.NotOptedIn:
 		w.Reason = "not opted in"
-	case after.recordErr != nil:
+	case after.Outcome == plan.DamagedRecord:
 		w.Reason = "damaged record: Reroll records the state without a rollout"
-	case after.firstSight:
+	case after.Outcome == plan.FirstSight:
 		w.Reason = "no record yet: Reroll records first sight without a rollout"
-	case len(after.missing) > 0:
-		w.Reason = "Wave's dialect waits for " + strings.Join(after.missing, ", ")
+	case after.Outcome == plan.Waiting:
+		w.Reason = "Wave's dialect waits for " + strings.Join(after.Missing, ", ")
+	case after.Outcome == plan.Deleting:
+		w.Reason = "being deleted"
+	case len(w.Changes) > 0 && after.Outcome == plan.NotRolled:
+		w.Reason = "its kind does not restart for it: " + after.Roll.Why
+	case len(w.Changes) > 0 && after.Outcome == plan.Notify:
+		w.Reason = "Reroll posts the change to its notification endpoint (--webhook-url) instead of rolling"
 	case len(held) > 0 && !w.Rolls:
-		w.Reason = "held: " + strings.Join(held, "; ")
+		w.Reason = strings.Join(held, "; ")
 	case !w.Rolls:
 		var parts []string
 		for _, c := range consulted {
-			if c.selected {
-				parts = append(parts, c.ref.ID()+": no key it reads changes")
+			if c.Selected {
+				parts = append(parts, c.Ref.ID()+": no key it reads changes")
 			} else {
-				parts = append(parts, c.ref.ID()+" "+c.rule)
+				parts = append(parts, c.Ref.ID()+": "+string(c.Rule))
 			}
 		}
 		if len(parts) == 0 {
-			parts = append(parts, "it reads the manifests' objects only through its pod template, which its opt-in does not cover")
+			parts = append(parts, "its opt-in does not cover what its pod template reads of the manifests' objects")
 		}
 		w.Reason = strings.Join(parts, "; ")
 	}
-	if before.rolls() && !before.firstSight {
-		note := "already pending without the manifests: " + summary(before.changes)
+	if acts(before) {
+		note := "already pending without the manifests: " + before.Change.Summary()
 		if w.Reason != "" {
 			note = w.Reason + "; " + note
 		}
 		w.Reason = note
 	}
-	if len(after.unknown) > 0 {
-		w.Reason = strings.TrimPrefix(w.Reason+"; could not read "+strings.Join(after.unknown, ", ")+" (counted as recorded)", "; ")
+	if len(after.Unreadable) > 0 {
+		w.Reason = strings.TrimPrefix(w.Reason+"; could not read "+strings.Join(after.Unreadable, ", ")+" (counted as recorded)", "; ")
 	}
 	return w, true
 }

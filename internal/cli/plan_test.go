@@ -108,8 +108,8 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 	for _, w := range plan.Workloads {
 		reasons[w.Workload] = w.Reason
 	}
-	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/ignored", "ConfigMap/ignored ignored: the object has reroll.dev/ignore"))
-	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/excluded", "ConfigMap/cfg excluded by the workload's exclude list of configmaps"))
+	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/ignored", "ConfigMap/ignored: object has the ignore annotation"))
+	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/excluded", "ConfigMap/cfg: excluded by the workload's exclude list"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/not-opted", "not opted in"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/env-b", "ConfigMap/cfg: no key it reads changes"))
 

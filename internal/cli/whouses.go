@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/reference"
 )
 
@@ -119,7 +118,10 @@ func (s *session) whoUses(ctx context.Context, kind reference.Kind, name string)
 	r.Notes = notes
 	unreadable := map[string]bool{}
 	for _, t := range targets {
-		c, ok := s.consumer(ctx, t, kind, name)
+		c, ok, err := s.consumer(ctx, t, kind, name)
+		if err != nil {
+			return r, err
+		}
 		if !ok {
 			continue
 		}
@@ -134,7 +136,7 @@ func (s *session) whoUses(ctx context.Context, kind reference.Kind, name string)
 
 // consumer describes t's use of kind/name; false when t neither reads nor
 // lists it.
-func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, name string) (consumer, bool) {
+func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, name string) (consumer, bool, error) {
 	c := consumer{Workload: t.kind.Name() + "/" + t.obj.GetName(), Namespace: t.obj.GetNamespace(), References: []referenceUse{}, Keys: []keyDecision{}}
 	var consumed []string
 	for _, src := range reference.SourcesOf(t.template, kind, name) {
@@ -148,36 +150,33 @@ func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, n
 		}
 		consumed = append(consumed, src.Keys...)
 	}
-	v := s.decide(ctx, t)
-	id := string(kind) + "/" + name
-	var cand *candidate
-	for i := range v.candidates {
-		if v.candidates[i].ref.ID() == id {
-			cand = &v.candidates[i]
-		}
+	p, err := s.decide(ctx, t)
+	if err != nil {
+		return c, false, err
 	}
-	if cand != nil && !cand.referenced || cand != nil && v.optIn.Dialect == annotation.DialectPodReloader {
+	cand, found := considered(p, string(kind)+"/"+name)
+	if found && cand.Listed {
 		c.References = append(c.References, referenceUse{Via: "listed"})
 		c.AllKeys = true
 	}
 	if len(c.References) == 0 {
-		return c, false
+		return c, false, nil
 	}
-	c.OptedIn = v.optIn.Enabled()
+	c.OptedIn = p.OptIn.Enabled()
 	if c.OptedIn {
-		c.Dialect = string(v.optIn.Dialect)
+		c.Dialect = string(p.OptIn.Dialect)
 	}
 	switch {
 	case !c.OptedIn:
 		c.Rolls, c.Rule = "no", "not opted in"
-	case cand == nil:
+	case !found:
 		c.Rolls, c.Rule = "no", "the workload's opt-in does not consider it"
-	case cand.undecided(v.optIn):
-		c.Rolls, c.Rule = "unknown", fmt.Sprintf("%s, unless the object's ignore or match annotation, which could not be read (%v), says otherwise", cand.rule, cand.state.err)
-	case !cand.selected:
-		c.Rolls, c.Rule = "no", cand.rule
+	case undecided(p.OptIn, cand):
+		c.Rolls, c.Rule = "unknown", ruleText(p.OptIn, cand)
+	case !cand.Selected:
+		c.Rolls, c.Rule = "no", string(cand.Rule)
 	default:
-		c.Rolls, c.Rule = "yes", cand.rule
+		c.Rolls, c.Rule = "yes", string(cand.Rule)
 	}
 	st := s.objects.live(ctx, objectKey{kind: kind, namespace: t.obj.GetNamespace(), name: name})
 	keys := slices.Clone(consumed)
@@ -194,17 +193,16 @@ func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, n
 		switch {
 		case c.Rolls != "yes":
 			kd.Rolls = c.Rolls
-		case v.optIn.Dialect == annotation.DialectPodReloader:
-			// Any write to a listed object rolls, whatever the key.
-			kd.Rolls = "yes"
-		case kd.Consumed:
+		case cand.Selected && cand.Ref.Consumes(k):
+			// Every key of a whole-object reference or of pod-reloader's
+			// lists (any write counts), else the keys the template reads.
 			kd.Rolls = "yes"
 		default:
 			kd.Rolls = "no"
 		}
 		c.Keys = append(c.Keys, kd)
 	}
-	return c, true
+	return c, true, nil
 }
 
 // write prints the report as a table; wide adds each key's answer.

@@ -79,7 +79,7 @@ func TestWhoUses_ListsEveryConsumerWithItsReferencesAndKeys(t *testing.T) {
 	}))
 	g.Expect(byName["Deployment/files"].AllKeys).To(gomega.BeTrue())
 	g.Expect(byName["Deployment/listed"].References).To(gomega.Equal([]referenceUse{{Via: "listed"}}))
-	g.Expect(byName["Deployment/listed"].Rule).To(gomega.Equal("listed in the workload's configmaps list"))
+	g.Expect(byName["Deployment/listed"].Rule).To(gomega.Equal("named by the workload's list"))
 	g.Expect(byName["Deployment/quiet"].Rolls).To(gomega.Equal("no"))
 	g.Expect(byName["Deployment/quiet"].Rule).To(gomega.Equal("not opted in"))
 

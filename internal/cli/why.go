@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -137,12 +139,15 @@ type objectDecision struct {
 // Events; at most n rollout Events.
 func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 	r := whyReport{Kind: t.kind.Name(), Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Record: []recordEntry{}, Trigger: []triggerEntry{}, Rollouts: []rolloutEvent{}, Objects: []objectDecision{}, Blocks: []string{}}
-	v := s.decide(ctx, t)
-	r.OptedIn = v.optIn.Enabled()
-	if r.OptedIn {
-		r.Dialect = string(v.optIn.Dialect)
+	p, err := s.decide(ctx, t)
+	if err != nil {
+		return r, err
 	}
-	rec, err := parseObserved(t.obj.GetAnnotations()[controller.ObservedAnnotation])
+	r.OptedIn = p.OptIn.Enabled()
+	if r.OptedIn {
+		r.Dialect = string(p.OptIn.Dialect)
+	}
+	rec, err := plan.ParseRecord(t.obj.GetAnnotations()[plan.RecordAnnotation])
 	if err != nil {
 		r.RecordProblem = err.Error()
 	}
@@ -151,18 +156,18 @@ func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 		for _, k := range sortedKeys(rec[id]) {
 			if rec[id][k] == "" {
 				e.MissingKeys = append(e.MissingKeys, k)
-			} else if k != writtenKey {
+			} else if k != plan.WrittenKey {
 				e.Keys = append(e.Keys, k)
 			}
 		}
 		r.Record = append(r.Record, e)
 	}
 	r.Trigger = triggers(t.template)
-	for _, c := range v.candidates {
-		r.Objects = append(r.Objects, objectDecision{Object: c.ref.ID(), Selected: c.selected, Rule: c.rule})
+	for _, c := range p.Considered {
+		r.Objects = append(r.Objects, objectDecision{Object: c.Ref.ID(), Selected: c.Selected, Rule: ruleText(p.OptIn, c)})
 	}
-	if !v.firstSight {
-		r.Pending = v.changes
+	if acts(p) {
+		r.Pending = p.Change.Objects
 	}
 	evs, err := s.rerollEvents(ctx, t.obj)
 	if err != nil {
@@ -173,47 +178,52 @@ func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 			r.Rollouts = append(r.Rollouts, rolloutEvent{Time: eventTime(e), Type: e.Type, Reason: e.Reason, Count: max(e.Count, 1), Message: e.Message, Changes: parseSummary(e.Message)})
 		}
 	}
-	r.Blocks = s.blocks(t, v, evs)
+	r.Blocks = s.blocks(t, p, evs)
 	return r, nil
 }
 
-// blocks lists what stops t from rolling now.
-func (s *session) blocks(t target, v verdict, evs []corev1.Event) []string {
+// blocks lists what stops t from rolling now, from the plan p and the
+// Events evs.
+func (s *session) blocks(t target, p plan.Plan, evs []corev1.Event) []string {
 	out := []string{}
-	if !v.optIn.Enabled() {
+	if !p.OptIn.Enabled() {
 		out = append(out, "not opted in: the workload has none of Reroll's, Reloader's, pod-reloader's or Wave's opt-in annotations")
 	}
-	for _, p := range v.problems {
-		out = append(out, "invalid annotation: "+p.Error())
+	for _, e := range p.Problems {
+		out = append(out, "invalid annotation: "+e.Error())
 	}
-	if v.recordErr != nil {
-		out = append(out, "damaged record: "+v.recordErr.Error()+"; Reroll records the current state without a rollout")
+	if p.DamagedRecord != nil {
+		out = append(out, "damaged record: "+p.DamagedRecord.Error()+"; Reroll records the current state without a rollout")
 	}
 	if d, ok := t.obj.(*appsv1.Deployment); ok {
 		key := s.annotations.Names.PausedAt
 		if at, has := d.Annotations[key]; has {
 			msg := fmt.Sprintf("paused by Reroll at %s (%s)", at, key)
-			if start, err := time.Parse(time.RFC3339, at); err == nil && v.optIn.PausePeriod > 0 {
-				msg += fmt.Sprintf(" for its pause period of %s, until %s", v.optIn.PausePeriod, start.Add(v.optIn.PausePeriod).UTC().Format(time.RFC3339))
+			if start, err := time.Parse(time.RFC3339, at); err == nil && p.OptIn.PausePeriod > 0 {
+				msg += fmt.Sprintf(" for its pause period of %s, until %s", p.OptIn.PausePeriod, start.Add(p.OptIn.PausePeriod).UTC().Format(time.RFC3339))
 			}
 			out = append(out, msg+": the Deployment rolls everything that changed when the pause ends")
 		} else if d.Spec.Paused {
 			out = append(out, "spec.paused is true (not paused by Reroll): the Deployment rolls nothing until someone resumes it")
 		}
 	}
-	for _, c := range v.candidates {
-		if !c.selected && (strings.HasPrefix(c.rule, "ignored") || strings.HasPrefix(c.rule, "excluded")) {
-			out = append(out, c.ref.ID()+" "+c.rule)
+	for _, c := range p.Considered {
+		switch c.Rule {
+		case plan.RuleIgnoredKind, plan.RuleIgnoreAnnotation, plan.RuleExcluded:
+			out = append(out, c.Ref.ID()+": "+string(c.Rule))
 		}
 	}
-	for _, h := range v.held {
-		out = append(out, h.change.String()+": "+h.reason)
+	for i, h := range p.Held {
+		out = append(out, fmt.Sprintf("%s: held, Reroll runs without %s", h.Ref.ID(), p.HeldBy[i]))
 	}
-	for _, m := range v.missing {
+	for _, m := range p.Missing {
 		out = append(out, "Wave's dialect waits for "+m)
 	}
-	for _, u := range v.unknown {
-		out = append(out, "could not read "+u+" (forbidden): its changes and its ignore and match annotations are unknown here")
+	if p.Outcome == plan.NotRolled {
+		out = append(out, "its kind does not restart for a change: "+p.Roll.Why)
+	}
+	for _, u := range p.Unreadable {
+		out = append(out, "could not read "+u+" (forbidden): counted as Reroll last recorded it; its own ignore and match annotations are unknown here")
 	}
 	// A failed rollout newer than the last success is still being retried.
 	for _, e := range evs {
@@ -226,6 +236,14 @@ func (s *session) blocks(t target, v verdict, evs []corev1.Event) []string {
 		}
 	}
 	return out
+}
+
+// ruleText is the rule that decided c, and whether it could be read.
+func ruleText(o annotation.OptIn, c plan.Considered) string {
+	if undecided(o, c) {
+		return string(c.Rule) + ", unless the object's own ignore or match annotation, which could not be read, says otherwise"
+	}
+	return string(c.Rule)
 }
 
 // triggers returns Reroll's triggers present on the pod template: the
@@ -310,7 +328,7 @@ func (r whyReport) write(w io.Writer) error {
 	for _, t := range r.Trigger {
 		fmt.Fprintf(w, "Trigger:   %s %s=%s\n", t.Where, t.Name, t.Value)
 	}
-	fmt.Fprintf(w, "Record:    %s", controller.ObservedAnnotation)
+	fmt.Fprintf(w, "Record:    %s", plan.RecordAnnotation)
 	switch {
 	case r.RecordProblem != "":
 		fmt.Fprintf(w, " is damaged: %s\n", r.RecordProblem)

@@ -71,6 +71,6 @@ func TestWhy_SaysWhatBlocksTheWorkload(t *testing.T) {
 	g.Expect(r.Blocks).To(gomega.ConsistOf(
 		`invalid annotation: annotation reroll.dev/search: value "maybe" is not a boolean (want "true" or "false")`,
 		"spec.paused is true (not paused by Reroll): the Deployment rolls nothing until someone resumes it",
-		"ConfigMap/cfg ignored: the object has reroll.dev/ignore",
+		"ConfigMap/cfg: object has the ignore annotation",
 	))
 }
