@@ -205,8 +205,6 @@ type objectState struct {
 	data        digest.Data
 	// uid and resourceVersion identify the version (pod-reloader's dialect).
 	uid, resourceVersion string
-	// fromManifest marks an object taken from plan's manifests.
-	fromManifest bool
 }
 
 // objects reads ConfigMaps and Secrets once each, keeping digests only.

@@ -180,7 +180,7 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 	namespaces := map[string]bool{}
 	for _, m := range manifests {
 		live := s.objects.live(ctx, m.key)
-		st := objectState{known: true, exists: true, data: m.data, fromManifest: true, uid: live.uid, resourceVersion: live.resourceVersion}
+		st := objectState{known: true, exists: true, data: m.data, uid: live.uid, resourceVersion: live.resourceVersion}
 		// Apply keeps annotations the manifest does not set.
 		st.annotations = map[string]string{}
 		maps.Copy(st.annotations, live.annotations)
