@@ -12,7 +12,11 @@ cd "$root"
 dist="$root/dist"
 mkdir -p "$dist/krew"
 manifest="$dist/krew/reroll.yaml"
-sed "s/{{VERSION}}/$VERSION/g" plugins/reroll.yaml >"$manifest"
+{
+  echo "# krew plugin manifest of kubectl reroll $VERSION, rendered by hack/krew.sh from plugins/reroll.yaml."
+  # The template's own header comment says it is not installable; drop it.
+  sed -e '1,/^apiVersion:/{/^#/d}' -e "s/{{VERSION}}/$VERSION/g" plugins/reroll.yaml
+} >"$manifest"
 
 for platform in "$@"; do
   os=${platform%/*} arch=${platform#*/}
