@@ -9,7 +9,6 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
-	"github.com/reroll/reroll/internal/trigger"
 )
 
 // decide is Reroll's decision for t: the controller's own planner
@@ -27,14 +26,13 @@ func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 }
 
 // planOptions are the planner's options for Reroll's settings. The
-// strategy only chooses the trigger's form, not whether a workload rolls.
+// default strategy stands for any: it chooses the trigger's form, not
+// whether a workload rolls.
 func (s *session) planOptions() plan.Options {
-	return plan.Options{
-		Strategy:       trigger.Annotations,
-		ReloadOnCreate: s.settings.ReloadOnCreate,
-		ReloadOnDelete: s.settings.ReloadOnDelete,
-		Annotations:    s.annotations,
-	}
+	o := plan.DefaultOptions()
+	o.ReloadOnCreate, o.ReloadOnDelete = s.settings.ReloadOnCreate, s.settings.ReloadOnDelete
+	o.Annotations = s.annotations
+	return o
 }
 
 // planSource is the planner's view (plan.Source) of the objects the session

@@ -193,7 +193,7 @@ func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, n
 		switch {
 		case c.Rolls != "yes":
 			kd.Rolls = c.Rolls
-		case cand.Selected && cand.Ref.Consumes(k):
+		case cand.Reads(k):
 			// Every key of a whole-object reference or of pod-reloader's
 			// lists (any write counts), else the keys the template reads.
 			kd.Rolls = "yes"
