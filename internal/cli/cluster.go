@@ -180,7 +180,7 @@ type target struct {
 	template *corev1.PodTemplateSpec
 }
 
-// ref returns "Kind namespace/name".
+// String returns "Kind namespace/name".
 func (t target) String() string {
 	return t.kind.Name() + " " + t.obj.GetNamespace() + "/" + t.obj.GetName()
 }
@@ -202,7 +202,9 @@ type objectState struct {
 	// exists is false for an object that is not there.
 	exists      bool
 	annotations map[string]string
-	data        digest.Data
+	// labels count only for whether an apply writes the object.
+	labels map[string]string
+	data   digest.Data
 	// uid and resourceVersion identify the version (pod-reloader's dialect).
 	uid, resourceVersion string
 }
@@ -240,8 +242,12 @@ func (o *objects) live(ctx context.Context, k objectKey) objectState {
 	case err != nil:
 		st = objectState{err: readError(err)}
 	default:
+		// What Reroll's cache keeps: digests in place of values, without
+		// the last-applied-configuration annotation (a copy of the data).
+		t, _ := digest.Transform(obj) // never fails
+		obj = t.(client.Object)
 		st.exists = true
-		st.annotations = obj.GetAnnotations()
+		st.annotations, st.labels = obj.GetAnnotations(), obj.GetLabels()
 		st.data, _ = digest.Of(obj)
 		st.uid, st.resourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
 	}
@@ -250,8 +256,8 @@ func (o *objects) live(ctx context.Context, k objectKey) objectState {
 }
 
 // names returns the names of the objects of kind in namespace, live and
-// overlaid, for list annotations that are patterns. known is false when the
-// user may not list them.
+// overlaid, for list annotations that are patterns. The error wraps
+// errForbidden when the user may not list them.
 func (o *objects) names(ctx context.Context, kind reference.Kind, namespace string) (names []string, err error) {
 	seen := map[string]bool{}
 	for k := range o.overlay {

@@ -114,6 +114,8 @@ func readManifests(o *Options, fo *resource.FilenameOptions, namespace string) (
 			ns = namespace
 		}
 		m := manifestObject{annotations: u.GetAnnotations(), labels: u.GetLabels()}
+		// A copy of the data, which nothing here reads.
+		delete(m.annotations, corev1.LastAppliedConfigAnnotation)
 		if gvk.Kind == "Secret" {
 			var sec corev1.Secret
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &sec); err != nil {
@@ -181,11 +183,9 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 	for _, m := range manifests {
 		live := s.objects.live(ctx, m.key)
 		st := objectState{known: true, exists: true, data: m.data, uid: live.uid, resourceVersion: live.resourceVersion}
-		// Apply keeps annotations the manifest does not set.
-		st.annotations = map[string]string{}
-		maps.Copy(st.annotations, live.annotations)
-		maps.Copy(st.annotations, m.annotations)
-		if live.known && live.exists && (!maps.Equal(live.data.Keys, m.data.Keys) || !maps.Equal(live.annotations, st.annotations)) {
+		// Apply keeps annotations and labels the manifest does not set.
+		st.annotations, st.labels = merged(live.annotations, m.annotations), merged(live.labels, m.labels)
+		if live.known && live.exists && (!maps.Equal(live.data.Keys, m.data.Keys) || !maps.Equal(live.annotations, st.annotations) || !maps.Equal(live.labels, st.labels)) {
 			// The apply writes the object: a new resourceVersion, which is
 			// all pod-reloader's dialect compares.
 			st.resourceVersion += "+applied"
@@ -230,6 +230,14 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 	}
 	r.Summary.Namespaces = len(rolling)
 	return r, nil
+}
+
+// merged returns a copy of live with the manifest's entries set over it.
+func merged(live, manifest map[string]string) map[string]string {
+	out := make(map[string]string, len(live)+len(manifest))
+	maps.Copy(out, live)
+	maps.Copy(out, manifest)
+	return out
 }
 
 // planFor compares one workload's plans without and with the manifests;

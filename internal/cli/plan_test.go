@@ -18,7 +18,8 @@ import (
 )
 
 // planManifests changes key a of ConfigMap cfg (b stays), key p of Secret
-// sec (q stays), and ConfigMap ignored, which carries reroll.dev/ignore.
+// sec (q stays), ConfigMap ignored, which carries reroll.dev/ignore, and
+// only a label of ConfigMap labelled.
 const planManifests = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -43,6 +44,15 @@ metadata:
     reroll.dev/ignore: "true"
 data:
   x: "2"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: labelled
+  labels:
+    team: payments
+data:
+  k: v
 `
 
 func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
@@ -53,6 +63,7 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 		configMap(ns, "cfg", nil, map[string]string{"a": "1", "b": "1"}),
 		secret(ns, "sec", map[string]string{"p": "old-password", "q": "same"}),
 		configMap(ns, "ignored", map[string]string{"reroll.dev/ignore": "true"}, map[string]string{"x": "1"}),
+		configMap(ns, "labelled", nil, map[string]string{"k": "v"}),
 	)
 	workloads := map[string]client.Object{
 		// Reads key a, which changes: rolls.
@@ -73,6 +84,11 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 		"Deployment/listed": deployment(ns, "listed", map[string]string{"reroll.dev/configmaps": "cfg"}, pod(container())),
 		// Reloader's dialect, key a: rolls.
 		"StatefulSet/sts": statefulSet(ns, "sts", reloaderAutoOn, pod(container(envKey("ConfigMap", "cfg", "a")))),
+		// Reads labelled, whose data stays: does not roll.
+		"Deployment/label-only": deployment(ns, "label-only", autoOn, pod(container(envFromConfigMap("labelled")))),
+		// pod-reloader's dialect lists labelled: any write rolls, a new
+		// label too.
+		"Deployment/podreloader": deployment(ns, "podreloader", map[string]string{"pod-reloader.cs.sap.com/configmaps": "labelled"}, pod(container())),
 	}
 	// Not opted in: not rolled by Reroll, so not recorded either.
 	notOpted := deployment(ns, "not-opted", nil, pod(container(envFromConfigMap("cfg"))))
@@ -97,13 +113,14 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 		}
 	}
 	g.Expect(predicted).To(gomega.Equal(map[string][]changeObject{
-		"Deployment/env-a":    {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
-		"Deployment/envfrom":  {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
-		"Deployment/secret-p": {{Kind: "Secret", Name: "sec", Keys: []string{"p"}}},
-		"Deployment/listed":   {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
-		"StatefulSet/sts":     {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
+		"Deployment/env-a":       {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
+		"Deployment/envfrom":     {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
+		"Deployment/secret-p":    {{Kind: "Secret", Name: "sec", Keys: []string{"p"}}},
+		"Deployment/listed":      {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
+		"StatefulSet/sts":        {{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a"}}},
+		"Deployment/podreloader": {{Kind: "ConfigMap", Name: "labelled", Written: true}},
 	}))
-	g.Expect(plan.Summary).To(gomega.Equal(planSummary{Workloads: 5, Namespaces: 1}))
+	g.Expect(plan.Summary).To(gomega.Equal(planSummary{Workloads: 6, Namespaces: 1}))
 	reasons := map[string]string{}
 	for _, w := range plan.Workloads {
 		reasons[w.Workload] = w.Reason
@@ -112,6 +129,7 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/excluded", "ConfigMap/cfg: excluded by the workload's exclude list"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/not-opted", "not opted in"))
 	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/env-b", "ConfigMap/cfg: no key it reads changes"))
+	g.Expect(reasons).To(gomega.HaveKeyWithValue("Deployment/label-only", "ConfigMap/labelled: no key it reads changes"))
 
 	// The same manifests through a kustomization (-k) give the same plan.
 	kdir := t.TempDir()
@@ -125,7 +143,7 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 
 	table, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "--fail-on-rollout")
 	g.Expect(err).To(gomega.MatchError(ErrWouldRoll))
-	g.Expect(table).To(gomega.ContainSubstring("5 workload(s) in 1 namespace(s) would roll"))
+	g.Expect(table).To(gomega.ContainSubstring("6 workload(s) in 1 namespace(s) would roll"))
 
 	before := map[string]map[string]string{}
 	for id, w := range workloads {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -184,7 +185,7 @@ func (s *session) status(ctx context.Context, f statusFlags) (statusReport, erro
 		}
 		// controller-runtime's holder identity is "<hostname>_<uuid>"; a
 		// pod's hostname is its name.
-		ps.Leader = leader != "" && (leader == p.Name || len(leader) > len(p.Name) && leader[:len(p.Name)+1] == p.Name+"_")
+		ps.Leader = leader != "" && (leader == p.Name || strings.HasPrefix(leader, p.Name+"_"))
 		if ps.Ready && (scrape == "" || ps.Leader) {
 			scrape = p.Name
 		}

@@ -207,6 +207,13 @@ func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, n
 
 // write prints the report as a table; wide adds each key's answer.
 func (r whoUsesReport) write(w io.Writer, wide bool) error {
+	if len(r.Consumers) == 0 {
+		fmt.Fprintf(w, "No workload reads or lists %s.\n", r.Object)
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "Note: %s\n", n)
+		}
+		return nil
+	}
 	cols := []string{"NAMESPACE", "WORKLOAD", "DIALECT", "REFERENCES", "KEYS", "ROLLS", "RULE"}
 	if wide {
 		cols = append(cols, "KEYS THAT ROLL", "KEYS THAT DO NOT")
@@ -247,9 +254,6 @@ func (r whoUsesReport) write(w io.Writer, wide bool) error {
 	}
 	if err := t.flush(); err != nil {
 		return err
-	}
-	if len(r.Consumers) == 0 {
-		fmt.Fprintf(w, "No workload reads or lists %s.\n", r.Object)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
