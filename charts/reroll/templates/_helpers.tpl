@@ -83,7 +83,8 @@ Checks that values agree with each other where the schema cannot say it.
 The RBAC rules for the watched objects: the rules controller-gen generates
 into config/rbac/role.yaml from the +kubebuilder:rbac markers, minus what the
 values make unnecessary (Namespaces without namespaceSelector or in namespace
-scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes).
+scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes),
+plus config/components/csi/role.yaml with csiIntegration.enabled.
 test/e2e compares them with role.yaml, so code and chart cannot drift.
 */}}
 {{- define "reroll.rules" -}}
@@ -125,6 +126,12 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["create", "delete", "get", "list", "patch", "watch"]
+{{- end }}
+{{- if .Values.csiIntegration.enabled }}
+{{- /* config/components/csi/role.yaml, generated from cmd/reroll/csi.go. */}}
+- apiGroups: ["secrets-store.csi.x-k8s.io"]
+  resources: ["secretproviderclasspodstatuses"]
+  verbs: ["get", "list", "watch"]
 {{- end }}
 {{- end }}
 
