@@ -234,11 +234,16 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		log.Info("Replacing unreadable record", "error", err.Error())
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; recording the current state without a rollout", err.Error())
 	}
+	record, cur, prevCmp, tooLarge := bounded(cur, prev)
+	if tooLarge && obj.GetAnnotations()[ObservedAnnotation] != record.String() {
+		log.Info("Recording one digest per object: the record of every key is too large", "limitBytes", maxRecordBytes)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRecordTooLarge, "The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", maxRecordBytes)
+	}
 
 	var rolled []change
 	var skip string // why a change was not rolled, for metrics
 	if prev != nil {
-		for _, c := range diff(sel.refs, prev, cur) {
+		for _, c := range diff(sel.refs, prevCmp, cur) {
 			if (c.created && !r.Options.ReloadOnCreate) || (c.deleted && !r.Options.ReloadOnDelete) {
 				log.V(1).Info("Not rolling for create or delete", "change", c.String())
 				skip = skipReason(c)
@@ -248,7 +253,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 	}
 
-	setAnnotation(desired, ObservedAnnotation, cur.String())
+	setAnnotation(desired, ObservedAnnotation, record.String())
 	if r.Options.Admission.Enabled {
 		// The webhook's objectSelector: only managed workloads reach it.
 		setLabel(desired, ManagedLabel, "true")

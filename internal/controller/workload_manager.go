@@ -86,7 +86,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorderFor(FieldManager), //nolint:staticcheck // see WorkloadReconciler.Recorder
+			Recorder:  boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 			Kind:      kind,
 			Options:   opts,
 			notifier:  notifier,

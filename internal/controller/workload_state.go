@@ -154,6 +154,11 @@ func changedKeys(ref reference.Reference, before, after map[string]string) []str
 				keys = append(keys, k)
 			}
 		}
+	} else if d, ok := before[objectDigestKey]; ok && len(before) == 1 {
+		// One digest per object (bounded): any consumed key may have changed.
+		if after[objectDigestKey] != d {
+			keys = append(keys, objectDigestKey)
+		}
 	} else {
 		for _, k := range ref.Keys {
 			if v, ok := before[k]; ok && after[k] != v {
