@@ -235,7 +235,8 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; recording the current state without a rollout", err.Error())
 	}
 	record, cur, prevCmp, tooLarge := bounded(cur, prev)
-	if tooLarge && obj.GetAnnotations()[ObservedAnnotation] != record.String() {
+	if tooLarge && !prev.perObject() {
+		// Once per fall-back, not per record written.
 		log.Info("Recording one digest per object: the record of every key is too large", "limitBytes", maxRecordBytes)
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRecordTooLarge, "The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", maxRecordBytes)
 	}
