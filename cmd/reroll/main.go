@@ -82,7 +82,8 @@ func run(args []string) error {
 	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
 	mo.HealthProbeBindAddress = f.probeAddr
 	mo.LeaderElection = f.enableHA
-	mo.LeaderElectionID = "reroll-leader"
+	mo.LeaderElectionID = f.leaderElection.id
+	mo.GracefulShutdownTimeout = &f.gracefulShutdown
 	mo.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	mo.LeaseDuration = &f.leaderElection.leaseDuration
 	mo.RenewDeadline = &f.leaderElection.renewDeadline

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -45,6 +46,7 @@ type flags struct {
 	webhookURL         string
 	enableHA           bool
 	leaderElection     leaderElectionFlags
+	gracefulShutdown   time.Duration
 	isArgoRollouts     bool
 	workloads          []string
 	cronJobTrigger     string
@@ -88,6 +90,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
 	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
+	fs.StringVar(&f.leaderElection.id, "leader-election-id", "reroll-leader", "With --enable-ha: name of the Lease, in POD_NAMESPACE; two installations in one namespace need two names (the Helm chart uses <release fullname>-leader).")
+	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", DefaultGracefulShutdownTimeout, "How long Reroll waits on SIGTERM for reconciles in progress to finish; keep the pod's terminationGracePeriodSeconds above it.")
 	fs.DurationVar(&f.leaderElection.leaseDuration, "leader-election-lease-duration", 15*time.Second, "With --enable-ha: how long standbys wait after the last renewal before taking the Lease; the longest fail-over when the leader dies.")
 	fs.DurationVar(&f.leaderElection.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "With --enable-ha: how long the leader keeps retrying to renew the Lease before it gives up leading (and exits); less than --leader-election-lease-duration.")
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
@@ -101,6 +105,12 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	addWebhookFlags(fs, &f.webhook)
 	return fs
 }
+
+// DefaultGracefulShutdownTimeout is --graceful-shutdown-timeout's default:
+// below the 30 s that Kubernetes gives a pod by default, so that Reroll
+// finishes (or abandons) its reconciles and hands over the Lease before the
+// kubelet kills it.
+const DefaultGracefulShutdownTimeout = 25 * time.Second
 
 // workloadTypes are the names --ignored-workload-types accepts.
 var workloadTypes = []string{"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs", "rollouts", "deploymentconfigs"}
@@ -281,6 +291,8 @@ func isHTTPURL(s string) bool {
 // controller-runtime's LeaseDuration, RenewDeadline and RetryPeriod. The
 // defaults are controller-runtime's (and client-go's usual 15s/10s/2s).
 type leaderElectionFlags struct {
+	// id is the name of the Lease (--leader-election-id).
+	id                                        string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
 
@@ -300,6 +312,9 @@ func (l leaderElectionFlags) validate() []error {
 	if len(errs) > 0 {
 		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return errs
+	}
+	if problems := validation.IsDNS1123Subdomain(l.id); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-election-id: %q is not a valid Lease name: %s", l.id, strings.Join(problems, "; ")))
 	}
 	if l.renewDeadline >= l.leaseDuration {
 		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be less than --leader-election-lease-duration (%s)", l.renewDeadline, l.leaseDuration))

@@ -78,6 +78,7 @@ func TestOptions_RejectsMalformedValues(t *testing.T) {
 		"HA without a namespace":    {args: []string{"--enable-ha"}, want: "--enable-ha: set POD_NAMESPACE"},
 		"renew not under lease":     {args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=4s"}, want: "--leader-election-renew-deadline (4s) must be less than --leader-election-lease-duration (4s)"},
 		"retry not under renew":     {args: []string{"--leader-election-renew-deadline=3s", "--leader-election-retry-period=3s"}, want: "--leader-election-renew-deadline (3s) must be more than 1.2 times --leader-election-retry-period (3s)"},
+		"invalid Lease name":        {args: []string{"--leader-election-id=Not_A_Name"}, want: "--leader-election-id: \"Not_A_Name\" is not a valid Lease name"},
 		"zero lease":                {args: []string{"--leader-election-lease-duration=0s"}, want: "--leader-election-lease-duration: 0s is not positive"},
 	}
 	for name, tc := range cases {
@@ -96,10 +97,14 @@ func TestOptions_LeaderElectionTimings(t *testing.T) {
 		// want are the timings passed to the manager.
 		want leaderElectionFlags
 	}{
-		"controller-runtime defaults": {want: leaderElectionFlags{leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second}},
+		"controller-runtime defaults": {want: leaderElectionFlags{id: "reroll-leader", leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second}},
 		"short fail-over": {
 			args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s"},
-			want: leaderElectionFlags{leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: time.Second},
+			want: leaderElectionFlags{id: "reroll-leader", leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: time.Second},
+		},
+		"a Lease per release": {
+			args: []string{"--leader-election-id=team-a-reroll-leader"},
+			want: leaderElectionFlags{id: "team-a-reroll-leader", leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second},
 		},
 	}
 	for name, tc := range cases {

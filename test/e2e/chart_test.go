@@ -84,7 +84,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081"}
+	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s"}
 	cases := map[string]struct {
 		// values are the chart values set.
 		values map[string]any
@@ -125,11 +125,11 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 		},
 		"several replicas elect a leader": {
 			values: map[string]any{"replicas": 3},
-			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha"},
+			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha", "--leader-election-id=r-reroll-leader"},
 		},
 		"lease timings with leader election": {
 			values: map[string]any{"replicas": 2, "leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s"}},
-			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha",
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha", "--leader-election-id=r-reroll-leader",
 				"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=4s"},
 		},
 		"lease timings without leader election": {
@@ -179,8 +179,20 @@ func TestHelmChart_LeaderElectionGetsPodIdentity(t *testing.T) {
 	g.Expect(leases).To(gomega.ContainElements("coordination.k8s.io|leases|get", "coordination.k8s.io|leases|create", "coordination.k8s.io|leases|update"))
 	g.Expect(leases).NotTo(gomega.ContainElement("coordination.k8s.io|leases|delete"))
 
+	g.Expect(deploymentOf(t, objs).Spec.Strategy.Type).NotTo(gomega.Equal(appsv1.RecreateDeploymentStrategyType))
+
 	one := renderChart(t, nil)
 	g.Expect(only(one, "Role")).To(gomega.BeEmpty(), "one replica needs no Lease")
+	g.Expect(deploymentOf(t, one).Spec.Strategy.Type).To(gomega.Equal(appsv1.RecreateDeploymentStrategyType), "one replica without leader election never runs two")
+}
+
+func TestHelmChart_GracePeriodAboveShutdownTimeout(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	pod := deploymentOf(t, renderChart(t, nil)).Spec.Template.Spec
+	g.Expect(*pod.TerminationGracePeriodSeconds).To(gomega.BeNumerically(">", 25))
+	_, err := run(helmEnv, helmBin, append([]string{"template", "r", chartDir}, setFlags(map[string]any{"terminationGracePeriodSeconds": 25})...)...)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("terminationGracePeriodSeconds must be larger than gracefulShutdownTimeoutSeconds")))
 }
 
 func TestHelmChart_GoMemLimitIsAShareOfTheMemoryLimit(t *testing.T) {

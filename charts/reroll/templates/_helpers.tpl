@@ -62,6 +62,9 @@ ClusterRole.
 Checks that values agree with each other where the schema cannot say it.
 */}}
 {{- define "reroll.validate" -}}
+{{- if le (int .Values.terminationGracePeriodSeconds) (int .Values.gracefulShutdownTimeoutSeconds) }}
+{{- fail "terminationGracePeriodSeconds must be larger than gracefulShutdownTimeoutSeconds, or the kubelet kills Reroll before it has shut down" }}
+{{- end }}
 {{- if and .Values.ignoreSecrets .Values.ignoreConfigMaps }}
 {{- fail "ignoreSecrets and ignoreConfigMaps are both true: that leaves nothing to watch" }}
 {{- end }}
