@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -13,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/reroll/reroll/internal/annotation"
-	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -64,8 +63,9 @@ const envVarPrefix = "STAKATER_"
 // A replace (kubectl replace, Argo CD Replace=true, helm --force) writes the
 // workload without the fields Reroll added; without the handler the pod
 // template loses the trigger and the workload rolls once. The handler puts
-// the fields back in the same write, and records a new workload on creation
-// so that the reconciler's first sight has nothing to do.
+// the fields back in the same write, from the request's oldObject only, and
+// labels a new opted-in workload. It never reads the cluster: its answer
+// holds nothing the request did not.
 type workloadAdmission struct {
 	r *WorkloadReconciler
 }
@@ -116,7 +116,7 @@ func (h *workloadAdmission) handle(ctx context.Context, req admission.Request) (
 			return admission.Response{}, err
 		}
 	case admissionv1.Create:
-		if err := h.record(ctx, obj); err != nil {
+		if err := h.label(obj); err != nil {
 			return admission.Response{}, err
 		}
 	default:
@@ -139,17 +139,11 @@ func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
 
 // restore copies from old to obj each field Reroll manages that old has and
 // obj lacks; a value obj carries is never overwritten. It makes no API call.
+//
+// The record and ManagedLabel come back only while obj is opted in: the
+// reconciler removes both from a workload that opted out, and that write
+// passes through here too; restoring them would undo it.
 func (h *workloadAdmission) restore(old, obj client.Object) error {
-	if v, ok := old.GetAnnotations()[ObservedAnnotation]; ok {
-		if _, has := obj.GetAnnotations()[ObservedAnnotation]; !has {
-			setAnnotation(obj, ObservedAnnotation, v)
-		}
-	}
-	if v, ok := old.GetLabels()[ManagedLabel]; ok {
-		if _, has := obj.GetLabels()[ManagedLabel]; !has {
-			setLabel(obj, ManagedLabel, v)
-		}
-	}
 	oldT, err := h.r.Kind.PodTemplate(old)
 	if err != nil {
 		return err
@@ -157,6 +151,18 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 	t, err := h.r.Kind.PodTemplate(obj)
 	if err != nil {
 		return err
+	}
+	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
+		if v, ok := old.GetAnnotations()[ObservedAnnotation]; ok {
+			if _, has := obj.GetAnnotations()[ObservedAnnotation]; !has {
+				setAnnotation(obj, ObservedAnnotation, v)
+			}
+		}
+		if v, ok := old.GetLabels()[ManagedLabel]; ok {
+			if _, has := obj.GetLabels()[ManagedLabel]; !has {
+				setLabel(obj, ManagedLabel, v)
+			}
+		}
 	}
 	changed := false
 	for _, k := range templateTriggers {
@@ -206,18 +212,21 @@ func hasEnv(c *corev1.Container, name string) bool {
 	return false
 }
 
-// record writes on a new opted-in workload what the reconciler would record
-// on first sight, from the cache only, so that data that existed before the
-// workload never rolls it, and the trigger of startTrigger. A workload that
-// already carries a record, or whose Wave-dialect references are incomplete
-// (the reconciler waits then), is left alone.
-func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error {
+// label sets ManagedLabel on a new opted-in workload, so that the writes
+// that follow its creation reach the webhook before the reconciler first
+// labels it. It reads only the request: the answer to a CREATE carries
+// nothing of the cluster's state (no record, no digest, no Secret name), so
+// that anything able to reach the webhook's port learns nothing by sending
+// it an AdmissionReview. The reconciler records the new workload on first
+// sight, as a metadata patch that rolls nothing. Out-of-scope namespaces by
+// --namespaces or --namespaces-to-ignore are left alone; the namespace
+// selector is not read (a label on an out-of-scope workload changes
+// nothing).
+func (h *workloadAdmission) label(obj client.Object) error {
 	r := h.r
-	if _, ok := obj.GetAnnotations()[ObservedAnnotation]; ok {
+	if len(r.Options.Scope.Namespaces) > 0 && !slices.Contains(r.Options.Scope.Namespaces, obj.GetNamespace()) ||
+		slices.Contains(r.Options.Scope.IgnoredNamespaces, obj.GetNamespace()) {
 		return nil
-	}
-	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
-		return err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
 		return nil
@@ -226,53 +235,10 @@ func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error
 	if err != nil {
 		return err
 	}
-	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations)
-	if !optIn.Enabled() {
-		return nil
+	if optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
+		setLabel(obj, ManagedLabel, "true")
 	}
-	sel, err := r.selectReferences(ctx, obj.GetNamespace(), optIn, t)
-	if err != nil {
-		return err
-	}
-	if len(sel.missing) > 0 {
-		return nil
-	}
-	cur := sel.observed()
-	setAnnotation(obj, ObservedAnnotation, cur.String())
-	setLabel(obj, ManagedLabel, "true")
-	return h.startTrigger(obj, t, optIn, cur, sel)
-}
-
-// startTrigger sets, in the pod template of a new workload, the trigger
-// whose value depends only on the current data, so that the workload starts
-// with the hash its next rollout would compute for that data:
-// reroll.dev/config-hash (Reroll's dialect with the annotations strategy) or
-// pod-reloader.cs.sap.com/config-hash (SAP pod-reloader's dialect, as its
-// own webhook does). A value the manifest sets is kept. It writes nothing
-// for triggers that name a change (Reloader's last-reloaded-from and
-// STAKATER_* env vars have no value before the first change, as with
-// Reloader), for Wave's hash (it hashes values, which the cache does not
-// hold; the first rollout writes it), and for kinds that roll by their own
-// action (CronJob, Job, custom kinds), whose trigger may not be in the
-// template. It makes no API call.
-func (h *workloadAdmission) startTrigger(obj client.Object, t *corev1.PodTemplateSpec, optIn annotation.OptIn, cur observed, sel selection) error {
-	if _, ok := h.r.Kind.(workload.Roller); ok {
-		return nil
-	}
-	var key, value string
-	switch {
-	case optIn.Dialect == annotation.DialectPodReloader:
-		key, value = trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader)
-	case optIn.Dialect == annotation.DialectReroll && h.r.Options.Strategy == trigger.Annotations:
-		key, value = trigger.ConfigHashAnnotation, cur.configHash()
-	default:
-		return nil
-	}
-	if _, ok := t.Annotations[key]; ok {
-		return nil
-	}
-	trigger.SetAnnotation(t, key, value)
-	return h.r.Kind.SetPodTemplate(obj, t)
+	return nil
 }
 
 // Ensure the handler matches controller-runtime's interface.

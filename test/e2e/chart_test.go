@@ -481,6 +481,23 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 		}
 		g.Expect(open).To(gomega.ContainElement("webhook"))
 	})
+	t.Run("webhook sources and client CA", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		objs := renderChart(t, map[string]any{"webhook.enabled": true, "networkPolicy.enabled": true,
+			"networkPolicy.webhookFrom": []string{"10.0.0.0/28"}, "webhook.clientCA.secretName": "apiserver-client-ca"})
+		np := convert[networkingv1.NetworkPolicy](t, only(objs, "NetworkPolicy")[0])
+		var from []networkingv1.NetworkPolicyPeer
+		for _, r := range np.Spec.Ingress {
+			if len(r.Ports) == 1 && r.Ports[0].Port.String() == "webhook" {
+				from = r.From
+			}
+		}
+		g.Expect(from).To(gomega.ConsistOf(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/28"}}))
+		c := container(t, objs)
+		g.Expect(c.Args).To(gomega.ContainElement("--webhook-client-ca=/var/run/reroll/webhook-client-ca/ca.crt"))
+		g.Expect(c.VolumeMounts).To(gomega.ContainElement(corev1.VolumeMount{Name: "webhook-client-ca", MountPath: "/var/run/reroll/webhook-client-ca", ReadOnly: true}))
+	})
 	t.Run("cert-manager", func(t *testing.T) {
 		t.Parallel()
 		g := newT(t)
