@@ -44,6 +44,7 @@ type flags struct {
 	namespaceSelector  string
 	resourceSelector   string
 	webhookURL         string
+	webhookURLFile     string
 	enableHA           bool
 	leaderElection     leaderElectionFlags
 	gracefulShutdown   time.Duration
@@ -88,7 +89,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringSliceVar(&f.namespacesToIgnore, "namespaces-to-ignore", nil, "Namespaces never watched (filtered by the API server).")
 	fs.StringVar(&f.namespaceSelector, "namespace-selector", "", "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'.")
 	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
-	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling. The URL is a credential when it holds a token, and a flag is visible in the pod spec: prefer --webhook-url-file or the environment variable "+webhookURLEnv+" (the Helm chart fills it from a Secret). Only its scheme and host are ever shown.")
+	fs.StringVar(&f.webhookURLFile, "webhook-url-file", "", "Read --webhook-url from this file (e.g. a mounted Secret key); surrounding whitespace is ignored.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
 	fs.StringVar(&f.leaderElection.id, "leader-election-id", "reroll-leader", "With --enable-ha: name of the Lease, in POD_NAMESPACE; two installations in one namespace need two names (the Helm chart uses <release fullname>-leader).")
 	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", DefaultGracefulShutdownTimeout, "How long Reroll waits on SIGTERM for reconciles in progress to finish; keep the pod's terminationGracePeriodSeconds above it.")
@@ -155,13 +157,17 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		kinds = append(kinds, k)
 	}
+	hook, err := f.notificationURL(env)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	o := controller.Options{
 		Kinds:          kinds,
 		Strategy:       strategy,
 		ReloadOnCreate: f.reloadOnCreate,
 		ReloadOnDelete: f.reloadOnDelete,
 		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
-		WebhookURL:     f.webhookURL,
+		WebhookURL:     hook,
 		CoalesceWindow: f.coalesceWindow,
 		Admission:      controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
@@ -219,10 +225,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		o.Scope.ResourceSelector = sel
 	}
-	if f.webhookURL != "" {
-		if !isHTTPURL(f.webhookURL) {
-			errs = append(errs, fmt.Errorf("--webhook-url: %q is not an http or https URL", f.webhookURL))
-		}
+	if o.WebhookURL != "" && !isHTTPURL(o.WebhookURL) {
+		// The value may be a credential: never repeat it.
+		errs = append(errs, errors.New("--webhook-url: the value is not an http or https URL"))
 	}
 	names := map[string]string{
 		"--configmap-annotation": f.names.ConfigMapReload, "--secret-annotation": f.names.SecretReload,
@@ -279,6 +284,36 @@ func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
 		return nil, errors.Join(errs...)
 	}
 	return alert.NewSender(cfg), nil
+}
+
+// webhookURLEnv is the environment variable that may hold --webhook-url.
+const webhookURLEnv = "REROLL_WEBHOOK_URL"
+
+// notificationURL returns the notification endpoint's URL from the one
+// source set: --webhook-url, --webhook-url-file or webhookURLEnv; "" when
+// none is. Errors never contain the URL.
+func (f *flags) notificationURL(env func(string) string) (string, error) {
+	var set []string
+	hook := f.webhookURL
+	if hook != "" {
+		set = append(set, "--webhook-url")
+	}
+	if f.webhookURLFile != "" {
+		set = append(set, "--webhook-url-file")
+		b, err := os.ReadFile(f.webhookURLFile)
+		if err != nil {
+			return "", fmt.Errorf("--webhook-url-file: %w", err)
+		}
+		hook = strings.TrimSpace(string(b))
+	}
+	if v := strings.TrimSpace(env(webhookURLEnv)); v != "" {
+		set = append(set, webhookURLEnv)
+		hook = v
+	}
+	if len(set) > 1 {
+		return "", fmt.Errorf("the notification endpoint's URL is set by %s: set one", strings.Join(set, " and "))
+	}
+	return hook, nil
 }
 
 // isHTTPURL reports whether s is an absolute http or https URL with a host.

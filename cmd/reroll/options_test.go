@@ -71,7 +71,9 @@ func TestOptions_RejectsMalformedValues(t *testing.T) {
 		"unknown workload type":     {args: []string{"--ignored-workload-types=pods"}, want: `--ignored-workload-types: unknown workload type "pods"`},
 		"bad namespace selector":    {args: []string{"--namespace-selector=a in ("}, want: "--namespace-selector:"},
 		"bad resource selector":     {args: []string{"--resource-label-selector=!!"}, want: "--resource-label-selector:"},
-		"bad webhook URL":           {args: []string{"--webhook-url=ftp://x"}, want: `--webhook-url: "ftp://x" is not an http or https URL`},
+		"bad webhook URL":           {args: []string{"--webhook-url=ftp://x"}, want: `--webhook-url: the value is not an http or https URL`},
+		"two webhook URL sources":   {args: []string{"--webhook-url=https://a.example"}, env: map[string]string{"REROLL_WEBHOOK_URL": "https://b.example"}, want: "set by --webhook-url and REROLL_WEBHOOK_URL: set one"},
+		"unreadable webhook URL":    {args: []string{"--webhook-url-file=/nonexistent/url"}, want: "--webhook-url-file: open /nonexistent/url"},
 		"empty annotation name":     {args: []string{"--auto-annotation="}, want: "--auto-annotation: an annotation name is required"},
 		"namespace watched+ignored": {args: []string{"--namespaces=a", "--namespaces-to-ignore=a"}, want: "namespace a is both watched and ignored"},
 		"env and flag disagree":     {args: []string{"--namespaces=a"}, env: map[string]string{"KUBERNETES_NAMESPACE": "b"}, want: "KUBERNETES_NAMESPACE=b and --namespaces=a disagree"},
@@ -172,6 +174,35 @@ func TestOptions_AlertEnv(t *testing.T) {
 			}
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			g.Expect(o.Alerter != nil).To(gomega.Equal(c.on))
+		})
+	}
+}
+
+func TestOptions_WebhookURLFromFileOrEnvironment(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "url")
+	if err := os.WriteFile(file, []byte("https://hooks.example/from-file?token=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		// args and env are the command line and environment.
+		args []string
+		env  map[string]string
+		// want is the notification endpoint's URL.
+		want string
+	}{
+		"flag":        {args: []string{"--webhook-url=https://hooks.example/flag"}, want: "https://hooks.example/flag"},
+		"file":        {args: []string{"--webhook-url-file=" + file}, want: "https://hooks.example/from-file?token=x"},
+		"environment": {env: map[string]string{"REROLL_WEBHOOK_URL": "https://hooks.example/env"}, want: "https://hooks.example/env"},
+		"none":        {want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			var f flags
+			g.Expect(newFlagSet(&f).Parse(tc.args)).To(gomega.Succeed())
+			o, err := f.options(func(k string) string { return tc.env[k] })
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(o.WebhookURL).To(gomega.Equal(tc.want))
 		})
 	}
 }

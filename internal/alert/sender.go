@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/redact"
 )
 
 // DefaultQueueSize is how many alerts wait for the sender before new ones
@@ -136,27 +137,18 @@ func (s *Sender) send(ctx context.Context, a Alert) {
 func (s *Sender) post(ctx context.Context, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("building the alert request: %w", err)
+		return fmt.Errorf("building the alert request: %w", redact.Error(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
 		// The URL may hold a token (Slack's and Teams' do): name the host only.
-		return fmt.Errorf("posting the alert to %s: %w", req.URL.Host, unwrapURLError(err))
+		return fmt.Errorf("posting the alert to %s: %w", redact.URL(s.cfg.URL), redact.Error(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("alert sink %s answered %s", req.URL.Host, resp.Status)
+		return fmt.Errorf("alert sink %s answered %s", redact.URL(s.cfg.URL), resp.Status)
 	}
 	return nil
-}
-
-// unwrapURLError drops the *url.Error wrapper, whose message repeats the
-// full URL and with it the sink's secret token.
-func unwrapURLError(err error) error {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
-	}
-	return err
 }

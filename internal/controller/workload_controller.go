@@ -23,6 +23,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/redact"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -294,7 +295,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	switch {
 	case len(rolled) > 0 && r.notifier != nil:
 		log.Info("Notified webhook instead of rolling", "changes", describe(rolled))
-		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotified, "Notified %s after %s", r.notifier.URL, describe(rolled))
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotified, "Notified %s after %s", redact.URL(r.notifier.URL), describe(rolled))
 	case len(rolled) > 0 && skipped:
 		log.Info("Not rolling workload", "changes", describe(rolled), "reason", note)
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotRolled, "%s; %s", describe(rolled), note)

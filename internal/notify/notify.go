@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/reroll/reroll/internal/redact"
 )
 
 // Payload is the JSON body POSTed for one workload.
@@ -58,7 +60,7 @@ func (c *Client) Post(ctx context.Context, p Payload) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("building the webhook request to %s: %w", c.URL, err)
+		return fmt.Errorf("building the request to notification endpoint %s: %w", redact.URL(c.URL), redact.Error(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	hc := c.HTTP
@@ -67,12 +69,13 @@ func (c *Client) Post(ctx context.Context, p Payload) error {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("posting to webhook %s: %w", c.URL, err)
+		// The URL may hold a token: name the scheme and host only.
+		return fmt.Errorf("posting to notification endpoint %s: %w", redact.URL(c.URL), redact.Error(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("webhook %s answered %s", c.URL, resp.Status)
+		return fmt.Errorf("notification endpoint %s answered %s", redact.URL(c.URL), resp.Status)
 	}
 	return nil
 }

@@ -545,3 +545,24 @@ func TestHelmChart_AlertsReadTheURLFromASecret(t *testing.T) {
 		g.Expect(e.Name).NotTo(gomega.HavePrefix("ALERT_"), "alerts are off by default")
 	}
 }
+
+func TestHelmChart_WebhookURLFromASecret(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	c := container(t, renderChart(t, map[string]any{"webhookUrlSecret": map[string]any{"name": "notify", "key": "endpoint"}}))
+	var hook *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "REROLL_WEBHOOK_URL" {
+			hook = &c.Env[i]
+		}
+	}
+	g.Expect(hook).NotTo(gomega.BeNil())
+	g.Expect(hook.Value).To(gomega.BeEmpty(), "the URL is a credential: never in the pod spec")
+	g.Expect(hook.ValueFrom.SecretKeyRef.Name).To(gomega.Equal("notify"))
+	g.Expect(hook.ValueFrom.SecretKeyRef.Key).To(gomega.Equal("endpoint"))
+	for _, a := range c.Args {
+		g.Expect(a).NotTo(gomega.HavePrefix("--webhook-url"))
+	}
+	_, err := run(helmEnv, helmBin, append([]string{"template", "r", chartDir}, setFlags(map[string]any{"webhookUrl": "https://a.example", "webhookUrlSecret.name": "notify"})...)...)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("webhookUrl and webhookUrlSecret.name are both set")))
+}

@@ -62,6 +62,9 @@ ClusterRole.
 Checks that values agree with each other where the schema cannot say it.
 */}}
 {{- define "reroll.validate" -}}
+{{- if and .Values.webhookUrl .Values.webhookUrlSecret.name }}
+{{- fail "webhookUrl and webhookUrlSecret.name are both set: set one" }}
+{{- end }}
 {{- if le (int .Values.terminationGracePeriodSeconds) (int .Values.gracefulShutdownTimeoutSeconds) }}
 {{- fail "terminationGracePeriodSeconds must be larger than gracefulShutdownTimeoutSeconds, or the kubelet kills Reroll before it has shut down" }}
 {{- end }}
