@@ -16,10 +16,12 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -77,7 +79,22 @@ func run(args []string) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	mo := opts.Scope.ManagerOptions()
+	// The digest key, before the cache starts: the cache digests every value
+	// under it.
+	if f.digestKeyNamespace == "" || f.digestKeySecret == "" {
+		return errors.New("--digest-key-secret: set --digest-key-namespace or POD_NAMESPACE (Reroll keeps its digest key in a Secret there)")
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating the client: %w", err)
+	}
+	keyCtx, cancelKey := context.WithTimeout(context.Background(), time.Minute)
+	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret})
+	cancelKey()
+	if err != nil {
+		return err
+	}
+	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
 	mo.HealthProbeBindAddress = f.probeAddr
@@ -136,7 +153,7 @@ func run(args []string) error {
 	logger.Info("Starting Reroll", "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
 		"reloadOnDelete", opts.ReloadOnDelete, "autoReloadAll", opts.Annotations.AutoReloadAll,
 		"namespaces", opts.Scope.Namespaces, "namespacesToIgnore", opts.Scope.IgnoredNamespaces,
-		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"))
+		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"), "digestKey", opts.Key.ID())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

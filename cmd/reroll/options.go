@@ -56,6 +56,9 @@ type flags struct {
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
 	webhook            webhookFlags
+	digestKeySecret    string
+	digestKeyNamespace string
+	keyedCompatHashes  bool
 }
 
 // newFlagSet binds every flag to f.
@@ -104,6 +107,9 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
+	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
+	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Namespace of --digest-key-secret (default POD_NAMESPACE).")
+	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
 	return fs
 }
@@ -162,14 +168,15 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, err)
 	}
 	o := controller.Options{
-		Kinds:          kinds,
-		Strategy:       strategy,
-		ReloadOnCreate: f.reloadOnCreate,
-		ReloadOnDelete: f.reloadOnDelete,
-		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
-		WebhookURL:     hook,
-		CoalesceWindow: f.coalesceWindow,
-		Admission:      controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:             kinds,
+		Strategy:          strategy,
+		ReloadOnCreate:    f.reloadOnCreate,
+		ReloadOnDelete:    f.reloadOnDelete,
+		Annotations:       annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
+		WebhookURL:        hook,
+		KeyedCompatHashes: f.keyedCompatHashes,
+		CoalesceWindow:    f.coalesceWindow,
+		Admission:         controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
@@ -246,6 +253,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	errs = append(errs, f.leaderElection.validate()...)
 	errs = append(errs, f.webhook.validate(env)...)
+	if f.digestKeyNamespace == "" {
+		f.digestKeyNamespace = env("POD_NAMESPACE")
+	}
 	alerter, err := alerterFromEnv(env)
 	if err != nil {
 		errs = append(errs, err)

@@ -151,7 +151,7 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	if len(opts.Scope.Namespaces) == 0 {
 		opts.Scope.Namespaces = []string{ns}
 	}
-	mo := opts.Scope.ManagerOptions()
+	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: "0"}
 	mo.HealthProbeBindAddress = "0"

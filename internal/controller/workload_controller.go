@@ -91,6 +91,17 @@ type Options struct {
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
+	// Key is the installation key of every digest Reroll computes: the cache
+	// holds values digested under it (ManagerOptions), and records name it
+	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
+	Key digest.Key
+	// KeyedCompatHashes writes, in place of the hashes that other tools'
+	// outputs define over the data (Reloader's SHA-1 in STAKATER_* env vars,
+	// in last-reloaded-from and in notifications; Wave's and SAP
+	// pod-reloader's config hashes), their HMAC-SHA-256 under Key
+	// (--keyed-compat-hashes). Those tools then no longer recognize the
+	// values, so switching back to them rolls once.
+	KeyedCompatHashes bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
@@ -204,6 +215,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// first sight instead of rolling for changes made in between, and end
 		// a pause Reroll started.
 		setAnnotation(desired, ObservedAnnotation, "")
+		setAnnotation(desired, KeyAnnotation, "")
 		r.recordReferences(obj, nil)
 		if r.Options.Admission.Enabled {
 			setLabel(desired, ManagedLabel, "")
@@ -235,6 +247,13 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		log.Info("Replacing unreadable record", "error", err.Error())
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; recording the current state without a rollout", err.Error())
 	}
+	if id := obj.GetAnnotations()[KeyAnnotation]; prev != nil && id != r.Options.Key.ID() {
+		// Made under another key, or unkeyed by an older Reroll: its
+		// digests cannot be compared with the current ones. Record again
+		// without a rollout (a change made meanwhile is not rolled).
+		log.Info("Recording again under the current digest key", "recordKey", id, "key", r.Options.Key.ID())
+		prev = nil
+	}
 	record, cur, prevCmp, tooLarge := bounded(cur, prev)
 	if tooLarge && !prev.perObject() {
 		// Once per fall-back, not per record written.
@@ -256,6 +275,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 
 	setAnnotation(desired, ObservedAnnotation, record.String())
+	setAnnotation(desired, KeyAnnotation, r.Options.Key.ID())
 	if r.Options.Admission.Enabled {
 		// The webhook's objectSelector: only managed workloads reach it.
 		setLabel(desired, ManagedLabel, "true")
@@ -385,14 +405,14 @@ func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotat
 	switch {
 	case optIn.Dialect == annotation.DialectWave:
 		// Wave's own output, whatever the strategy.
-		trigger.SetAnnotation(t, trigger.WaveHashAnnotation, sel.waveHash)
+		trigger.SetAnnotation(t, trigger.WaveHashAnnotation, r.compat(sel.waveHash))
 	case optIn.Dialect == annotation.DialectPodReloader:
 		// pod-reloader's own output, whatever the strategy.
-		trigger.SetAnnotation(t, trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader))
+		trigger.SetAnnotation(t, trigger.PodReloaderHashAnnotation, r.compat(digest.PodReloaderHash(sel.podReloader)))
 	case r.Options.Strategy == trigger.EnvVars:
 		for _, c := range rolled {
 			if ctr := trigger.EnvVarContainer(t, c.ref); ctr != nil {
-				trigger.SetEnv(ctr, trigger.EnvVarName(c.ref.Kind, c.ref.Name), sel.reloaderSHA1(c))
+				trigger.SetEnv(ctr, trigger.EnvVarName(c.ref.Kind, c.ref.Name), r.compat(sel.reloaderSHA1(c)))
 			}
 		}
 	case optIn.Dialect == annotation.DialectReloader:
@@ -404,7 +424,7 @@ func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotat
 			Type:          strings.ToUpper(string(c.ref.Kind)),
 			Name:          c.ref.Name,
 			Namespace:     namespace,
-			Hash:          sel.reloaderSHA1(c),
+			Hash:          r.compat(sel.reloaderSHA1(c)),
 			ContainerRefs: c.ref.Containers,
 			ObservedAt:    now.Unix(),
 		})
@@ -413,13 +433,23 @@ func (r *WorkloadReconciler) setTrigger(t *corev1.PodTemplateSpec, optIn annotat
 	}
 }
 
+// compat returns h, a hash that another tool's output defines (Reloader's
+// SHA-1, Wave's or pod-reloader's hash), or with --keyed-compat-hashes its
+// HMAC-SHA-256 under the installation key.
+func (r *WorkloadReconciler) compat(h string) string {
+	if !r.Options.KeyedCompatHashes {
+		return h
+	}
+	return r.Options.Key.Value([]byte(h))
+}
+
 // payload is the --webhook-url report of a change.
 func (r *WorkloadReconciler) payload(obj client.Object, cur observed, rolled []change, sel selection, now time.Time) notify.Payload {
 	p := notify.Payload{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Hash: cur.configHash(), ObservedAt: now.Unix()}
 	for _, c := range rolled {
 		p.Changes = append(p.Changes, notify.Change{
 			Kind: string(c.ref.Kind), Name: c.ref.Name, Keys: c.keys,
-			Created: c.created, Deleted: c.deleted, Hash: sel.reloaderSHA1(c),
+			Created: c.created, Deleted: c.deleted, Hash: r.compat(sel.reloaderSHA1(c)),
 		})
 	}
 	return p

@@ -65,6 +65,14 @@ func (s Scope) CacheOptions() cache.Options {
 	return o
 }
 
+// ManagerOptions returns the manager settings of Scope.ManagerOptions, with
+// the cache digesting values under o.Key.
+func (o Options) ManagerOptions() ctrl.Options {
+	mo := o.Scope.ManagerOptions()
+	mo.Cache.DefaultTransform = o.Key.Transform
+	return mo
+}
+
 // ManagerOptions returns the manager settings Reroll needs: the scope's
 // cache (CacheOptions), and a client that reads unstructured objects (custom
 // workload kinds) from that cache too, not from the API server. Callers add

@@ -150,7 +150,7 @@ func (r *WorkloadReconciler) lookup(ctx context.Context, namespace string, kind 
 		}
 		return cached{}, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
 	}
-	d, _ := digest.Of(obj)
+	d, _ := r.Options.Key.Of(obj)
 	return cached{annotations: obj.GetAnnotations(), data: &d, uid: string(obj.GetUID()), resourceVersion: obj.GetResourceVersion()}, nil
 }
 

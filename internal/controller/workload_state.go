@@ -18,10 +18,17 @@ import (
 // pod template (metadata changes roll nothing).
 //
 // The value is JSON: {"<Kind>/<name>": {"<key>": "<digest>"}}, where a digest
-// is the first 16 hex characters of the SHA-256 of the value, "" for a
+// is the first 16 hex characters of the HMAC-SHA-256 of the value under the
+// installation key named by KeyAnnotation, "" for a
 // consumed key the object does not have, and null in place of the key map
 // for an object that does not exist.
 const ObservedAnnotation = "reroll.dev/observed"
+
+// KeyAnnotation is the workload metadata annotation, beside
+// ObservedAnnotation, that names the installation key the record's digests
+// were made under (digest.Key.ID, 8 hex characters; absent for the zero key
+// and for records of Reroll versions before keyed digests).
+const KeyAnnotation = "reroll.dev/observed-key"
 
 // digestLen is how many hex characters of a key's SHA-256 are recorded: 64
 // bits, far more than enough to tell two versions of one value apart.

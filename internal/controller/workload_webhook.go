@@ -153,9 +153,11 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 		return err
 	}
 	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
-		if v, ok := old.GetAnnotations()[ObservedAnnotation]; ok {
-			if _, has := obj.GetAnnotations()[ObservedAnnotation]; !has {
-				setAnnotation(obj, ObservedAnnotation, v)
+		for _, k := range []string{ObservedAnnotation, KeyAnnotation} {
+			if v, ok := old.GetAnnotations()[k]; ok {
+				if _, has := obj.GetAnnotations()[k]; !has {
+					setAnnotation(obj, k, v)
+				}
 			}
 		}
 		if v, ok := old.GetLabels()[ManagedLabel]; ok {

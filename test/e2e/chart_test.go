@@ -84,7 +84,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s"}
+	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key"}
 	cases := map[string]struct {
 		// values are the chart values set.
 		values map[string]any
@@ -182,7 +182,7 @@ func TestHelmChart_LeaderElectionGetsPodIdentity(t *testing.T) {
 	g.Expect(deploymentOf(t, objs).Spec.Strategy.Type).NotTo(gomega.Equal(appsv1.RecreateDeploymentStrategyType))
 
 	one := renderChart(t, nil)
-	g.Expect(only(one, "Role")).To(gomega.BeEmpty(), "one replica needs no Lease")
+	g.Expect(withoutDigestKeyRole(only(one, "Role"))).To(gomega.BeEmpty(), "one replica needs no Lease")
 	g.Expect(deploymentOf(t, one).Spec.Strategy.Type).To(gomega.Equal(appsv1.RecreateDeploymentStrategyType), "one replica without leader election never runs two")
 }
 
@@ -325,7 +325,7 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 			g := newT(t)
 			objs := renderChart(t, tc.values)
 			if tc.kind == "ClusterRole" {
-				g.Expect(only(objs, "Role")).To(gomega.BeEmpty())
+				g.Expect(withoutDigestKeyRole(only(objs, "Role"))).To(gomega.BeEmpty())
 				g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(tc.want))
 				return
 			}
@@ -361,7 +361,7 @@ func generatedRules(t *testing.T) []string {
 func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace string) []string {
 	t.Helper()
 	var found []*unstructured.Unstructured
-	for _, o := range only(objs, kind) {
+	for _, o := range withoutDigestKeyRole(only(objs, kind)) {
 		if o.GetNamespace() == namespace {
 			found = append(found, o)
 		}
@@ -371,6 +371,19 @@ func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace st
 		return expand(convert[rbacv1.ClusterRole](t, found[0]).Rules)
 	}
 	return expand(convert[rbacv1.Role](t, found[0]).Rules)
+}
+
+// withoutDigestKeyRole drops the Role of the digest key, which every install
+// has in the release namespace (TestHelmChart_DigestKeyRole checks it).
+func withoutDigestKeyRole(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Role" && strings.HasSuffix(o.GetName(), "-digest-key") {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // expand flattens rules into sorted, distinct group|resource|verb triples,
@@ -565,4 +578,25 @@ func TestHelmChart_WebhookURLFromASecret(t *testing.T) {
 	}
 	_, err := run(helmEnv, helmBin, append([]string{"template", "r", chartDir}, setFlags(map[string]any{"webhookUrl": "https://a.example", "webhookUrlSecret.name": "notify"})...)...)
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("webhookUrl and webhookUrlSecret.name are both set")))
+}
+
+func TestHelmChart_DigestKeyRole(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	for _, values := range []map[string]any{nil, {"watchGlobally": false}, {"namespaces": []string{"a"}}} {
+		objs := renderChart(t, values)
+		var roles []rbacv1.Role
+		for _, o := range only(objs, "Role") {
+			if strings.HasSuffix(o.GetName(), "-digest-key") {
+				roles = append(roles, *convert[rbacv1.Role](t, o))
+			}
+		}
+		g.Expect(roles).To(gomega.HaveLen(1))
+		g.Expect(roles[0].Namespace).To(gomega.Equal("reroll-system"))
+		g.Expect(roles[0].Rules).To(gomega.ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		))
+		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))
+	}
 }

@@ -53,6 +53,11 @@ ClusterRole.
 {{- end }}
 {{- end }}
 
+{{/* The Secret of the digest key (--digest-key-secret). */}}
+{{- define "reroll.digestKeySecret" -}}
+{{- default (printf "%s-digest-key" (include "reroll.fullname" .)) .Values.digestKey.secretName }}
+{{- end }}
+
 {{/* Leader election is on with more than one replica. */}}
 {{- define "reroll.leaderElection" -}}
 {{- if gt (int .Values.replicas) 1 }}true{{ end }}
