@@ -24,7 +24,7 @@ func TestKey(t *testing.T) {
 		"zero key is plain SHA-256": {
 			want: "9dca666eb54730714630d1519264a7bf1eeaad00b8f2edc90d3ecbfad928d163",
 		},
-		"keyed": {secret: secret},
+		"keyed":                           {secret: secret},
 		"another key digests differently": {secret: other},
 	}
 	seen := map[string]string{}
