@@ -14,29 +14,6 @@ import (
 // The fuzz targets here need no control plane: TestMain does not start one
 // when -test.fuzz is set (run them with -run '^$', as `make fuzz` does).
 
-// FuzzParseObserved checks the record parser: it never panics, and a record
-// it accepts encodes to a value it reads back equal.
-func FuzzParseObserved(f *testing.F) {
-	f.Add(`{"ConfigMap/cfg":{"a":"0123456789abcdef"},"Secret/gone":null}`)
-	f.Add(`{"ConfigMap/cfg":{"a":""}}`)
-	f.Add(`null`)
-	f.Add(`{"`)
-	f.Fuzz(func(t *testing.T, v string) {
-		o, err := parseObserved(v)
-		if err != nil || o == nil {
-			// Invalid, or "": nothing recorded.
-			return
-		}
-		again, err := parseObserved(o.String())
-		if err != nil {
-			t.Fatalf("re-reading %q: %v", o.String(), err)
-		}
-		if again.String() != o.String() {
-			t.Fatalf("round trip changed %q to %q", o.String(), again.String())
-		}
-	})
-}
-
 // FuzzWorkloadAdmission checks the webhook's decode and restore path on
 // arbitrary objects: it never panics, always allows the write, and the
 // answer to a CREATE holds nothing the request did not (only the managed

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -32,7 +33,7 @@ import (
 // MutatingWebhookConfiguration selects on it (objectSelector), so writes of
 // every other object never reach Reroll. Labels on a workload's metadata roll
 // nothing.
-const ManagedLabel = "reroll.dev/managed"
+const ManagedLabel = plan.ManagedLabel
 
 // WebhookPath returns the path the admission webhook of kind is served on:
 // "/mutate-deployment" for the built-in kinds.

@@ -1,4 +1,4 @@
-package controller
+package plan
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// maxRecordBytes is the largest ObservedAnnotation value Reroll writes with
+// maxRecordBytes is the largest RecordAnnotation value Reroll writes with
 // one digest per key: 64 KiB, a quarter of the 256 KiB that Kubernetes
 // allows for all of an object's annotations together, so that the record
 // leaves room for everyone else's. A larger record (an envFrom of an object
@@ -28,7 +28,7 @@ const ReasonRecordTooLarge = "RecordTooLarge"
 // current state as is when its record fits maxRecordBytes; otherwise, and
 // whenever the previous record had fallen back, both states with one digest
 // per object, so that the comparison is like for like.
-func bounded(cur, prev observed) (record, curCmp, prevCmp observed, tooLarge bool) {
+func bounded(cur, prev Record) (record, curCmp, prevCmp Record, tooLarge bool) {
 	tooLarge = len(cur.String()) > maxRecordBytes
 	record, curCmp, prevCmp = cur, cur, prev
 	if tooLarge {
@@ -41,7 +41,7 @@ func bounded(cur, prev observed) (record, curCmp, prevCmp observed, tooLarge boo
 }
 
 // perObject reports whether o is a record with one digest per object.
-func (o observed) perObject() bool {
+func (o Record) perObject() bool {
 	for _, keys := range o {
 		if _, ok := keys[objectDigestKey]; ok && len(keys) == 1 {
 			return true
@@ -54,11 +54,11 @@ func (o observed) perObject() bool {
 // of them all (the first digestLen hex characters of the SHA-256 of the
 // sorted "key=digest" lines); entries already in that form are kept, and a
 // missing object stays null. nil stays nil.
-func perObject(o observed) observed {
+func perObject(o Record) Record {
 	if o == nil {
 		return nil
 	}
-	out := make(observed, len(o))
+	out := make(Record, len(o))
 	for id, keys := range o {
 		if keys == nil {
 			out[id] = nil
