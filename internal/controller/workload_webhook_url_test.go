@@ -72,6 +72,6 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 	for _, e := range events {
 		g.Expect(e).NotTo(gomega.ContainSubstring("SECRET"))
 	}
-	g.Expect(rr.logs.String()).To(gomega.ContainSubstring("Notified webhook"))
+	g.Expect(rr.logs.String()).To(gomega.ContainSubstring("Notified the notification endpoint"))
 	g.Expect(rr.logs.String()).NotTo(gomega.ContainSubstring("SECRET"))
 }
