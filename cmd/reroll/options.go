@@ -61,6 +61,7 @@ type flags struct {
 	digestKeySecret    string
 	digestKeyNamespace string
 	keyedCompatHashes  bool
+	allowCrossNS       bool
 }
 
 // newFlagSet binds every flag to f.
@@ -113,6 +114,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
 	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Namespace of --digest-key-secret (default POD_NAMESPACE).")
+	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
 	return fs
@@ -172,17 +174,18 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, err)
 	}
 	o := controller.Options{
-		Kinds:                   kinds,
-		Strategy:                strategy,
-		ReloadOnCreate:          f.reloadOnCreate,
-		ReloadOnDelete:          f.reloadOnDelete,
-		Annotations:             annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
-		WebhookURL:              hook,
-		KeyedCompatHashes:       f.keyedCompatHashes,
-		CoalesceWindow:          f.coalesceWindow,
-		CoalesceMaxWait:         f.coalesceMaxWait,
-		MaxConcurrentReconciles: f.maxConcurrent,
-		Admission:               controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:                         kinds,
+		Strategy:                      strategy,
+		ReloadOnCreate:                f.reloadOnCreate,
+		ReloadOnDelete:                f.reloadOnDelete,
+		Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
+		WebhookURL:                    hook,
+		KeyedCompatHashes:             f.keyedCompatHashes,
+		AllowCrossNamespaceReferences: f.allowCrossNS,
+		CoalesceWindow:                f.coalesceWindow,
+		CoalesceMaxWait:               f.coalesceMaxWait,
+		MaxConcurrentReconciles:       f.maxConcurrent,
+		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))

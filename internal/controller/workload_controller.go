@@ -99,6 +99,10 @@ type Options struct {
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
+	// AllowCrossNamespaceReferences follows references to ConfigMaps and
+	// Secrets of other namespaces (--allow-cross-namespace-references;
+	// plan.Options).
+	AllowCrossNamespaceReferences bool
 	// Key is the installation key of every digest Reroll computes: the cache
 	// holds values digested under it (ManagerOptions), and records name it
 	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
@@ -263,7 +267,7 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 	return plan.Options{
 		Strategy: o.Strategy, ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete,
 		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
-		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes,
+		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
 	}
 }
 

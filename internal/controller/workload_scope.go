@@ -84,6 +84,22 @@ func (s Scope) ManagerOptions() ctrl.Options {
 	}
 }
 
+// watches reports whether ConfigMaps and Secrets of namespace are watched
+// (--namespaces, --namespaces-to-ignore). Reads that bypass the cache
+// (Wave's hash) check it, so that they see no more than the watches.
+func (s Scope) watches(namespace string) bool {
+	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
+		return false
+	}
+	return !slices.Contains(s.IgnoredNamespaces, namespace)
+}
+
+// selects reports whether a ConfigMap or Secret read from the API server
+// matches --resource-label-selector, as the watches require.
+func (s Scope) selects(obj client.Object) bool {
+	return s.ResourceSelector == nil || s.ResourceSelector.Empty() || s.ResourceSelector.Matches(labels.Set(obj.GetLabels()))
+}
+
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // includes reports whether workloads in namespace are in scope. Only a

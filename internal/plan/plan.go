@@ -39,6 +39,11 @@ const (
 	// ReasonInvalidAnnotation is a Warning Event: an annotation is
 	// malformed; the rest of the workload's annotations still apply.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonCrossNamespaceReference is a Warning Event: the workload names a
+	// ConfigMap or Secret of another namespace, which Reroll does not
+	// follow without --allow-cross-namespace-references; the rest of its
+	// references still apply. It is emitted with each new record.
+	ReasonCrossNamespaceReference = "CrossNamespaceReference"
 )
 
 // Options are the behaviours that Reroll's flags choose; the zero value is
@@ -57,6 +62,11 @@ type Options struct {
 	WebhookURL string
 	// Managed keeps ManagedLabel on managed workloads (--enable-webhook).
 	Managed bool
+	// AllowCrossNamespaceReferences follows references to ConfigMaps and
+	// Secrets of other namespaces (Wave's "namespace/name" extra lists;
+	// --allow-cross-namespace-references). Without it they are refused with
+	// a Warning Event (ReasonCrossNamespaceReference) and never read.
+	AllowCrossNamespaceReferences bool
 	// Key is the installation key: its ID is written beside the record
 	// (KeyAnnotation), and a record made under another key is made again
 	// without a rollout. The Source's digests must be made under it.
@@ -278,7 +288,7 @@ func Decide(o Options, in Input, src Source) (Plan, error) {
 		return p, nil
 	}
 
-	sel, err := selectReferences(o.Annotations, src, in.Namespace, optIn, in.Template)
+	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, in.Template)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -318,6 +328,10 @@ func Decide(o Options, in Input, src Source) (Plan, error) {
 		// Once per fall-back, not per record written.
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", maxRecordBytes)})
+	}
+	if len(sel.refused) > 0 && record.String() != prevValue {
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
+			"Not following references to other namespaces (--allow-cross-namespace-references is off): " + strings.Join(sel.refused, ", ")})
 	}
 	p.Record = record
 	p.Key = key(in.UID, prevValue, record.String())
