@@ -89,6 +89,9 @@ func run(args []string) error {
 		return fmt.Errorf("creating the client: %w", err)
 	}
 	keyCtx, cancelKey := context.WithTimeout(context.Background(), time.Minute)
+	if f.jobJournal != "" {
+		opts.JobJournal = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.jobJournal}
+	}
 	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret})
 	cancelKey()
 	if err != nil {

@@ -62,6 +62,7 @@ type flags struct {
 	digestKeyNamespace string
 	keyedCompatHashes  bool
 	allowCrossNS       bool
+	jobJournal         string
 }
 
 // newFlagSet binds every flag to f.
@@ -113,7 +114,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
-	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Namespace of --digest-key-secret (default POD_NAMESPACE).")
+	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret and --job-journal (default POD_NAMESPACE).")
+	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "ConfigMap, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists, so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
 	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,6 +104,11 @@ type Options struct {
 	// Secrets of other namespaces (--allow-cross-namespace-references;
 	// plan.Options).
 	AllowCrossNamespaceReferences bool
+	// JobJournal is the ConfigMap, in Reroll's own namespace, that keeps the
+	// manifest of each Job being re-created between its delete and its
+	// create (--job-journal); an empty Name keeps it in memory only, and a
+	// crash in between loses the Job.
+	JobJournal types.NamespacedName
 	// Key is the installation key of every digest Reroll computes: the cache
 	// holds values digested under it (ManagerOptions), and records name it
 	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
@@ -146,6 +152,9 @@ type WorkloadReconciler struct {
 	delivered  chan event.GenericEvent
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
+	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
+	// without Options.JobJournal).
+	journal *jobJournal
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -165,6 +174,10 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.NamespacedName)
+			if r.journal != nil {
+				// A Job Reroll deleted and could not create again yet.
+				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
