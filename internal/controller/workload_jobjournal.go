@@ -129,7 +129,12 @@ func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e j
 		}
 		// AlreadyExists: the old Job is still going, or someone created one.
 		if err := j.r.Get(ctx, name, &cur); err != nil {
-			return client.IgnoreNotFound(err)
+			if apierrors.IsNotFound(err) {
+				// Gone between the two calls: try again (the request is
+				// requeued with backoff).
+				return fmt.Errorf("Job %s went away while being re-created; trying again", name)
+			}
+			return err
 		}
 	} else if err != nil {
 		return fmt.Errorf("reading Job %s: %w", name, err)
