@@ -132,7 +132,7 @@ func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e j
 			if apierrors.IsNotFound(err) {
 				// Gone between the two calls: try again (the request is
 				// requeued with backoff).
-				return fmt.Errorf("Job %s went away while being re-created; trying again", name)
+				return fmt.Errorf("the Job %s went away while being re-created; trying again", name)
 			}
 			return err
 		}
