@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -42,8 +43,10 @@ type flags struct {
 	namespaceSelector  string
 	resourceSelector   string
 	webhookURL         string
+	webhookURLFile     string
 	enableHA           bool
 	leaderElection     leaderElectionFlags
+	gracefulShutdown   time.Duration
 	isArgoRollouts     bool
 	workloads          []string
 	cronJobTrigger     string
@@ -62,7 +65,12 @@ type flags struct {
 	// accepted and ignored.
 	reloaderOnly map[string]*string
 	// set is the parsed flag set, to tell which flags were given.
-	set *pflag.FlagSet
+	set                *pflag.FlagSet
+	digestKeySecret    string
+	digestKeyNamespace string
+	keyedCompatHashes  bool
+	allowCrossNS       bool
+	jobJournal         string
 }
 
 // newFlagSet binds every flag to f.
@@ -98,8 +106,11 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringSliceVar(&f.namespacesToIgnore, "namespaces-to-ignore", nil, "Namespaces never watched (filtered by the API server).")
 	fs.StringVar(&f.namespaceSelector, "namespace-selector", "", "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'.")
 	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
-	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling. The URL is a credential when it holds a token, and a flag is visible in the pod spec: prefer --webhook-url-file or the environment variable "+webhookURLEnv+" (the Helm chart fills it from a Secret). Only its scheme and host are ever shown.")
+	fs.StringVar(&f.webhookURLFile, "webhook-url-file", "", "Read --webhook-url from this file (e.g. a mounted Secret key); surrounding whitespace is ignored.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
+	fs.StringVar(&f.leaderElection.id, "leader-election-id", "reroll-leader", "With --enable-ha: name of the Lease, in POD_NAMESPACE; two installations in one namespace need two names (the Helm chart uses <release fullname>-leader).")
+	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", DefaultGracefulShutdownTimeout, "How long Reroll waits on SIGTERM for reconciles in progress to finish; keep the pod's terminationGracePeriodSeconds above it.")
 	fs.DurationVar(&f.leaderElection.leaseDuration, "leader-election-lease-duration", 15*time.Second, "With --enable-ha: how long standbys wait after the last renewal before taking the Lease; the longest fail-over when the leader dies.")
 	fs.DurationVar(&f.leaderElection.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "With --enable-ha: how long the leader keeps retrying to renew the Lease before it gives up leading (and exits); less than --leader-election-lease-duration.")
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
@@ -117,6 +128,11 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")
 	f.reloaderOnly = map[string]*string{}
 	addReloaderOnlyFlags(fs, f.reloaderOnly)
+	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
+	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret and --job-journal (default POD_NAMESPACE).")
+	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "ConfigMap, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists, so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
+	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
+	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
 	addProjectionFlags(fs, &f.projections)
 	f.set = fs
@@ -132,6 +148,12 @@ func (f *flags) recreateCompletedFlag() *bool {
 	v := f.recreateCompleted
 	return &v
 }
+
+// DefaultGracefulShutdownTimeout is --graceful-shutdown-timeout's default:
+// below the 30 s that Kubernetes gives a pod by default, so that Reroll
+// finishes (or abandons) its reconciles and hands over the Lease before the
+// kubelet kills it.
+const DefaultGracefulShutdownTimeout = 25 * time.Second
 
 // workloadTypes are the names --ignored-workload-types accepts.
 var workloadTypes = []string{"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs", "rollouts", "deploymentconfigs"}
@@ -176,17 +198,23 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		kinds = append(kinds, k)
 	}
+	hook, err := f.notificationURL(env)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	o := controller.Options{
-		Kinds:                   kinds,
-		Strategy:                strategy,
-		ReloadOnCreate:          f.reloadOnCreate,
-		ReloadOnDelete:          f.reloadOnDelete,
-		Annotations:             annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
-		WebhookURL:              f.webhookURL,
-		CoalesceWindow:          f.coalesceWindow,
-		CoalesceMaxWait:         f.coalesceMaxWait,
-		MaxConcurrentReconciles: f.maxConcurrent,
-		Admission:               controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:                         kinds,
+		Strategy:                      strategy,
+		ReloadOnCreate:                f.reloadOnCreate,
+		ReloadOnDelete:                f.reloadOnDelete,
+		Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
+		WebhookURL:                    hook,
+		KeyedCompatHashes:             f.keyedCompatHashes,
+		AllowCrossNamespaceReferences: f.allowCrossNS,
+		CoalesceWindow:                f.coalesceWindow,
+		CoalesceMaxWait:               f.coalesceMaxWait,
+		MaxConcurrentReconciles:       f.maxConcurrent,
+		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
@@ -251,10 +279,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	if f.enablePProf && strings.TrimSpace(f.pprofAddr) == "" {
 		errs = append(errs, errors.New("--pprof-addr: an address is required with --enable-pprof"))
 	}
-	if f.webhookURL != "" {
-		if !isHTTPURL(f.webhookURL) {
-			errs = append(errs, fmt.Errorf("--webhook-url: %q is not an http or https URL", f.webhookURL))
-		}
+	if o.WebhookURL != "" && !isHTTPURL(o.WebhookURL) {
+		// The value may be a credential: never repeat it.
+		errs = append(errs, errors.New("--webhook-url: the value is not an http or https URL"))
 	}
 	names := map[string]string{
 		"--configmap-annotation": f.names.ConfigMapReload, "--secret-annotation": f.names.SecretReload,
@@ -274,6 +301,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	errs = append(errs, f.leaderElection.validate()...)
 	errs = append(errs, f.webhook.validate(env)...)
+	if f.digestKeyNamespace == "" {
+		f.digestKeyNamespace = env("POD_NAMESPACE")
+	}
 	alerter, err := alerterFromEnv(env)
 	if err != nil {
 		errs = append(errs, err)
@@ -314,6 +344,36 @@ func alerterFromEnv(env func(string) string) (*notify.Sender, error) {
 	return notify.NewSender(cfg), nil
 }
 
+// webhookURLEnv is the environment variable that may hold --webhook-url.
+const webhookURLEnv = "REROLL_WEBHOOK_URL"
+
+// notificationURL returns the notification endpoint's URL from the one
+// source set: --webhook-url, --webhook-url-file or webhookURLEnv; "" when
+// none is. Errors never contain the URL.
+func (f *flags) notificationURL(env func(string) string) (string, error) {
+	var set []string
+	hook := f.webhookURL
+	if hook != "" {
+		set = append(set, "--webhook-url")
+	}
+	if f.webhookURLFile != "" {
+		set = append(set, "--webhook-url-file")
+		b, err := os.ReadFile(f.webhookURLFile)
+		if err != nil {
+			return "", fmt.Errorf("--webhook-url-file: %w", err)
+		}
+		hook = strings.TrimSpace(string(b))
+	}
+	if v := strings.TrimSpace(env(webhookURLEnv)); v != "" {
+		set = append(set, webhookURLEnv)
+		hook = v
+	}
+	if len(set) > 1 {
+		return "", fmt.Errorf("the notification endpoint's URL is set by %s: set one", strings.Join(set, " and "))
+	}
+	return hook, nil
+}
+
 // isHTTPURL reports whether s is an absolute http or https URL with a host.
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
@@ -324,6 +384,8 @@ func isHTTPURL(s string) bool {
 // controller-runtime's LeaseDuration, RenewDeadline and RetryPeriod. The
 // defaults are controller-runtime's (and client-go's usual 15s/10s/2s).
 type leaderElectionFlags struct {
+	// id is the name of the Lease (--leader-election-id).
+	id                                        string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
 
@@ -343,6 +405,9 @@ func (l leaderElectionFlags) validate() []error {
 	if len(errs) > 0 {
 		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return errs
+	}
+	if problems := validation.IsDNS1123Subdomain(l.id); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-election-id: %q is not a valid Lease name: %s", l.id, strings.Join(problems, "; ")))
 	}
 	if l.renewDeadline >= l.leaseDuration {
 		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be less than --leader-election-lease-duration (%s)", l.renewDeadline, l.leaseDuration))

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
@@ -31,6 +33,9 @@ const FieldManager = workload.FieldManager
 // records what it last saw of the data the workload consumes; see
 // plan.RecordAnnotation.
 const ObservedAnnotation = plan.RecordAnnotation
+
+// KeyAnnotation names the digest key of the record; see plan.KeyAnnotation.
+const KeyAnnotation = plan.KeyAnnotation
 
 // Event reasons, on the workload; plan.Reason* document the planned ones.
 const (
@@ -95,6 +100,22 @@ type Options struct {
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
+	// AllowCrossNamespaceReferences follows references to ConfigMaps and
+	// Secrets of other namespaces (--allow-cross-namespace-references;
+	// plan.Options).
+	AllowCrossNamespaceReferences bool
+	// JobJournal is the ConfigMap, in Reroll's own namespace, that keeps the
+	// manifest of each Job being re-created between its delete and its
+	// create (--job-journal); an empty Name keeps it in memory only, and a
+	// crash in between loses the Job.
+	JobJournal types.NamespacedName
+	// Key is the installation key of every digest Reroll computes: the cache
+	// holds values digested under it (ManagerOptions), and records name it
+	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
+	Key digest.Key
+	// KeyedCompatHashes writes keyed values in place of the hashes other
+	// tools define over the data (--keyed-compat-hashes; plan.Options).
+	KeyedCompatHashes bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
@@ -131,6 +152,9 @@ type WorkloadReconciler struct {
 	delivered  chan event.GenericEvent
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
+	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
+	// without Options.JobJournal).
+	journal *jobJournal
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -151,6 +175,10 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.NamespacedName)
 			r.deliveries.drop(req.NamespacedName)
+			if r.journal != nil {
+				// A Job Reroll deleted and could not create again yet.
+				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -211,6 +239,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if p.DamagedRecord != nil {
 		log.Info("Replacing unreadable record", "error", p.DamagedRecord.Error())
 	}
+	if p.RecordKeyChanged {
+		log.Info("Recording again under the current digest key", "recordKey", obj.GetAnnotations()[KeyAnnotation], "key", r.Options.Key.ID())
+	}
 	for _, e := range p.Warnings {
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
@@ -250,6 +281,7 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 	return plan.Options{
 		Strategy: o.Strategy, ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete,
 		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
+		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
 	}
 }
 

@@ -75,6 +75,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the alert sender: %w", err)
 		}
 	}
+	var journal *jobJournal
+	if opts.JobJournal.Name != "" {
+		journal = &jobJournal{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.JobJournal}
+		// Once leading, re-create the Jobs a previous leader left deleted.
+		if err := mgr.Add(journal); err != nil {
+			return fmt.Errorf("adding the Job journal: %w", err)
+		}
+	}
 	var endpoint *notify.Sender
 	if opts.WebhookURL != "" {
 		endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
@@ -104,11 +112,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorderFor(FieldManager), //nolint:staticcheck // see WorkloadReconciler.Recorder
+			Recorder:  boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 			Kind:      kind,
 			Options:   opts,
 			endpoint:  endpoint,
 			metrics:   metrics.NewWorkloads(kind.Name(), nil),
+		}
+		if _, isJob := kind.(workload.Job); isJob {
+			r.journal = journal
 		}
 		if endpoint != nil {
 			r.deliveries = newDeliveries()

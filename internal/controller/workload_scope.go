@@ -65,6 +65,14 @@ func (s Scope) CacheOptions() cache.Options {
 	return o
 }
 
+// ManagerOptions returns the manager settings of Scope.ManagerOptions, with
+// the cache digesting values under o.Key.
+func (o Options) ManagerOptions() ctrl.Options {
+	mo := o.Scope.ManagerOptions()
+	mo.Cache.DefaultTransform = o.Key.Transform
+	return mo
+}
+
 // ManagerOptions returns the manager settings Reroll needs: the scope's
 // cache (CacheOptions), and a client that reads unstructured objects (custom
 // workload kinds) from that cache too, not from the API server. Callers add
@@ -74,6 +82,22 @@ func (s Scope) ManagerOptions() ctrl.Options {
 		Cache:  s.CacheOptions(),
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
+}
+
+// watches reports whether ConfigMaps and Secrets of namespace are watched
+// (--namespaces, --namespaces-to-ignore). Reads that bypass the cache
+// (Wave's hash) check it, so that they see no more than the watches.
+func (s Scope) watches(namespace string) bool {
+	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
+		return false
+	}
+	return !slices.Contains(s.IgnoredNamespaces, namespace)
+}
+
+// selects reports whether a ConfigMap or Secret read from the API server
+// matches --resource-label-selector, as the watches require.
+func (s Scope) selects(obj client.Object) bool {
+	return s.ResourceSelector == nil || s.ResourceSelector.Empty() || s.ResourceSelector.Matches(labels.Set(obj.GetLabels()))
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

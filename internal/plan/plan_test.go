@@ -100,9 +100,6 @@ func TestDecide(t *testing.T) {
 				if p.Annotations[RecordAnnotation] != `{"ConfigMap/cfg":{"a":"6b86b273ff34fce1"}}` {
 					t.Errorf("record = %s", p.Annotations[RecordAnnotation])
 				}
-				if p.Start == nil || p.Start.Annotation != trigger.ConfigHashAnnotation || p.Start.Value != p.Record.ConfigHash() {
-					t.Errorf("start trigger = %+v, want the config hash", p.Start)
-				}
 				if len(p.Events) != 0 || p.Alert != nil {
 					t.Errorf("first sight tells nothing: %+v", p.Events)
 				}
@@ -174,9 +171,6 @@ func TestDecide(t *testing.T) {
 				if rf == nil || rf.Name != "b-cfg" || rf.Type != "CONFIGMAP" || rf.Namespace != "ns" || rf.ObservedAt != now.Unix() || rf.Hash != digest.ReloaderSHA1OfSecret(map[string][]byte{"k": []byte("2")}) {
 					t.Errorf("last-reloaded-from = %+v", rf)
 				}
-				if p.Start != nil {
-					t.Errorf("Reloader's trigger has no start value")
-				}
 			},
 		},
 		"env-vars strategy: one STAKATER_ variable per changed object": {
@@ -223,9 +217,6 @@ func TestDecide(t *testing.T) {
 				tr := p.Roll.Trigger
 				if tr.Annotation != trigger.WaveHashAnnotation || tr.Deferred != DeferredWaveHash || len(tr.Wave) != 1 || tr.Namespace != "ns" {
 					t.Errorf("trigger = %+v", tr)
-				}
-				if p.Start != nil {
-					t.Errorf("Wave's hash has no start value from digests")
 				}
 			},
 		},

@@ -3,6 +3,8 @@ package workload
 import (
 	"context"
 	"errors"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +41,21 @@ type Rollout struct {
 	// Patch writes Desired over Original, guarded by resourceVersion; it is
 	// Patch of this package.
 	Patch func(ctx context.Context, original, desired client.Object) error
+	// Journal, when set, keeps a Job's manifest durably between its delete
+	// and its re-creation (see JobJournal); nil keeps it in memory only.
+	Journal JobJournal
+}
+
+// JobJournal keeps the manifest of a Job that Reroll re-creates, outside the
+// Job, from before the delete until the new Job exists, so that a crash, a
+// leader change, a failed create or a cancelled context in between never
+// loses the Job: whoever reconciles next re-creates it from the journal.
+type JobJournal interface {
+	// Save records fresh, the Job to create, in place of the Job with UID
+	// old. It must be durable when it returns.
+	Save(ctx context.Context, fresh *batchv1.Job, old types.UID) error
+	// Done forgets the entry of the Job namespace/name.
+	Done(ctx context.Context, namespace, name string) error
 }
 
 // TemplateReader is a Kind whose objects may keep their pod template in

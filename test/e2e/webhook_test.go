@@ -47,10 +47,11 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	helmInstall(t, release, sys, map[string]any{"namespaces": []string{app}, "webhook.enabled": true})
 
 	// Least privilege: the certificate rotation may update its own Secret
-	// and its own configuration, nothing else of either kind.
+	// and its own configuration, nothing else of either kind (create on
+	// Secrets of its own namespace is the digest key's).
 	expectAccess(t, sys, release,
 		[]access{{"list", "", "secrets", sys}, {"watch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""}},
-		[]access{{"update", "", "secrets", sys}, {"create", "", "secrets", sys}, {"update", "", "secrets", app},
+		[]access{{"update", "", "secrets", sys}, {"create", "", "secrets", app}, {"update", "", "secrets", app},
 			{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""},
 			{"update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", ""}})
 
