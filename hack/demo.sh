@@ -53,13 +53,12 @@ eval "$(bin/controlplane up --dir "$dir" --full | tail -n 1)"
 kubectl get nodes
 
 step "Starting Reroll (a local process using the generated kubeconfig)"
-# The Projection CRD and a random digest key, for the second act.
+# The Projection CRD, for the second act.
 kubectl apply --server-side -f config/crd/bases/reroll.dev_projections.yaml
 kubectl wait crd/projections.reroll.dev --for=condition=Established --timeout=60s
-head -c 32 /dev/urandom | base64 >"$dir.projection-key"
 # Outside a pod there is no POD_NAMESPACE: keep the digest key in default.
 bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 --digest-key-namespace=default \
-  --enable-projections --projection-key-file "$dir.projection-key" >"$dir.reroll.log" 2>&1 &
+  --enable-projections >"$dir.reroll.log" 2>&1 &
 reroll_pid=$!
 echo "reroll pid $reroll_pid, log in $dir.reroll.log"
 

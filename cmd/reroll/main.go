@@ -108,6 +108,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if projectionOpts.Key == nil {
+		projectionOpts.Key = opts.Key.Derive("projection")
+	}
 	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}

@@ -1,6 +1,7 @@
 package digest
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -215,4 +216,27 @@ func FuzzTransform(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestKey_DeriveSeparatesUsesAndKeys(t *testing.T) {
+	a, err := NewKey(bytes.Repeat([]byte("a"), MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewKey(bytes.Repeat([]byte("b"), MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(a.Derive("projection")); got != 32 {
+		t.Errorf("derived key has %d bytes, want 32", got)
+	}
+	if string(a.Derive("projection")) != string(a.Derive("projection")) {
+		t.Error("the same key and purpose derive different keys")
+	}
+	if string(a.Derive("projection")) == string(b.Derive("projection")) {
+		t.Error("two installation keys derive the same key")
+	}
+	if string(a.Derive("projection")) == string(a.Derive("other")) {
+		t.Error("two purposes derive the same key")
+	}
 }

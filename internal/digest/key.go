@@ -36,6 +36,16 @@ func NewKey(secret []byte) (Key, error) {
 	return Key{secret: secret, id: hex.EncodeToString(m.Sum(nil))[:8]}, nil
 }
 
+// Derive returns a 32-byte key for another use of the installation key
+// (purpose names it, e.g. "projection"): the HMAC-SHA-256 of purpose under
+// k, so that digests made for one use can never be compared with another's.
+// The zero Key derives a key from purpose alone; only tests use it.
+func (k Key) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, k.secret)
+	m.Write([]byte("reroll.dev derived key: " + purpose))
+	return m.Sum(nil)
+}
+
 // ID is a short name of the key (8 hex characters, derived from the key by
 // HMAC, so it reveals nothing of it), recorded beside every record so that
 // a record made under another key is recognized; "" for the zero Key.
