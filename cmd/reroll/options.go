@@ -47,6 +47,7 @@ type flags struct {
 	leaderElection     leaderElectionFlags
 	isArgoRollouts     bool
 	workloads          []string
+	evictOwners        []string
 	cronJobTrigger     string
 	recreateCompleted  bool
 	coalesceWindow     time.Duration
@@ -93,6 +94,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
+	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "A kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "How long a ConfigMap or Secret change waits before its workloads are reconciled, so that changes within it roll a workload once; 0 disables.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
@@ -145,8 +147,18 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		kinds = append(kinds, k)
 	}
+	var owners []workload.PodOwner
+	for _, v := range f.evictOwners {
+		k, err := workload.ParsePodOwner(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--evict-owner: %w", err))
+			continue
+		}
+		owners = append(owners, k)
+	}
 	o := controller.Options{
 		Kinds:          kinds,
+		EvictOwners:    owners,
 		Strategy:       strategy,
 		ReloadOnCreate: f.reloadOnCreate,
 		ReloadOnDelete: f.reloadOnDelete,

@@ -21,8 +21,10 @@ import (
 	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -90,6 +92,9 @@ type Options struct {
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
+	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
+	// eviction (--evict-owner).
+	EvictOwners []workload.PodOwner
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
@@ -191,6 +196,8 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		return ctrl.Result{}, err
 	}
 	optIn, problems := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
+	mode, modeProblems := r.restartMode(obj)
+	problems = append(problems, modeProblems...)
 	if len(problems) > 0 {
 		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
 		log.Info("Ignoring malformed annotations", "error", msg)
@@ -203,6 +210,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// first sight instead of rolling for changes made in between, and end
 		// a pause Reroll started.
 		setAnnotation(desired, ObservedAnnotation, "")
+		setAnnotation(desired, eviction.ProgressAnnotation, "")
 		r.recordReferences(obj, nil)
 		if r.Options.Admission.Enabled {
 			setLabel(desired, ManagedLabel, "")
@@ -254,7 +262,28 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		setLabel(desired, ManagedLabel, "true")
 	}
 	now := r.now()
-	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil, now)
+	// A workload restarted by eviction keeps its record of the restart
+	// under way; one restarted by its template has none, and may have had
+	// its template change put back by an operator.
+	var reverted *revert.Reverted
+	var ev eviction.Decision
+	if mode.Evict {
+		var c *eviction.Change
+		if len(rolled) > 0 && r.notifier == nil {
+			c = &eviction.Change{Hash: cur.configHash(), At: now}
+		}
+		if ev, err = r.decideEviction(ctx, obj, mode, c, now); err != nil {
+			return ctrl.Result{}, err
+		}
+		setAnnotation(desired, eviction.ProgressAnnotation, ev.Progress.String())
+	} else {
+		setAnnotation(desired, eviction.ProgressAnnotation, "")
+		if reverted, err = r.checkRevert(ctx, obj, desired, template, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	byTemplate := !mode.Evict && reverted == nil
+	pause := r.pause(desired, optIn, len(rolled) > 0 && r.notifier == nil && byTemplate, now)
 	note, skipped := "", false
 	switch {
 	case len(rolled) > 0 && r.notifier != nil:
@@ -272,9 +301,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 			return ctrl.Result{}, err
 		}
 		err = r.patch(ctx, obj, desired)
-	case len(rolled) > 0:
+	case len(rolled) > 0 && byTemplate:
 		err = r.roll(ctx, obj, desired, optIn, cur, rolled, sel, now, &note, &skipped)
 	default:
+		// Also a restart by eviction, which starts from the record written
+		// here, and a workload whose template change was reverted.
 		err = r.patch(ctx, obj, desired)
 	}
 	if err != nil {
@@ -284,11 +315,21 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 		return ctrl.Result{}, err
 	}
-	r.recordOutcome(obj, rolled, prev == nil, skip)
+	if reverted != nil && r.notifier == nil {
+		r.recordOutcome(obj, nil, prev == nil, skip)
+	} else {
+		r.recordOutcome(obj, rolled, prev == nil, skip)
+	}
 	switch {
 	case len(rolled) > 0 && r.notifier != nil:
 		log.Info("Notified webhook instead of rolling", "changes", describe(rolled))
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotified, "Notified %s after %s", r.notifier.URL, describe(rolled))
+	case len(rolled) > 0 && mode.Evict:
+		// The Evicting Event follows, from evict.
+		r.alert(ctx, obj, rolled)
+	case len(rolled) > 0 && reverted != nil:
+		log.Info("Not rolling workload: another field manager reverted its pod template change", "changes", describe(rolled), "manager", reverted.Manager)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonTemplateReverted, "Not rolling after %s: %s put back the pod template Reroll changed. %s", describe(rolled), managerName(reverted.Manager), evictAdvice)
 	case len(rolled) > 0 && skipped:
 		log.Info("Not rolling workload", "changes", describe(rolled), "reason", note)
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonNotRolled, "%s; %s", describe(rolled), note)
@@ -304,6 +345,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		log.Info("Recorded consumed data on first sight", "references", len(sel.refs))
 	}
 	pause.report(ctx, r.Recorder, obj)
+	if mode.Evict {
+		// desired is the workload as written.
+		return r.evict(ctx, desired, ev, describe(rolled), now)
+	}
 	return ctrl.Result{RequeueAfter: pause.requeueAfter}, nil
 }
 
@@ -337,6 +382,7 @@ func (r *WorkloadReconciler) roll(ctx context.Context, obj, desired client.Objec
 	if err := r.Kind.SetPodTemplate(desired, t); err != nil {
 		return err
 	}
+	r.recordPatch(obj, desired, now)
 	return r.patch(ctx, obj, desired)
 }
 

@@ -70,6 +70,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if kinds == nil {
 		kinds = workload.Builtin()
 	}
+	for _, o := range opts.EvictOwners {
+		kinds = append(kinds, o)
+	}
 	for _, kind := range kinds {
 		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
 			log.Info("Not handling ignored workload kind", "kind", kind.Name())
@@ -95,7 +98,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}
-		if opts.Admission.Enabled {
+		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
 			r.registerWebhook(mgr)
 		}
 	}
@@ -106,6 +109,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
 	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -126,6 +132,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if !r.Options.Annotations.IgnoreSecrets {
 		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
 	}
+	// Pods (stripped by eviction.TransformPod): a restart by eviction
+	// evicts the next pod when the replacement of the last is Ready, and a
+	// --evict-owner kind reads its references from its pods.
+	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.
