@@ -95,6 +95,9 @@ type Options struct {
 	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
 	// eviction (--evict-owner).
 	EvictOwners []workload.PodOwner
+	// noEviction is set by Setup when Reroll may not list and watch pods
+	// or evict them.
+	noEviction bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.

@@ -68,6 +68,11 @@ func (r *WorkloadReconciler) restartMode(obj client.Object) (eviction.Mode, []er
 	if _, ok := r.Kind.(workload.PodOwner); ok {
 		m.Evict = true
 	}
+	if m.Evict && r.Options.noEviction {
+		// Setup logged the missing permission. The template is still not
+		// Reroll's to change: changes are recorded and not rolled.
+		problems = append(problems, errors.New("Reroll may not list, watch or evict pods (see its log); changes are recorded, the pods are not restarted"))
+	}
 	return m, problems
 }
 
@@ -82,7 +87,7 @@ func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Obje
 		ctrl.LoggerFrom(ctx).Info("Dropping unreadable eviction record", "error", err.Error())
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; dropping it", err.Error())
 	}
-	if progress == nil && change == nil {
+	if (progress == nil && change == nil) || r.Options.noEviction {
 		return eviction.Decision{}, nil
 	}
 	pods, err := r.podsOf(ctx, obj)

@@ -70,8 +70,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if kinds == nil {
 		kinds = workload.Builtin()
 	}
-	for _, o := range opts.EvictOwners {
-		kinds = append(kinds, o)
+	if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
+		log.Error(err, "Not restarting any workload by eviction")
+		opts.noEviction = true
+	} else {
+		for _, o := range opts.EvictOwners {
+			kinds = append(kinds, o)
+		}
 	}
 	for _, kind := range kinds {
 		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
@@ -135,7 +140,9 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// Pods (stripped by eviction.TransformPod): a restart by eviction
 	// evicts the next pod when the replacement of the last is Ready, and a
 	// --evict-owner kind reads its references from its pods.
-	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
+	if !r.Options.noEviction {
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
+	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.
@@ -198,30 +205,51 @@ func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope 
 	if err != nil {
 		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
 	}
+	return allowed(ctx, mgr, scope, gvk.Group, mapping.Resource.Resource, "", "list", "watch", "patch")
+}
+
+// allowed checks that Reroll may do each verb on the resource (and
+// subresource, when not "") of group in each namespace of the scope, or
+// cluster-wide. It returns an error naming the first missing permission.
+func allowed(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource, subresource string, verbs ...string) error {
 	namespaces := scope.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		for _, verb := range []string{"list", "watch", "patch"} {
+		for _, verb := range verbs {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: verb, Group: gvk.Group, Resource: mapping.Resource.Resource,
+					Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: subresource,
 				},
 			}}
 			if err := mgr.GetClient().Create(ctx, review); err != nil {
-				return fmt.Errorf("checking permission to %s %s: %w", verb, mapping.Resource.Resource, err)
+				return fmt.Errorf("checking permission to %s %s: %w", verb, resource, err)
 			}
 			if !review.Status.Allowed {
 				where := "cluster-wide"
 				if ns != "" {
 					where = "in namespace " + ns
 				}
-				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, mapping.Resource.Resource, gvk.Group, where)
+				name := resource
+				if subresource != "" {
+					name += "/" + subresource
+				}
+				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, name, group, where)
 			}
 		}
 	}
 	return nil
+}
+
+// evictionAllowed checks the permissions a restart by eviction needs: list
+// and watch pods, create pods/eviction. Without them Reroll does not watch
+// pods, and workloads that ask for eviction are told so by an Event.
+func evictionAllowed(ctx context.Context, mgr ctrl.Manager, scope Scope) error {
+	if err := allowed(ctx, mgr, scope, "", "pods", "", "list", "watch"); err != nil {
+		return err
+	}
+	return allowed(ctx, mgr, scope, "", "pods", "eviction", "create")
 }
 
 // controllerName is unique per kind: "deployment" for the built-in kinds,
