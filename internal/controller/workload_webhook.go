@@ -15,6 +15,8 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -140,9 +142,11 @@ func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
 // restore copies from old to obj each field Reroll manages that old has and
 // obj lacks; a value obj carries is never overwritten. It makes no API call.
 func (h *workloadAdmission) restore(old, obj client.Object) error {
-	if v, ok := old.GetAnnotations()[ObservedAnnotation]; ok {
-		if _, has := obj.GetAnnotations()[ObservedAnnotation]; !has {
-			setAnnotation(obj, ObservedAnnotation, v)
+	for _, k := range []string{ObservedAnnotation, eviction.ProgressAnnotation, revert.RevertedAnnotation, revert.PatchAnnotation} {
+		if v, ok := old.GetAnnotations()[k]; ok {
+			if _, has := obj.GetAnnotations()[k]; !has {
+				setAnnotation(obj, k, v)
+			}
 		}
 	}
 	if v, ok := old.GetLabels()[ManagedLabel]; ok {
