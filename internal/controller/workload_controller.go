@@ -278,6 +278,14 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		if ev, err = r.decideEviction(ctx, obj, mode, c, now); err != nil {
 			return ctrl.Result{}, err
 		}
+		if len(ev.Evict) > 0 || ev.Done {
+			// Evict and finish only from the current record: a cache
+			// behind Reroll's last write would evict a pod again or
+			// report the end twice. A conflict re-reads the workload.
+			if err := r.ensureCurrent(ctx, obj); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		setAnnotation(desired, eviction.ProgressAnnotation, ev.Progress.String())
 	} else {
 		setAnnotation(desired, eviction.ProgressAnnotation, "")

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -41,7 +42,12 @@ func runPodSet(t *testing.T, ns, name string, replicas int, labels map[string]st
 	g.Expect(k8s.Create(t.Context(), ps)).To(gomega.Succeed())
 
 	owner := metav1.OwnerReference{APIVersion: "test.reroll.dev/v1", Kind: "PodSet", Name: name, UID: ps.GetUID(), Controller: ptr.To(true)}
+	var mu sync.Mutex
 	ensure := func() {
+		// The informer's handler and the first call below must not both
+		// create the missing pods.
+		mu.Lock()
+		defer mu.Unlock()
 		var list corev1.PodList
 		if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return

@@ -38,15 +38,22 @@ func revertingOperator(t *testing.T, ns string) *atomic.Int32 {
 		if _, has := d.Spec.Template.Annotations["reroll.dev/config-hash"]; !has {
 			return
 		}
+		reverted := false
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			reverted = false
 			cur := &appsv1.Deployment{}
 			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d), cur); err != nil {
 				return err
 			}
+			// The event may be older than the operator's last revert.
+			if _, has := cur.Spec.Template.Annotations["reroll.dev/config-hash"]; !has {
+				return nil
+			}
 			delete(cur.Spec.Template.Annotations, "reroll.dev/config-hash")
+			reverted = true
 			return k8s.Update(context.Background(), cur, client.FieldOwner("my-operator"))
 		})
-		if err == nil {
+		if err == nil && reverted {
 			reverts.Add(1)
 		}
 	}
