@@ -47,7 +47,7 @@ bench-check: ## Run the built binary through the small bench profile and fail on
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
-	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/
+	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/
 
 .PHONY: manifests
 manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/reroll.yaml from config/default.
@@ -57,12 +57,12 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/
 docs: ## Regenerate docs/flags.md from the flags in the code.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
 
-# The bench's profile: small (seconds to create) or large (10,000 Secrets).
+# The bench's profile: small (seconds to create), large (10,000 Secrets) or fanout (2,000 Deployments read one ConfigMap).
 PROFILE ?= small
 BENCH_DIR ?= .run/bench
 
 .PHONY: bench
-bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large); see docs/benchmarks.md.
+bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout); see docs/benchmarks.md.
 	hack/tools.sh etcd kube
 	@mkdir -p $(BENCH_DIR)
 	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/reroll/reroll/internal/alert"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -51,6 +51,8 @@ type flags struct {
 	cronJobTrigger     string
 	recreateCompleted  bool
 	coalesceWindow     time.Duration
+	coalesceMaxWait    time.Duration
+	maxConcurrent      int
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
 	webhook            webhookFlags
@@ -96,7 +98,9 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
 	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "A kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
-	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "How long a ConfigMap or Secret change waits before its workloads are reconciled, so that changes within it roll a workload once; 0 disables.")
+	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
+	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many workloads of each kind are reconciled at once.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
@@ -157,18 +161,26 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		owners = append(owners, k)
 	}
 	o := controller.Options{
-		Kinds:          kinds,
-		EvictOwners:    owners,
-		Strategy:       strategy,
-		ReloadOnCreate: f.reloadOnCreate,
-		ReloadOnDelete: f.reloadOnDelete,
-		Annotations:    annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
-		WebhookURL:     f.webhookURL,
-		CoalesceWindow: f.coalesceWindow,
-		Admission:      controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:                   kinds,
+		EvictOwners:             owners,
+		Strategy:                strategy,
+		ReloadOnCreate:          f.reloadOnCreate,
+		ReloadOnDelete:          f.reloadOnDelete,
+		Annotations:             annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
+		WebhookURL:              f.webhookURL,
+		CoalesceWindow:          f.coalesceWindow,
+		CoalesceMaxWait:         f.coalesceMaxWait,
+		MaxConcurrentReconciles: f.maxConcurrent,
+		Admission:               controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
+	}
+	if f.coalesceMaxWait < 0 {
+		errs = append(errs, fmt.Errorf("--coalesce-max-wait: %s is negative", f.coalesceMaxWait))
+	}
+	if f.maxConcurrent < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles: %d is not a positive number", f.maxConcurrent))
 	}
 	if f.kubeAPIQPS <= 0 || f.kubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", f.kubeAPIQPS, f.kubeAPIBurst))
@@ -255,12 +267,12 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 // alerterFromEnv reads Reloader's alert variables: nil unless ALERT_ON_RELOAD
 // is "true"; an error naming the variable when the sink or a URL is
 // malformed.
-func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
+func alerterFromEnv(env func(string) string) (*notify.Sender, error) {
 	if on := strings.TrimSpace(env("ALERT_ON_RELOAD")); !strings.EqualFold(on, "true") {
 		return nil, nil
 	}
 	var errs []error
-	sink, err := alert.ParseSink(env("ALERT_SINK"))
+	sink, err := notify.ParseSink(env("ALERT_SINK"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("ALERT_SINK: %w", err))
 	}
@@ -269,7 +281,7 @@ func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
 		// Never print the value: Slack's and Teams' URLs hold a token.
 		errs = append(errs, errors.New("ALERT_WEBHOOK_URL: an http or https URL is required when ALERT_ON_RELOAD is true"))
 	}
-	cfg := alert.Config{Sink: sink, URL: hook, AdditionalInfo: env("ALERT_ADDITIONAL_INFO"), Log: ctrl.Log.WithName("alert")}
+	cfg := notify.Config{Sink: sink, URL: hook, AdditionalInfo: env("ALERT_ADDITIONAL_INFO"), Log: ctrl.Log.WithName("alert")}
 	if p := strings.TrimSpace(env("ALERT_WEBHOOK_PROXY")); p != "" {
 		u, err := url.Parse(p)
 		if err != nil || !isHTTPURL(p) {
@@ -280,7 +292,7 @@ func alerterFromEnv(env func(string) string) (*alert.Sender, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return alert.NewSender(cfg), nil
+	return notify.NewSender(cfg), nil
 }
 
 // isHTTPURL reports whether s is an absolute http or https URL with a host.

@@ -43,6 +43,7 @@ type result struct {
 	Cold     run           `json:"cold"`
 	Restart  run           `json:"restartWindow0"`
 	Designs  []probeResult `json:"designs,omitempty"`
+	Fanout   *fanoutResult `json:"fanout,omitempty"`
 	Targets  []target      `json:"targets"`
 	Failures []string      `json:"failures"`
 }
@@ -89,7 +90,7 @@ func main() {
 	// A flag set of its own: controller-runtime adds --kubeconfig to the
 	// global one.
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	profileName := fs.String("profile", "small", "small or large")
+	profileName := fs.String("profile", "small", "small, large or fanout")
 	rerollBin := fs.String("reroll", ".run/bench/reroll", "the built Reroll binary")
 	dir := fs.String("dir", ".run/bench", "folder for the control plane's state and the logs")
 	window := fs.String("coalesce-window", "", "Reroll's --coalesce-window for the cold run; empty keeps Reroll's default")
@@ -109,7 +110,7 @@ func main() {
 	}
 	p, ok := profiles[*profileName]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small or large)\n", *profileName)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large or fanout)\n", *profileName)
 		os.Exit(2)
 	}
 	if *secretBytes > 0 {
@@ -188,6 +189,13 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 		return nil, err
 	}
 	ch := &changer{cs: cs, secretSize: p.SecretSize}
+	if p.Name == "fanout" {
+		if err := fanout(ctx, res, p, tr, ch, cs, cfg, rerollBin, plane.Kubeconfig, dir); err != nil {
+			return nil, err
+		}
+		evaluateFanout(res)
+		return res, nil
+	}
 	ws := p.workloads()
 	pick := func(offset, n int) []workload {
 		out := make([]workload, 0, n)
@@ -380,6 +388,21 @@ func evaluate(res *result) {
 	}
 }
 
+// evaluateFanout fills Targets and Failures of the fanout profile.
+func evaluateFanout(res *result) {
+	f := res.Fanout
+	res.Targets = append(res.Targets, target{
+		Name: "all patched / baseline at --kube-api-qps", Value: f.AllPatchedSeconds / f.BaselineSeconds, Limit: 1.2, Unit: "x",
+		Met: f.AllPatchedSeconds <= 1.2*f.BaselineSeconds,
+	})
+	if f.RolloutsMin != 1 || f.RolloutsMax != 1 {
+		res.Failures = append(res.Failures, fmt.Sprintf("fanout: rollouts per workload between %d and %d, want exactly 1", f.RolloutsMin, f.RolloutsMax))
+	}
+	if p := f.Requests.count("patch", "deployments"); p != float64(f.Workloads) {
+		res.Failures = append(res.Failures, fmt.Sprintf("fanout: %v Deployment patches for %d workloads, want one each", p, f.Workloads))
+	}
+}
+
 func printTable(res *result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	p := res.Profile
@@ -387,6 +410,14 @@ func printTable(res *result) {
 		p.Name, p.Namespaces, p.SecretsPerNamespace, p.SecretSize, p.ConfigMapsPerNamespace, p.DeploymentsPerNamespace, p.SharedDeployments)
 	m := res.Machine
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB, kernel %s, %s, kube-apiserver %s; %d objects created in %.1fs\n\n", m.CPUs, m.CPU, m.MemoryMiB, m.Kernel, m.Go, m.KubeServer, res.Objects, res.CreateS)
+	if f := res.Fanout; f != nil {
+		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment recorded %.2f s later, RSS %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib)
+		fmt.Fprintf(w, "fanout: 1 ConfigMap change -> %d Deployments (%d workers)\tall patched after %.2f s; rollouts per workload %d..%d; Reroll CPU %.2f s\n", f.Workloads, f.Workers, f.AllPatchedSeconds, f.RolloutsMin, f.RolloutsMax, f.CPUSeconds)
+		fmt.Fprintf(w, "  requests\t%s\n", formatRequests(f.Requests, 1))
+		fmt.Fprintf(w, "  baseline: %d PATCHes at QPS %d, burst %d\t%.2f s\n\n", f.Workloads, rerollQPS, rerollBurst, f.BaselineSeconds)
+		printTargets(w, res)
+		return
+	}
 	for _, r := range []struct {
 		name string
 		run  run
@@ -422,9 +453,14 @@ func printTable(res *result) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "target (large profile)\tvalue\tlimit\tmet\n")
+	printTargets(w, res)
+}
+
+// printTargets prints the targets and the behaviour checks, and flushes w.
+func printTargets(w *tabwriter.Writer, res *result) {
+	fmt.Fprintf(w, "target (%s profile)\tvalue\tlimit\tmet\n", map[bool]string{true: "fanout", false: "large"}[res.Fanout != nil])
 	for _, t := range res.Targets {
-		fmt.Fprintf(w, "  %s\t%.2f %s\t%.0f %s\t%v\n", t.Name, t.Value, t.Unit, t.Limit, t.Unit, map[bool]string{true: "yes", false: "NO"}[t.Met])
+		fmt.Fprintf(w, "  %s\t%.2f %s\t%.1f %s\t%v\n", t.Name, t.Value, t.Unit, t.Limit, t.Unit, map[bool]string{true: "yes", false: "NO"}[t.Met])
 	}
 	if len(res.Failures) > 0 {
 		fmt.Fprintf(w, "\nbehaviour failures:\n  %s\n", strings.Join(res.Failures, "\n  "))

@@ -34,6 +34,8 @@ type profile struct {
 var profiles = map[string]profile{
 	"small": {Name: "small", Namespaces: 5, SecretsPerNamespace: 20, SecretSize: 1 << 10, ConfigMapsPerNamespace: 10, DeploymentsPerNamespace: 10, SharedDeployments: 50},
 	"large": {Name: "large", Namespaces: 20, SecretsPerNamespace: 500, SecretSize: 10 << 10, ConfigMapsPerNamespace: 20, DeploymentsPerNamespace: 20, SharedDeployments: 50},
+	// fanout: one ConfigMap read by 2,000 Deployments (see fanout.go).
+	"fanout": {Name: "fanout", SharedDeployments: 2000},
 }
 
 const (

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/reroll/reroll/internal/alert"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -39,7 +39,7 @@ func TestWorkloadReconciler_AlertsAfterRollout(t *testing.T) {
 	}
 
 	ns := newNamespace(t)
-	startReroll(t, ns, Options{Alerter: alert.NewSender(alert.Config{Sink: alert.Webhook, URL: srv.URL, AdditionalInfo: "Cluster: test"})})
+	startReroll(t, ns, Options{Alerter: notify.NewSender(notify.Config{Sink: notify.Webhook, URL: srv.URL, AdditionalInfo: "Cluster: test"})})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "old-value-x7q"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
@@ -77,7 +77,7 @@ func TestWorkloadReconciler_FailingAlertSinkDoesNotStopRollout(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	ns := newNamespace(t)
-	sender := alert.NewSender(alert.Config{Sink: alert.Slack, URL: srv.URL,
+	sender := notify.NewSender(notify.Config{Sink: notify.Slack, URL: srv.URL,
 		Backoff: wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 2}})
 	startReroll(t, ns, Options{Alerter: sender})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))

@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -17,27 +19,55 @@ import (
 // another, short next to the seconds a rollout itself takes.
 const DefaultCoalesceWindow = 500 * time.Millisecond
 
+// DefaultCoalesceMaxWait is the default of Options.CoalesceMaxWait
+// (--coalesce-max-wait): the longest a workload waits for a burst of changes
+// to end before it is reconciled anyway.
+const DefaultCoalesceMaxWait = 10 * time.Second
+
+// Coalescing says how ConfigMap and Secret changes are held back before the
+// workloads that consume them are reconciled.
+type Coalescing struct {
+	// Window is the quiet time, after the latest change to any object a
+	// workload consumes, before the workload is reconciled. 0 reconciles at
+	// once.
+	Window time.Duration
+	// MaxWait bounds the wait from the first change of a burst: a workload
+	// whose objects keep changing is reconciled MaxWait after the first
+	// change even if the burst goes on. A MaxWait below Window is taken as
+	// Window (the window then never extends).
+	MaxWait time.Duration
+	// Clock is the clock of the timers; nil means the real clock. Tests
+	// set a fake one.
+	Clock clock.WithDelayedExecution
+}
+
 // enqueueCoalesced is the event handler of the ConfigMap and Secret watches:
 // it maps an event to the workloads that consume the object, as
-// handler.EnqueueRequestsFromMapFunc does, but enqueues them window later.
+// handler.EnqueueRequestsFromMapFunc does, but adds each workload to the
+// queue only once its objects have been quiet for c.Window (a debounce):
+// each further change to any object it consumes restarts the wait, up to
+// c.MaxWait after the first change. A burst of any length (a GitOps sync or
+// a rotation writing a workload's ConfigMap and Secret seconds apart) is then
+// seen by a single Reconcile, which rolls the workload once, and no workload
+// waits longer than MaxWait. The price is up to Window of extra latency per
+// rollout (MaxWait under a constant stream of changes).
 //
-// The workqueue holds each request once and, for a request that is already
-// waiting, keeps the earliest ready time (client-go's delaying queue and
-// controller-runtime's priority queue both do), so every change to the
-// objects of one workload in the window after the first one is seen by a
-// single Reconcile, which then rolls the workload once. The price is window
-// of extra latency per rollout. A window of 0 enqueues at once, leaving only
-// the queue's de-duplication of requests not yet processed.
+// The wait is held in memory only, on purpose: Reconcile is level-triggered,
+// and a restarted Reroll reconciles every workload from its record, so a
+// wait lost to a restart loses no change.
 //
 // Creates from an informer's initial list are dropped: every workload is
 // enqueued by its own watch's initial list, and controller-runtime starts
 // no worker before all of a controller's watches have synced, so those
 // creates would only repeat an index lookup per object at start-up.
-func enqueueCoalesced(window time.Duration, toRequests handler.MapFunc) handler.EventHandler {
+//
+// Every watch of one workload kind must share one debouncer, so that a
+// ConfigMap change and a Secret change extend the same wait.
+func enqueueCoalesced(d *debouncer, toRequests handler.MapFunc) handler.EventHandler {
 	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range toRequests(ctx, obj) {
-			if window > 0 {
-				q.AddAfter(req, window)
+			if d.window > 0 {
+				d.touch(req, q)
 			} else {
 				q.Add(req)
 			}
@@ -62,4 +92,102 @@ func enqueueCoalesced(window time.Duration, toRequests handler.MapFunc) handler.
 			enqueue(ctx, e.Object, q)
 		},
 	}
+}
+
+// changeSeer is a queue that records when a change for a request was seen
+// (seenQueue, for reroll_change_to_rollout_seconds); the debouncer tells it
+// at the change, not when the request is finally added.
+type changeSeer interface {
+	Seen(reconcile.Request)
+}
+
+// debouncer holds requests back until their objects are quiet; see
+// enqueueCoalesced. It is safe for concurrent use by the informers' handlers.
+type debouncer struct {
+	window, maxWait time.Duration
+	clock           clock.WithDelayedExecution
+
+	mu      sync.Mutex
+	pending map[reconcile.Request]*held
+}
+
+// held is one request waiting for its objects to be quiet.
+type held struct {
+	// first is when the burst's first change was seen; due is when the
+	// request is added unless a further change moves it.
+	first, due time.Time
+	// q is the queue to add the request to.
+	q workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+func newDebouncer(c Coalescing) *debouncer {
+	clk := c.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	maxWait := c.MaxWait
+	if maxWait < c.Window {
+		maxWait = c.Window
+	}
+	return &debouncer{window: c.Window, maxWait: maxWait, clock: clk, pending: map[reconcile.Request]*held{}}
+}
+
+// dueTime is when a request whose burst began at first, and whose latest
+// change was seen at now, is added to the queue: window after the latest
+// change, but never later than maxWait after the first.
+func dueTime(first, now time.Time, window, maxWait time.Duration) time.Time {
+	due := now.Add(window)
+	if limit := first.Add(maxWait); due.After(limit) {
+		return limit
+	}
+	return due
+}
+
+// touch records a change for req: it starts a burst, or moves the burst's
+// due time.
+func (d *debouncer) touch(req reconcile.Request, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if s, ok := q.(changeSeer); ok {
+		s.Seen(req)
+	}
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h := d.pending[req]; h != nil {
+		h.due = dueTime(h.first, now, d.window, d.maxWait)
+		h.q = q
+		return
+	}
+	h := &held{first: now, due: dueTime(now, now, d.window, d.maxWait), q: q}
+	d.pending[req] = h
+	// The timer fires at the due time known now; a later due time makes
+	// fire set another.
+	d.clock.AfterFunc(h.due.Sub(now), func() { go d.fire(req) })
+}
+
+// fire adds req to its queue when its due time has come, or waits again
+// when a change moved it. Timers call it on a goroutine of its own: a fake
+// clock runs its callbacks while holding its lock, which Now takes.
+func (d *debouncer) fire(req reconcile.Request) {
+	d.mu.Lock()
+	h := d.pending[req]
+	if h == nil {
+		d.mu.Unlock()
+		return
+	}
+	if wait := h.due.Sub(d.clock.Now()); wait > 0 {
+		d.clock.AfterFunc(wait, func() { go d.fire(req) })
+		d.mu.Unlock()
+		return
+	}
+	delete(d.pending, req)
+	q := h.q
+	d.mu.Unlock()
+	q.Add(req)
+}
+
+// waiting returns how many requests are held; for tests.
+func (d *debouncer) waiting() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending)
 }

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -68,12 +71,67 @@ func (r *WorkloadReconciler) restartMode(obj client.Object) (eviction.Mode, []er
 	if _, ok := r.Kind.(workload.PodOwner); ok {
 		m.Evict = true
 	}
-	if m.Evict && r.Options.noEviction {
-		// Setup logged the missing permission. The template is still not
-		// Reroll's to change: changes are recorded and not rolled.
-		problems = append(problems, errors.New("Reroll may not list, watch or evict pods (see its log); changes are recorded, the pods are not restarted"))
-	}
 	return m, problems
+}
+
+// restart completes plan p with how the workload restarts beyond the
+// planner's trigger, and returns the decision of a restart by eviction and
+// whether one applies (evict must then run once p is written). For a
+// restart by eviction (p rolls ByEviction, or one is under way) it puts the
+// record of the restart into p's annotations, so that it is written with
+// the record of the change; for a workload restarted by its template it
+// checks whether an operator put Reroll's last template change back.
+func (r *WorkloadReconciler) restart(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec, p *plan.Plan, now time.Time) (eviction.Decision, bool, error) {
+	mode, problems := r.restartMode(obj)
+	if len(problems) > 0 {
+		msg := errors.Join(problems...).Error()
+		ctrl.LoggerFrom(ctx).Info("Ignoring malformed annotations", "error", msg)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", msg)
+	}
+	switch {
+	case p.Outcome == plan.NotOptedIn:
+		// Opted out: a restart under way ends with the record.
+		p.Annotations[eviction.ProgressAnnotation] = ""
+		return eviction.Decision{}, false, nil
+	case !mode.Evict:
+		p.Annotations[eviction.ProgressAnnotation] = ""
+		return eviction.Decision{}, false, r.checkRevert(ctx, obj, template, now, p.Annotations)
+	case r.Options.noEviction:
+		// The planner said why nothing restarts.
+		p.Annotations[eviction.ProgressAnnotation] = ""
+		return eviction.Decision{}, false, nil
+	}
+	var c *eviction.Change
+	if p.Outcome == plan.Roll && p.Roll.Way == workload.ByEviction {
+		c = &eviction.Change{Hash: p.Record.ConfigHash(), At: now}
+	}
+	ev, err := r.decideEviction(ctx, obj, mode, c, now)
+	if err != nil {
+		return eviction.Decision{}, false, err
+	}
+	if len(ev.Evict) > 0 || ev.Done {
+		// Evict and finish only from the current record: a cache behind
+		// Reroll's last write would evict a pod again or report the end
+		// twice. A conflict re-reads the workload.
+		if err := r.ensureCurrent(ctx, obj); err != nil {
+			return eviction.Decision{}, false, err
+		}
+	}
+	p.Annotations[eviction.ProgressAnnotation] = ev.Progress.String()
+	return ev, true, nil
+}
+
+// ensureCurrent returns a conflict error, which makes Reconcile re-read the
+// workload from the API server, when obj is older than the stored version.
+func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Object) error {
+	cur := r.Kind.New()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return err
+	}
+	if cur.GetResourceVersion() != obj.GetResourceVersion() {
+		return apierrors.NewConflict(schema.GroupResource{Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
+	}
+	return nil
 }
 
 // decideEviction reads the workload's pods from the cache and returns the
@@ -87,7 +145,7 @@ func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Obje
 		ctrl.LoggerFrom(ctx).Info("Dropping unreadable eviction record", "error", err.Error())
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; dropping it", err.Error())
 	}
-	if (progress == nil && change == nil) || r.Options.noEviction {
+	if progress == nil && change == nil {
 		return eviction.Decision{}, nil
 	}
 	pods, err := r.podsOf(ctx, obj)
@@ -142,7 +200,7 @@ func (r *WorkloadReconciler) podsOf(ctx context.Context, obj client.Object) ([]c
 }
 
 // evict carries out a decision whose record was written (obj is the
-// workload as written): it evicts the decided pods, writes the record again
+// workload as read; the record's patch below carries only what changed): it evicts the decided pods, writes the record again
 // without them, and reports. Evicting before recording is what makes a kill
 // between the two harmless: the next decision finds the pod terminating or
 // gone and never evicts it again (and the UID precondition keeps a

@@ -35,7 +35,7 @@ const writtenPrefix = "written:"
 func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
 	list := r.Kind.NewList()
 	key := writtenPrefix + reference.Reference{Kind: kind, Name: obj.GetName()}.ID()
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{referenceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return true
 	}
 	return meta.LenList(list) > 0
@@ -68,7 +68,7 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
 	}
-	if tr, ok := r.Kind.(workload.TemplateReader); ok && tr.TemplateElsewhere(obj) {
+	if tr, ok := r.Kind.(workload.TemplateReader); ok && templateElsewhere(tr, obj) {
 		// The template's references are in another object: any ConfigMap or
 		// Secret of the namespace may matter, and Reconcile reads which.
 		for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
@@ -107,6 +107,46 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	return out
 }
 
+// templateIndex is the field index on kinds whose objects may run another
+// object's pod template (workload.TemplateReader: Argo Rollouts with
+// spec.workloadRef): the name of that Deployment.
+const templateIndex = "reroll.dev/template-from"
+
+func templateElsewhere(tr workload.TemplateReader, obj client.Object) bool {
+	_, ok := tr.TemplateFrom(obj)
+	return ok
+}
+
+// indexTemplateFrom is the templateIndex function: the Deployment whose
+// template an opted-in object runs.
+func (r *WorkloadReconciler) indexTemplateFrom(obj client.Object) []string {
+	tr, ok := r.Kind.(workload.TemplateReader)
+	if !ok {
+		return nil
+	}
+	if name, ok := tr.TemplateFrom(obj); ok {
+		return []string{name}
+	}
+	return nil
+}
+
+// requestsForTemplate maps a Deployment to the workloads of r's kind that
+// run its pod template, found through templateIndex in the cache.
+func (r *WorkloadReconciler) requestsForTemplate(ctx context.Context, d client.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(d.GetNamespace()), client.MatchingFields{templateIndex: d.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads that run a Deployment's template failed", "kind", r.Kind.Name(), "namespace", d.GetNamespace(), "deployment", d.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		o := item.(client.Object)
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+		return nil
+	})
+	return out
+}
+
 // requestsFor returns a map function from a ConfigMap or Secret to the
 // workloads of r's kind that may consume it, found through referenceIndex in
 // the cache: no API request.
@@ -127,7 +167,10 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 		for _, l := range lookups {
 			list := r.Kind.NewList()
 			key := l.key
-			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{referenceIndex: key}); err != nil {
+			// Only names are read: the cache's objects are listed without
+			// a deep copy, so a wide fan-out costs no allocation per
+			// workload.
+			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{referenceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
 				continue
 			}
@@ -154,7 +197,7 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 		return nil
 	}
 	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
 	}

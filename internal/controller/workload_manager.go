@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,10 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
@@ -29,6 +32,9 @@ import (
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
+
+// deliveredBuffer is the room for wake-ups of ended deliveries per kind.
+const deliveredBuffer = 1024
 
 // Setup registers one reconciler per built-in workload kind not in
 // opts.IgnoredWorkloads with mgr, with its field index and watches. The
@@ -61,9 +67,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the alert sender: %w", err)
 		}
 	}
-	var notifier *notify.Client
+	var endpoint *notify.Sender
 	if opts.WebhookURL != "" {
-		notifier = &notify.Client{URL: opts.WebhookURL}
+		endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
+		// The sender stops with the manager.
+		if err := mgr.Add(endpoint); err != nil {
+			return fmt.Errorf("adding the notification sender: %w", err)
+		}
 	}
 	log := ctrl.LoggerFrom(ctx)
 	kinds := opts.Kinds
@@ -97,8 +107,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Recorder:  mgr.GetEventRecorderFor(FieldManager), //nolint:staticcheck // see WorkloadReconciler.Recorder
 			Kind:      kind,
 			Options:   opts,
-			notifier:  notifier,
+			endpoint:  endpoint,
 			metrics:   metrics.NewWorkloads(kind.Name(), nil),
+		}
+		if endpoint != nil {
+			r.deliveries = newDeliveries()
+			r.delivered = make(chan event.GenericEvent, deliveredBuffer)
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
@@ -118,6 +132,12 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
 		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
+	_, readsTemplates := r.Kind.(workload.TemplateReader)
+	if readsTemplates {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
+			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
+		}
+	}
 	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName(r.Kind)).
@@ -131,11 +151,27 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// other metadata are dropped here, before any work. A kind in
 	// --resources-to-ignore is not watched at all, so Reroll needs no
 	// access to it.
+	// One debounce for both kinds: a change of either extends the wait.
+	coalesce := newDebouncer(r.coalescing())
 	if !r.Options.Annotations.IgnoreConfigMaps {
-		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
+		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
 	}
 	if !r.Options.Annotations.IgnoreSecrets {
-		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(r.Options.CoalesceWindow, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+	}
+	if readsTemplates {
+		// Deployments whose pod template an Argo Rollout runs
+		// (spec.workloadRef): a change to that template changes what the
+		// Rollout consumes, and must reach its record before the next data
+		// change, or that change would look new and roll nothing. Creates and
+		// deletes pass too; status updates do not.
+		b = b.Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.requestsForTemplate),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	if r.delivered != nil {
+		// Deliveries to the notification endpoint that ended: the workload's
+		// record waits for them (see deliver).
+		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
 	}
 	// Pods (stripped by eviction.TransformPod): a restart by eviction
 	// evicts the next pod when the replacement of the last is Ready, and a
@@ -149,10 +185,32 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.requestsInNamespace),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
+	workers := r.Options.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
+	// Reconciles of different workloads are independent (the workqueue
+	// never hands one workload to two workers), so a wide fan-out is
+	// bounded by the client's QPS rather than by one worker's round trips.
+	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil
+}
+
+// DefaultMaxConcurrentReconciles is the default of
+// Options.MaxConcurrentReconciles (--max-concurrent-reconciles), per workload
+// kind. See docs/benchmarks.md (the fanout profile) for the measurement.
+const DefaultMaxConcurrentReconciles = 4
+
+// coalescing is the debounce of r's ConfigMap and Secret watches.
+func (r *WorkloadReconciler) coalescing() Coalescing {
+	maxWait := r.Options.CoalesceMaxWait
+	if maxWait == 0 {
+		maxWait = DefaultCoalesceMaxWait
+	}
+	return Coalescing{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
 }
 
 // relevantChange passes creates, deletes, and updates that change the data

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 )
 
@@ -66,11 +67,16 @@ func (q seenQueue) Add(req reconcile.Request) {
 	q.TypedRateLimitingInterface.Add(req)
 }
 
-// AddAfter is how the coalescing handler enqueues; the change was seen now,
-// whatever the delay.
+// AddAfter records the change as seen now, whatever the delay.
 func (q seenQueue) AddAfter(req reconcile.Request, d time.Duration) {
 	q.seen(req.NamespacedName)
 	q.TypedRateLimitingInterface.AddAfter(req, d)
+}
+
+// Seen records the change as seen now; the coalescing handler calls it at
+// each change and adds the request later (changeSeer).
+func (q seenQueue) Seen(req reconcile.Request) {
+	q.seen(req.NamespacedName)
 }
 
 // recordReferences sets the workload's tracked references (nil when it
@@ -88,40 +94,40 @@ func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []referenc
 }
 
 // recordOutcome records how a reconcile that wrote (or had nothing to write)
-// ended: a rollout, a first sight, or a change that rolled nothing, for
-// skip, or for no consumed key changed when skip is "".
-func (r *WorkloadReconciler) recordOutcome(obj client.Object, rolled []change, firstSight bool, skip string) {
+// ended: a rollout (or its notification, or a change the kind does not
+// restart for), a first sight, or a change that rolled nothing.
+func (r *WorkloadReconciler) recordOutcome(obj client.Object, p plan.Plan) {
 	nn := client.ObjectKeyFromObject(obj)
 	switch {
-	case len(rolled) > 0:
-		r.metrics.Rolled(nn, sourceKinds(rolled), r.notifier != nil)
-	case firstSight:
+	case len(p.Changes) > 0:
+		r.metrics.Rolled(nn, sourceKinds(p.Changes), p.Outcome == plan.Notify)
+	case p.Outcome == plan.FirstSight || p.Outcome == plan.DamagedRecord:
 		r.metrics.Settled(nn)
-	case skip != "":
-		r.metrics.Skipped(nn, skip)
+	case len(p.HeldBy) > 0:
+		r.metrics.Skipped(nn, skipReason(p.HeldBy[len(p.HeldBy)-1]))
 	default:
 		r.metrics.Skipped(nn, metrics.NoConsumedKeyChanged)
 	}
 }
 
-// recordFailure records a rollout whose write or webhook call failed.
-func (r *WorkloadReconciler) recordFailure(obj client.Object, rolled []change) {
-	r.metrics.Failed(client.ObjectKeyFromObject(obj), sourceKinds(rolled))
+// recordFailure records a rollout whose write or notification failed.
+func (r *WorkloadReconciler) recordFailure(obj client.Object, p plan.Plan) {
+	r.metrics.Failed(client.ObjectKeyFromObject(obj), sourceKinds(p.Changes))
 }
 
-// skipReason is the reroll_skipped_total reason for a change not rolled
-// because --reload-on-create or --reload-on-delete is off.
-func skipReason(c change) string {
-	if c.created {
+// skipReason is the reroll_skipped_total reason for a change held back by
+// the flag (plan.Plan.HeldBy).
+func skipReason(flag string) string {
+	if flag == "--reload-on-create" {
 		return metrics.CreateNotEnabled
 	}
 	return metrics.DeleteNotEnabled
 }
 
-func sourceKinds(changes []change) []string {
+func sourceKinds(changes []plan.Diff) []string {
 	out := make([]string, 0, len(changes))
 	for _, c := range changes {
-		out = append(out, string(c.ref.Kind))
+		out = append(out, string(c.Ref.Kind))
 	}
 	return out
 }

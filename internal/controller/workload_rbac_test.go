@@ -83,7 +83,7 @@ func TestEviction_WithoutPodPermissionsTemplatesStillRollAndEvictionWaits(t *tes
 	g.Expect(r.logs.String()).To(gomega.ContainSubstring(`missing RBAC permission: list on pods (group \"\") in namespace ` + ns))
 
 	expectDeploymentRolls(t, ns)
-	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonInvalidAnnotation) }).Should(gomega.ContainElement(
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonNotRolled) }).Should(gomega.ContainElement(
 		gomega.ContainSubstring("Reroll may not list, watch or evict pods")))
 	g.Expect(get(t, evicted).Spec.Template.Annotations).NotTo(gomega.HaveKey("reroll.dev/config-hash"), "a workload restarted by eviction keeps its template")
 }

@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/workload"
@@ -29,55 +28,47 @@ func (r *WorkloadReconciler) templateInObject(obj client.Object) bool {
 	case workload.PodOwner, workload.CronJob, workload.Job:
 		return false
 	}
-	if tr, ok := r.Kind.(workload.TemplateReader); ok && tr.TemplateElsewhere(obj) {
-		return false
+	if tr, ok := r.Kind.(workload.TemplateReader); ok {
+		if _, elsewhere := tr.TemplateFrom(obj); elsewhere {
+			return false
+		}
 	}
 	return true
 }
 
-// checkRevert detects, in desired, a revert of Reroll's last pod template
-// change (revert.Detect on PatchAnnotation): it then records who reverted
-// it in RevertedAnnotation, drops PatchAnnotation, counts it and emits
-// ReasonTemplateReverted. managedFields are not cached, so only a suspected
-// revert costs a read of the workload from the API server. It returns the
-// revert in force: the one recorded before or the one found now; nil when
-// none.
-func (r *WorkloadReconciler) checkRevert(ctx context.Context, obj, desired client.Object, template *corev1.PodTemplateSpec, now time.Time) (*revert.Reverted, error) {
-	if rv := revert.ParseReverted(obj.GetAnnotations()[revert.RevertedAnnotation]); rv != nil {
-		return rv, nil
+// checkRevert detects a revert of Reroll's last pod template change
+// (revert.Detect on PatchAnnotation) and, when it finds one, records who
+// reverted it in RevertedAnnotation and drops PatchAnnotation (through set,
+// the annotations to write), counts it and emits ReasonTemplateReverted.
+// managedFields are not cached, so only a suspected revert costs a read of
+// the workload from the API server. Once RevertedAnnotation is set,
+// workload.ActionOf stops the template changes.
+func (r *WorkloadReconciler) checkRevert(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec, now time.Time, set map[string]string) error {
+	if revert.ParseReverted(obj.GetAnnotations()[revert.RevertedAnnotation]) != nil {
+		return nil
 	}
 	p, err := revert.ParsePatch(obj.GetAnnotations()[revert.PatchAnnotation])
 	if err != nil {
-		setAnnotation(desired, revert.PatchAnnotation, "")
-		return nil, nil //nolint:nilerr // a damaged record only loses the detection of one revert
+		// A damaged record only loses the detection of one revert.
+		set[revert.PatchAnnotation] = ""
+		return nil
 	}
 	if !r.templateInObject(obj) || !revert.Detect(p, revert.Fingerprint(template), now) {
-		return nil, nil
+		return nil
 	}
 	fresh := r.Kind.New()
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-		return nil, fmt.Errorf("reading the field managers of %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("reading the field managers of %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
-	rv := &revert.Reverted{Manager: revert.Manager(fresh.GetManagedFields(), FieldManager), At: now}
-	setAnnotation(desired, revert.RevertedAnnotation, rv.String())
-	setAnnotation(desired, revert.PatchAnnotation, "")
+	rv := revert.Reverted{Manager: revert.Manager(fresh.GetManagedFields(), FieldManager), At: now}
+	set[revert.RevertedAnnotation] = rv.String()
+	set[revert.PatchAnnotation] = ""
 	metrics.TemplateReverted(r.Kind.Name())
 	ctrl.LoggerFrom(ctx).Info("Pod template change reverted by another field manager; no longer changing it", "manager", rv.Manager)
 	r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonTemplateReverted,
 		"%s put back the pod template Reroll changed %s ago; Reroll no longer changes this template. %s",
-		managerName(rv.Manager), now.Sub(p.At).Round(time.Second), evictAdvice)
-	return rv, nil
-}
-
-// evictAdvice is the remedy the revert Events suggest.
-const evictAdvice = "Annotate the workload " + eviction.RestartAnnotation + ": " + eviction.RestartEvict +
-	" to restart its pods by eviction instead, or remove " + revert.RevertedAnnotation + " once the template may be changed again"
-
-func managerName(m string) string {
-	if m == "" {
-		return "Another field manager"
-	}
-	return fmt.Sprintf("Field manager %q", m)
+		revert.ManagerName(rv.Manager), now.Sub(p.At).Round(time.Second), revert.Advice)
+	return nil
 }
 
 // recordPatch writes into desired, whose pod template Reroll is about to

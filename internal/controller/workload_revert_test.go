@@ -92,8 +92,8 @@ func TestRevert_StopsPatchingATemplateAnOperatorPutsBack(t *testing.T) {
 	before := get(t, d).Annotations[ObservedAnnotation]
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "3" })
 	g.Eventually(func() string { return get(t, d).Annotations[ObservedAnnotation] }).ShouldNot(gomega.Equal(before))
-	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonTemplateReverted) }).Should(gomega.ContainElement(
-		gomega.HavePrefix(`Not rolling after ConfigMap/cfg changed keys k: Field manager "my-operator" put back`)))
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonNotRolled) }).Should(gomega.ContainElement(
+		gomega.HavePrefix(`ConfigMap/cfg changed keys k; Field manager "my-operator" put back the pod template Reroll changed`)))
 	g.Consistently(reverts.Load).Should(gomega.BeEquivalentTo(1))
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1))
 

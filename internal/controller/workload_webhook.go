@@ -13,9 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/reroll/reroll/internal/annotation"
-	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -35,7 +34,7 @@ import (
 // MutatingWebhookConfiguration selects on it (objectSelector), so writes of
 // every other object never reach Reroll. Labels on a workload's metadata roll
 // nothing.
-const ManagedLabel = "reroll.dev/managed"
+const ManagedLabel = plan.ManagedLabel
 
 // WebhookPath returns the path the admission webhook of kind is served on:
 // "/mutate-deployment" for the built-in kinds.
@@ -211,10 +210,14 @@ func hasEnv(c *corev1.Container, name string) bool {
 }
 
 // record writes on a new opted-in workload what the reconciler would record
-// on first sight, from the cache only, so that data that existed before the
-// workload never rolls it, and the trigger of startTrigger. A workload that
-// already carries a record, or whose Wave-dialect references are incomplete
-// (the reconciler waits then), is left alone.
+// on first sight (the planner's record, from the cache only), so that data
+// that existed before the workload never rolls it, and the planner's start
+// trigger (plan.Plan.Start) unless the manifest sets that annotation. A
+// workload that already carries a record, or whose Wave-dialect references
+// are incomplete (the reconciler waits then), is left alone. Kinds that roll
+// by their own action (CronJob, Job, custom kinds; workload.Actor), whose
+// trigger may not be in the template, get no start trigger. It makes no API
+// call.
 func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error {
 	r := h.r
 	if _, ok := obj.GetAnnotations()[ObservedAnnotation]; ok {
@@ -230,53 +233,22 @@ func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error
 	if err != nil {
 		return err
 	}
-	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations)
-	if !optIn.Enabled() {
-		return nil
-	}
-	sel, err := r.selectReferences(ctx, obj.GetNamespace(), optIn, t)
-	if err != nil {
+	p, err := plan.Decide(r.planOptions(), plan.NewInput(r.Kind, obj, t, r.now()), cacheSource{ctx: ctx, c: r.Client})
+	if err != nil || p.Outcome != plan.FirstSight {
 		return err
 	}
-	if len(sel.missing) > 0 {
-		return nil
-	}
-	cur := sel.observed()
-	setAnnotation(obj, ObservedAnnotation, cur.String())
+	setAnnotation(obj, ObservedAnnotation, p.Record.String())
 	setLabel(obj, ManagedLabel, "true")
-	return h.startTrigger(obj, t, optIn, cur, sel)
-}
-
-// startTrigger sets, in the pod template of a new workload, the trigger
-// whose value depends only on the current data, so that the workload starts
-// with the hash its next rollout would compute for that data:
-// reroll.dev/config-hash (Reroll's dialect with the annotations strategy) or
-// pod-reloader.cs.sap.com/config-hash (SAP pod-reloader's dialect, as its
-// own webhook does). A value the manifest sets is kept. It writes nothing
-// for triggers that name a change (Reloader's last-reloaded-from and
-// STAKATER_* env vars have no value before the first change, as with
-// Reloader), for Wave's hash (it hashes values, which the cache does not
-// hold; the first rollout writes it), and for kinds that roll by their own
-// action (CronJob, Job, custom kinds), whose trigger may not be in the
-// template. It makes no API call.
-func (h *workloadAdmission) startTrigger(obj client.Object, t *corev1.PodTemplateSpec, optIn annotation.OptIn, cur observed, sel selection) error {
-	if _, ok := h.r.Kind.(workload.Roller); ok {
+	if _, ok := r.Kind.(workload.Actor); ok || p.Start == nil {
 		return nil
 	}
-	var key, value string
-	switch {
-	case optIn.Dialect == annotation.DialectPodReloader:
-		key, value = trigger.PodReloaderHashAnnotation, digest.PodReloaderHash(sel.podReloader)
-	case optIn.Dialect == annotation.DialectReroll && h.r.Options.Strategy == trigger.Annotations:
-		key, value = trigger.ConfigHashAnnotation, cur.configHash()
-	default:
+	if _, ok := t.Annotations[p.Start.Annotation]; ok {
 		return nil
 	}
-	if _, ok := t.Annotations[key]; ok {
-		return nil
+	if err := p.Start.Set(t); err != nil {
+		return err
 	}
-	trigger.SetAnnotation(t, key, value)
-	return h.r.Kind.SetPodTemplate(obj, t)
+	return r.Kind.SetPodTemplate(obj, t)
 }
 
 // Ensure the handler matches controller-runtime's interface.

@@ -11,7 +11,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -19,7 +19,7 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 	t.Parallel()
 	g := newT(t)
 	var mu sync.Mutex
-	var got []notify.Payload
+	var got []change.Change
 	failFirst := true
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -32,16 +32,16 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 			return
 		}
 		b, _ := io.ReadAll(r.Body)
-		var p notify.Payload
+		var p change.Change
 		if json.Unmarshal(b, &p) == nil {
 			got = append(got, p)
 		}
 	}))
 	t.Cleanup(srv.Close)
-	payloads := func() []notify.Payload {
+	payloads := func() []change.Change {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]notify.Payload(nil), got...)
+		return append([]change.Change(nil), got...)
 	}
 
 	ns := newNamespace(t)
@@ -58,7 +58,7 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 	g.Expect(p.Namespace).To(gomega.Equal(ns))
 	g.Expect(p.Name).To(gomega.Equal("web"))
 	g.Expect(p.Hash).NotTo(gomega.BeEmpty())
-	g.Expect(p.Changes).To(gomega.Equal([]notify.Change{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"b"}, Hash: reloaderSHA1("a=1;b=2")}}))
+	g.Expect(p.Objects).To(gomega.Equal([]change.Object{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"b"}, Hash: reloaderSHA1("a=1;b=2")}}))
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonNotified) }).Should(gomega.HaveLen(1))
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonRollFailed) }).ShouldNot(gomega.BeEmpty(), "the failed first call was reported")
 	// Nothing rolled: the pod template is untouched.

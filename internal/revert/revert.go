@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/eviction"
 )
 
 // PatchAnnotation is the workload metadata annotation where Reroll records
@@ -136,4 +138,27 @@ func Manager(fields []metav1.ManagedFieldsEntry, self string) string {
 		}
 	}
 	return best
+}
+
+// Advice is the remedy that the Events about a reverted template suggest.
+const Advice = "Annotate the workload " + eviction.RestartAnnotation + ": " + eviction.RestartEvict +
+	" to restart its pods by eviction instead, or remove " + RevertedAnnotation + " once the template may be changed again"
+
+// ManagerName names a field manager for an Event: `Field manager "NAME"`,
+// or "Another field manager" when managedFields did not tell.
+func ManagerName(m string) string {
+	if m == "" {
+		return "Another field manager"
+	}
+	return fmt.Sprintf("Field manager %q", m)
+}
+
+// Why says, for a workload with RevertedAnnotation value v, why Reroll no
+// longer changes its template.
+func Why(v string) string {
+	m := ""
+	if r := ParseReverted(v); r != nil {
+		m = r.Manager
+	}
+	return ManagerName(m) + " put back the pod template Reroll changed. " + Advice
 }

@@ -53,52 +53,57 @@ func (CronJob) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) erro
 	return nil
 }
 
-// Roll implements Roller. With the "job" trigger it creates a Job from the
-// jobTemplate, as `kubectl create job --from=cronjob/<name>` does (annotation
-// cronjob.kubernetes.io/instantiate: manual, controller reference to the
-// CronJob), named after the CronJob and r.Hash so that a retry does not
-// create a second one; then it records the change on the CronJob. With
-// "none" it only records the change. The CronJob's own template is never
-// changed.
-func (k CronJob) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
-	cj := r.Original.(*batchv1.CronJob)
+// Action implements Actor. With the "job" trigger the CronJob rolls ByJob:
+// a Job created from its jobTemplate (Reloader's behaviour); with "none" (the
+// default) nothing restarts, since the next scheduled Job reads the new data
+// anyway. The CronJob's own template is never changed.
+func (k CronJob) Action(obj client.Object) Action {
 	mode := k.Trigger
-	if v, ok := cj.Annotations[CronJobTriggerAnnotation]; ok {
+	if v, ok := obj.GetAnnotations()[CronJobTriggerAnnotation]; ok {
 		mode = v
 	}
-	res := RollResult{Handled: true}
 	switch mode {
 	case CronJobTriggerJob:
-		job := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        jobName(cj.Name, r.Hash),
-				Namespace:   cj.Namespace,
-				Labels:      maps.Clone(cj.Spec.JobTemplate.Labels),
-				Annotations: maps.Clone(cj.Spec.JobTemplate.Annotations),
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj,
-					batchv1.SchemeGroupVersion.WithKind("CronJob"))},
-			},
-			Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
-		}
-		if job.Annotations == nil {
-			job.Annotations = map[string]string{}
-		}
-		job.Annotations["cronjob.kubernetes.io/instantiate"] = "manual"
-		if err := c.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-			return res, fmt.Errorf("creating Job %s/%s from CronJob %s: %w", job.Namespace, job.Name, cj.Name, err)
-		}
-		res.Rolled, res.Note = true, fmt.Sprintf("created Job %s from the CronJob's jobTemplate", job.Name)
+		return Action{Way: ByJob}
 	case CronJobTriggerNone, "":
-		res.Note = fmt.Sprintf("no Job created: the CronJob's next scheduled Job reads the new data (set %s: job to start one at once)", CronJobTriggerAnnotation)
+		return Action{Way: NotRestarted, Why: fmt.Sprintf("no Job created: the CronJob's next scheduled Job reads the new data (set %s: job to start one at once)", CronJobTriggerAnnotation)}
 	default:
-		res.Note = fmt.Sprintf("no Job created: annotation %s has unknown value %q (want none or job)", CronJobTriggerAnnotation, mode)
+		return Action{Way: NotRestarted, Why: fmt.Sprintf("no Job created: annotation %s has unknown value %q (want none or job)", CronJobTriggerAnnotation, mode)}
 	}
-	return res, r.Patch(ctx, r.Original, r.Desired)
 }
 
-// jobName is "<cronjob>-reroll-<hash prefix>", cut to the 63 characters a
-// Job name may have.
-func jobName(cronJob, hash string) string {
+// CreateJob is the write step of ByJob: it creates Job name from the
+// CronJob's jobTemplate, as `kubectl create job --from=cronjob/<name>` does
+// (annotation cronjob.kubernetes.io/instantiate: manual, controller
+// reference to the CronJob). A Job of that name that already exists counts
+// as created, so a retry with the same name (JobName of the same data)
+// creates no second Job.
+func CreateJob(ctx context.Context, c client.Client, cj *batchv1.CronJob, name string) error {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   cj.Namespace,
+			Labels:      maps.Clone(cj.Spec.JobTemplate.Labels),
+			Annotations: maps.Clone(cj.Spec.JobTemplate.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj,
+				batchv1.SchemeGroupVersion.WithKind("CronJob"))},
+		},
+		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+	}
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations["cronjob.kubernetes.io/instantiate"] = "manual"
+	if err := c.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Job %s/%s from CronJob %s: %w", job.Namespace, job.Name, cj.Name, err)
+	}
+	return nil
+}
+
+// JobName is the name of the Job created from a CronJob for the data of
+// hash (lowercase hex): "<cronjob>-reroll-<first 8 of hash>", the CronJob's
+// name cut so that the whole fits the 63 characters a Job name may have.
+func JobName(cronJob, hash string) string {
 	const suffixLen = len("-reroll-") + 8
 	if len(cronJob) > 63-suffixLen {
 		cronJob = cronJob[:63-suffixLen]

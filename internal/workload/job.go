@@ -116,3 +116,12 @@ func withoutKeys(in map[string]string, keys []string) map[string]string {
 	}
 	return out
 }
+
+// Action implements Actor: a Job rolls ByRecreate, unless it has finished
+// and RecreateCompleted is off; then it is only recorded.
+func (k Job) Action(obj client.Object) Action {
+	if finished(obj.(*batchv1.Job)) && !k.RecreateCompleted {
+		return Action{Way: NotRestarted, Why: "not re-created: the Job has finished (--recreate-completed-jobs re-creates finished Jobs)"}
+	}
+	return Action{Way: ByRecreate}
+}

@@ -61,11 +61,10 @@ func (o PodOwner) SetPodTemplate(obj client.Object, _ *corev1.PodTemplateSpec) e
 	return fmt.Errorf("%s %s/%s: %w", o.GVK.Kind, obj.GetNamespace(), obj.GetName(), ErrNoTemplate)
 }
 
-// TemplateElsewhere implements TemplateReader: the references live in the
-// pods.
-func (o PodOwner) TemplateElsewhere(client.Object) bool { return true }
+// Action implements Actor: a pod owner's pods restart by eviction.
+func (o PodOwner) Action(client.Object) Action { return Action{Way: ByEviction} }
 
-// ReadPodTemplate implements TemplateReader: a template that holds every
+// ReadPodTemplate returns a template that holds every
 // pod's containers and volumes, each pod's under names prefixed with the
 // pod's name (pods of one owner may each read their own ConfigMap under the
 // same volume name), and the annotations of all the pods. It reads the pods

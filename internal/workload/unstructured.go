@@ -211,10 +211,11 @@ func (u Unstructured) workloadRef(obj client.Object) (types.NamespacedName, bool
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: name}, true
 }
 
-// TemplateElsewhere implements TemplateReader.
-func (u Unstructured) TemplateElsewhere(obj client.Object) bool {
-	_, ok := u.workloadRef(obj)
-	return ok
+// TemplateFrom implements TemplateReader: an Argo Rollout with
+// spec.workloadRef runs the referenced Deployment's pod template.
+func (u Unstructured) TemplateFrom(obj client.Object) (string, bool) {
+	ref, ok := u.workloadRef(obj)
+	return ref.Name, ok
 }
 
 // ReadPodTemplate implements TemplateReader: an Argo Rollout with
@@ -234,32 +235,33 @@ func (u Unstructured) ReadPodTemplate(ctx context.Context, c client.Reader, obj 
 	return d.Spec.Template.DeepCopy(), nil
 }
 
-// Roll implements Roller for Argo Rollouts. With the restart strategy it
-// sets spec.restartAt (RFC 3339, UTC) in r.Desired and writes it, and Argo
-// restarts the pods. With spec.workloadRef it writes the trigger into the
-// referenced Deployment's pod template, which Argo watches, and the record
-// on the Rollout. Every other object rolls by its own template.
-func (u Unstructured) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
-	if ref, ok := u.workloadRef(r.Original); ok && r.Original.GetAnnotations()[RolloutStrategyAnnotation] != "restart" {
-		var d appsv1.Deployment
-		if err := c.Get(ctx, ref, &d); err != nil {
-			return RollResult{Handled: true}, fmt.Errorf("reading Deployment %s, the workloadRef of Rollout %s: %w", ref, r.Original.GetName(), err)
-		}
-		desired := d.DeepCopy()
-		r.SetTrigger(&desired.Spec.Template)
-		if err := r.Patch(ctx, &d, desired); err != nil {
-			return RollResult{Handled: true}, err
-		}
-		return RollResult{Handled: true, Rolled: true, Note: "changed the pod template of Deployment " + ref.Name + " (the Rollout's workloadRef)"}, r.Patch(ctx, r.Original, r.Desired)
+// Action implements Actor for Argo Rollouts. With Reloader's restart
+// strategy (RolloutStrategyAnnotation: restart) a Rollout rolls
+// ByRestartAt; with spec.workloadRef it rolls ByWorkloadRef, a change to the
+// referenced Deployment's pod template, which Argo watches. Every other
+// object rolls by its own template.
+func (u Unstructured) Action(obj client.Object) Action {
+	restart := u.ArgoRollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart"
+	if ref, ok := u.workloadRef(obj); ok && !restart {
+		return Action{Way: ByWorkloadRef, Ref: ref.Name}
 	}
-	if !u.ArgoRollout || r.Original.GetAnnotations()[RolloutStrategyAnnotation] != "restart" {
-		return RollResult{}, nil
+	if restart {
+		return Action{Way: ByRestartAt}
 	}
-	d := r.Desired.(*unstructured.Unstructured)
-	if err := unstructured.SetNestedField(d.Object, r.Now.UTC().Format("2006-01-02T15:04:05Z"), "spec", "restartAt"); err != nil {
-		return RollResult{Handled: true}, fmt.Errorf("setting spec.restartAt: %w", err)
+	return Action{Way: ByTemplate}
+}
+
+// SetRestartAt sets spec.restartAt of an Argo Rollout to at (RFC 3339,
+// UTC), the change of ByRestartAt; the caller writes the object.
+func SetRestartAt(obj client.Object, at string) error {
+	o, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("%w: %T is not an unstructured object", ErrShape, obj)
 	}
-	return RollResult{Handled: true, Rolled: true, Note: "set spec.restartAt"}, r.Patch(ctx, r.Original, r.Desired)
+	if err := unstructured.SetNestedField(o.Object, at, "spec", "restartAt"); err != nil {
+		return fmt.Errorf("setting spec.restartAt: %w", err)
+	}
+	return nil
 }
 
 func metaWithAnnotations(a map[string]string) metav1.ObjectMeta {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/revert"
 )
 
 // Kind is one kind of workload with a pod template.
@@ -34,21 +36,12 @@ func Plural(k Kind) string { return strings.ToLower(k.Name()) + "s" }
 // Rollout is what a Roller is asked to do.
 type Rollout struct {
 	// Original is the object as read; Desired is the same object with
-	// Reroll's new record in its annotations and any other change the
-	// reconciler made (a pause, for instance), not yet written.
+	// Reroll's new record in its annotations and any other change the plan
+	// made, not yet written.
 	Original, Desired client.Object
-	// Hash identifies the data that caused the rollout (lowercase hex); the
-	// same data gives the same hash, so an action named after it is
-	// idempotent.
-	Hash string
-	// Now is the time of the decision.
-	Now time.Time
-	// Patch writes Desired over Original as the reconciler does for any
-	// kind (guarded by resourceVersion).
+	// Patch writes Desired over Original, guarded by resourceVersion; it is
+	// Patch of this package.
 	Patch func(ctx context.Context, original, desired client.Object) error
-	// SetTrigger writes the reconciler's rollout trigger into a pod
-	// template, for kinds whose template lives in another object.
-	SetTrigger func(t *corev1.PodTemplateSpec)
 }
 
 // TemplateReader is a Kind whose objects may keep their pod template in
@@ -59,18 +52,19 @@ type TemplateReader interface {
 	// error when the reference cannot be read; a referenced object that does
 	// not exist yields an empty template.
 	ReadPodTemplate(ctx context.Context, c client.Reader, obj client.Object) (*corev1.PodTemplateSpec, error)
-	// TemplateElsewhere reports whether obj's pod template lives in another
-	// object, so that its references cannot be indexed from obj alone.
-	TemplateElsewhere(obj client.Object) bool
+	// TemplateFrom returns the name of the Deployment, in obj's namespace,
+	// whose pod template obj's pods run; false when obj's template is its
+	// own. The references of such an object cannot be indexed from obj
+	// alone, and a change to that Deployment's template changes them.
+	TemplateFrom(obj client.Object) (string, bool)
 }
 
 // ErrShape marks an error decoding an object's pod template: the object does
 // not have the shape its kind's configuration says, and retrying cannot help.
 var ErrShape = errors.New("unexpected object shape")
 
-// Roller is a Kind whose rollout, for some objects, is an action other than
-// a pod template change: creating a Job from a CronJob, re-creating a Job,
-// or setting an Argo Rollout's restartAt.
+// Roller is a Kind whose rollout is a write of its own, beyond a patch of
+// the object: re-creating a Job.
 type Roller interface {
 	// Roll performs the rollout and persists r.Desired. Errors are returned
 	// for the reconciler to retry.
@@ -82,11 +76,80 @@ type RollResult struct {
 	// Handled is false when the object rolls by the usual pod template
 	// trigger instead; Roll has then done nothing.
 	Handled bool
-	// Rolled is false when, by design, nothing was restarted (a CronJob
-	// whose next Job reads the new data, a finished Job).
+	// Rolled is false when, by design, nothing was restarted.
 	Rolled bool
 	// Note says what was done, for the Event.
 	Note string
+}
+
+// Way is how an object rolls.
+type Way string
+
+const (
+	// ByTemplate writes Reroll's trigger into the object's own pod template
+	// (or the annotations map of an Unstructured kind's AnnotationsPath).
+	ByTemplate Way = "template"
+	// ByWorkloadRef writes the trigger into the pod template of the
+	// Deployment that an Argo Rollout's spec.workloadRef names; Argo
+	// watches that template.
+	ByWorkloadRef Way = "workload-ref"
+	// ByRestartAt sets an Argo Rollout's spec.restartAt (Reloader's
+	// rollout-strategy restart); Argo restarts the pods.
+	ByRestartAt Way = "restart-at"
+	// ByJob creates a Job from a CronJob's jobTemplate, as
+	// `kubectl create job --from=cronjob/NAME` does.
+	ByJob Way = "create-job"
+	// ByRecreate deletes a Job and creates it again (a Job's pod template
+	// cannot change), as Reloader does.
+	ByRecreate Way = "recreate-job"
+	// ByEviction evicts the pods through the Eviction API, one at a time by
+	// default, honouring PodDisruptionBudgets (reroll.dev/restart: evict,
+	// --evict-owner); see internal/eviction.
+	ByEviction Way = "evict"
+	// NotRestarted restarts nothing, by design; only the record is written.
+	NotRestarted Way = "none"
+)
+
+// Action is how one object rolls, decided from the object alone.
+type Action struct {
+	// Way is how it rolls.
+	Way Way
+	// Ref names the Deployment of ByWorkloadRef, in the object's namespace.
+	Ref string
+	// Why says, for NotRestarted, why nothing restarts (for the NotRolled
+	// Event and `kubectl reroll why`).
+	Why string
+}
+
+// Actor is a Kind whose objects do not all roll by their own pod template's
+// trigger. Action decides how obj rolls from obj alone, with no API call.
+type Actor interface {
+	Action(obj client.Object) Action
+}
+
+// ActionOf returns how obj, of kind k, rolls: the kind's Actor decides, and
+// every other kind rolls ByTemplate.
+//
+// Whatever the kind's way of changing pods, an object annotated
+// reroll.dev/restart: evict restarts ByEviction, and an object whose
+// template change another field manager put back
+// (reroll.dev/reverted) is NotRestarted until that annotation is removed.
+// Kinds that create Jobs keep their way.
+func ActionOf(k Kind, obj client.Object) Action {
+	a := Action{Way: ByTemplate}
+	if ac, ok := k.(Actor); ok {
+		a = ac.Action(obj)
+	}
+	switch a.Way {
+	case ByTemplate, ByWorkloadRef, ByRestartAt:
+		if obj.GetAnnotations()[eviction.RestartAnnotation] == eviction.RestartEvict {
+			return Action{Way: ByEviction}
+		}
+		if v, ok := obj.GetAnnotations()[revert.RevertedAnnotation]; ok && a.Way == ByTemplate {
+			return Action{Way: NotRestarted, Why: revert.Why(v)}
+		}
+	}
+	return a
 }
 
 // Filter is a Kind that leaves some of its objects alone, such as Jobs

@@ -73,7 +73,7 @@ func TestUnstructured_SetPodTemplateWritesOnlyChanges(t *testing.T) {
 
 func TestJobName(t *testing.T) {
 	g := gomega.NewWithT(t)
-	g.Expect(jobName("nightly", "0123456789abcdef")).To(gomega.Equal("nightly-reroll-01234567"))
-	long := jobName("a-very-long-cronjob-name-that-is-at-the-limit-of-52-c", "0123456789")
+	g.Expect(JobName("nightly", "0123456789abcdef")).To(gomega.Equal("nightly-reroll-01234567"))
+	long := JobName("a-very-long-cronjob-name-that-is-at-the-limit-of-52-c", "0123456789")
 	g.Expect(len(long)).To(gomega.BeNumerically("<=", 63))
 }

@@ -1,12 +1,14 @@
-package alert
+package notify
 
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/reroll/reroll/internal/change"
 )
 
 func TestBody(t *testing.T) {
-	a := Alert{Kind: "Deployment", Namespace: "shop", Name: "web", Changes: []Change{
+	a := change.Change{Kind: "Deployment", Namespace: "shop", Name: "web", Objects: []change.Object{
 		{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a", "b"}},
 		{Kind: "Secret", Name: "tls", Deleted: true},
 	}}

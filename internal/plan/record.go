@@ -1,4 +1,4 @@
-package controller
+package plan
 
 import (
 	"crypto/sha256"
@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/reroll/reroll/internal/reference"
 )
 
-// ObservedAnnotation is the workload metadata annotation where Reroll records
+// RecordAnnotation is the workload metadata annotation where Reroll records
 // what it last saw of the data the workload consumes. Keeping it on the
 // workload, not in memory, is what lets a restarted Reroll roll exactly the
 // changes it missed, and lets first sight record state without touching the
@@ -21,42 +20,49 @@ import (
 // is the first 16 hex characters of the SHA-256 of the value, "" for a
 // consumed key the object does not have, and null in place of the key map
 // for an object that does not exist.
-const ObservedAnnotation = "reroll.dev/observed"
+const RecordAnnotation = "reroll.dev/observed"
+
+// ManagedLabel is the workload metadata label Reroll keeps on every workload
+// it manages while the admission webhook is enabled; the webhook's
+// objectSelector selects on it. Labels on a workload's metadata roll nothing.
+const ManagedLabel = "reroll.dev/managed"
 
 // digestLen is how many hex characters of a key's SHA-256 are recorded: 64
 // bits, far more than enough to tell two versions of one value apart.
 const digestLen = 16
 
-// observed maps a reference ID to the digests of its consumed keys; a nil
-// map means the object did not exist.
-type observed map[string]map[string]string
+// Record maps a reference ID ("ConfigMap/cfg") to the digests of its
+// consumed keys; a nil map means the object did not exist. It is the parsed
+// value of RecordAnnotation.
+type Record map[string]map[string]string
 
-// parseObserved reads ObservedAnnotation's value. An empty value means
-// nothing was recorded yet (nil, no error).
-func parseObserved(v string) (observed, error) {
+// ParseRecord reads RecordAnnotation's value. An empty value means nothing
+// was recorded yet (nil, no error); a value that is not the JSON of a Record
+// is an error naming the annotation.
+func ParseRecord(v string) (Record, error) {
 	if v == "" {
 		return nil, nil
 	}
-	var o observed
+	var o Record
 	if err := json.Unmarshal([]byte(v), &o); err != nil {
-		return nil, fmt.Errorf("annotation %s is not valid JSON: %w", ObservedAnnotation, err)
+		return nil, fmt.Errorf("annotation %s is not valid JSON: %w", RecordAnnotation, err)
 	}
 	if o == nil {
-		o = observed{}
+		o = Record{}
 	}
 	return o, nil
 }
 
-// String encodes o for ObservedAnnotation; map keys are sorted, so equal
+// String encodes o for RecordAnnotation; map keys are sorted, so equal
 // states encode equally.
-func (o observed) String() string {
+func (o Record) String() string {
 	b, _ := json.Marshal(o) // a map of strings always encodes
 	return string(b)
 }
 
-// configHash is the value of the annotations strategy's trigger: the hex
-// SHA-256 of the canonical encoding of the state.
-func (o observed) configHash() string {
+// ConfigHash is the value of the annotations strategy's trigger
+// (reroll.dev/config-hash): the lowercase hex SHA-256 of String.
+func (o Record) ConfigHash() string {
 	sum := sha256.Sum256([]byte(o.String()))
 	return hex.EncodeToString(sum[:])
 }
@@ -87,34 +93,26 @@ func short(d string) string {
 	return d
 }
 
-// change is what happened to one reference between two states.
-type change struct {
-	ref reference.Reference
-	// created and deleted are set when the object appeared or disappeared.
-	created, deleted bool
-	// keys lists the consumed keys whose value changed, appeared or
-	// disappeared, sorted.
-	keys []string
-}
-
-func (c change) String() string {
-	switch {
-	case c.created:
-		return c.ref.ID() + " was created"
-	case c.deleted:
-		return c.ref.ID() + " was deleted"
-	}
-	if len(c.keys) == 1 && c.keys[0] == writtenKey {
-		return c.ref.ID() + " was written"
-	}
-	return fmt.Sprintf("%s changed keys %s", c.ref.ID(), strings.Join(c.keys, ","))
+// Diff is what happened to one selected reference between the record and
+// now.
+type Diff struct {
+	// Ref is the reference as selected.
+	Ref reference.Reference
+	// Created and Deleted are set when the object appeared or disappeared.
+	Created, Deleted bool
+	// Keys lists the consumed keys whose value changed, appeared or
+	// disappeared, sorted; WrittenKey alone in pod-reloader's dialect.
+	Keys []string
+	// ReloaderSHA1 is Reloader's SHA-1 of the object's data now, the SHA-1
+	// of nothing for a deleted object.
+	ReloaderSHA1 string
 }
 
 // diff returns the changes from prev to cur for the references in refs.
 // A reference that prev does not hold is new to the workload (its pod
 // template changed, which rolls the pods already) and yields no change.
-func diff(refs []reference.Reference, prev, cur observed) []change {
-	var out []change
+func diff(refs []reference.Reference, prev, cur Record) []Diff {
+	var out []Diff
 	for _, ref := range refs {
 		before, had := prev[ref.ID()]
 		if !had {
@@ -124,12 +122,12 @@ func diff(refs []reference.Reference, prev, cur observed) []change {
 		switch {
 		case before == nil && after == nil:
 		case before == nil:
-			out = append(out, change{ref: ref, created: true})
+			out = append(out, Diff{Ref: ref, Created: true})
 		case after == nil:
-			out = append(out, change{ref: ref, deleted: true})
+			out = append(out, Diff{Ref: ref, Deleted: true})
 		default:
 			if keys := changedKeys(ref, before, after); len(keys) > 0 {
-				out = append(out, change{ref: ref, keys: keys})
+				out = append(out, Diff{Ref: ref, Keys: keys})
 			}
 		}
 	}

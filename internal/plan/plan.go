@@ -1,0 +1,512 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// Event reasons, on the workload.
+const (
+	// ReasonRolled is a Normal Event: Reroll rolled the workload because
+	// consumed data changed. The note names the objects and keys, never
+	// values.
+	ReasonRolled = "Rolled"
+	// ReasonNotRolled is a Normal Event: consumed data changed but the kind
+	// does not restart for it (a CronJob's next Job reads it; a finished Job).
+	ReasonNotRolled = "NotRolled"
+	// ReasonNotified is a Normal Event: with --webhook-url, Reroll posted the
+	// change to the notification endpoint instead of rolling.
+	ReasonNotified = "Notified"
+	// ReasonPaused and ReasonResumed are Normal Events around a Deployment's
+	// pause period.
+	ReasonPaused  = "Paused"
+	ReasonResumed = "Resumed"
+	// ReasonInvalidAnnotation is a Warning Event: an annotation is
+	// malformed; the rest of the workload's annotations still apply.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+)
+
+// Options are the behaviours that Reroll's flags choose; the zero value is
+// not valid (use the controller's, or fill Strategy and Annotations.Names).
+type Options struct {
+	// Strategy is how a rollout is triggered (--reload-strategy).
+	Strategy trigger.Strategy
+	// ReloadOnCreate and ReloadOnDelete roll for a referenced object that
+	// was created after Reroll recorded it missing, or was deleted
+	// (--reload-on-create, --reload-on-delete).
+	ReloadOnCreate, ReloadOnDelete bool
+	// Annotations are the annotation names and precedence flags.
+	Annotations annotation.Config
+	// WebhookURL, when set, is the notification endpoint that receives the
+	// change instead of a rollout (--webhook-url); Plans show it redacted.
+	WebhookURL string
+	// Managed keeps ManagedLabel on managed workloads (--enable-webhook).
+	Managed bool
+	// NoEviction is set when Reroll may not list, watch or evict pods:
+	// workloads that restart ByEviction are then NotRestarted.
+	NoEviction bool
+}
+
+// DefaultOptions are Reroll's defaults: the annotations strategy, Reloader's
+// annotation names, nothing ignored, no create/delete rollouts, no
+// notification endpoint.
+func DefaultOptions() Options {
+	return Options{Strategy: trigger.Annotations, Annotations: annotation.DefaultConfig()}
+}
+
+// Input is one workload as the planner sees it.
+type Input struct {
+	// Kind is the workload kind's name ("Deployment"); Namespace, Name and
+	// UID identify the object.
+	Kind, Namespace, Name, UID string
+	// Annotations are the workload's metadata annotations (opt-in, record,
+	// pause).
+	Annotations map[string]string
+	// Template is the pod template its pods run: its own, or, for an Argo
+	// Rollout with spec.workloadRef, the referenced Deployment's (an empty
+	// one when that does not exist). Never nil.
+	Template *corev1.PodTemplateSpec
+	// Action is how the object rolls (workload.ActionOf).
+	Action workload.Action
+	// Pausable is true for kinds with Reloader's pause period
+	// (Deployments); Paused is their spec.paused.
+	Pausable, Paused bool
+	// Deleting is true when the object has a deletionTimestamp.
+	Deleting bool
+	// Now is the time of the decision.
+	Now time.Time
+}
+
+// NewInput builds the Input of obj, of kind k, whose pods run template
+// (read by the caller: workload.TemplateReader for Argo Rollouts).
+func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSpec, now time.Time) Input {
+	in := Input{
+		Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()),
+		Annotations: obj.GetAnnotations(), Template: template, Action: workload.ActionOf(k, obj),
+		Deleting: obj.GetDeletionTimestamp() != nil, Now: now,
+	}
+	if p, ok := k.(workload.Pausable); ok {
+		in.Pausable, in.Paused = true, p.Paused(obj)
+	}
+	if in.Template == nil {
+		in.Template = &corev1.PodTemplateSpec{}
+	}
+	return in
+}
+
+// Outcome is what the plan does, in one word.
+type Outcome string
+
+// The outcomes.
+const (
+	// Deleting: the workload is being deleted; nothing is written.
+	Deleting Outcome = "deleting"
+	// NotOptedIn: no opt-in annotation; the record is removed (so that
+	// opting in again starts from first sight) and a pause Reroll started
+	// ends.
+	NotOptedIn Outcome = "not-opted-in"
+	// Waiting: Wave's dialect, and a required object or key is missing;
+	// nothing is written, so the change rolls once it is complete.
+	Waiting Outcome = "waiting"
+	// FirstSight: nothing was recorded; the record is written, nothing
+	// rolls.
+	FirstSight Outcome = "first-sight"
+	// DamagedRecord: the record is unreadable; it is replaced, nothing
+	// rolls, and a Warning Event says so.
+	DamagedRecord Outcome = "damaged-record"
+	// Unchanged: no consumed key changed.
+	Unchanged Outcome = "unchanged"
+	// Skipped: objects were created or deleted, but --reload-on-create or
+	// --reload-on-delete is off.
+	Skipped Outcome = "skipped"
+	// Roll: the workload rolls (Plan.Roll says how).
+	Roll Outcome = "roll"
+	// NotRolled: consumed data changed, but the workload's kind does not
+	// restart for it (Plan.Roll.Why).
+	NotRolled Outcome = "not-rolled"
+	// Notify: --webhook-url; the change goes to the notification endpoint
+	// instead of a rollout, and the record is written once it was accepted.
+	Notify Outcome = "notify"
+)
+
+// Plan is what to do with one workload, and why.
+type Plan struct {
+	// Outcome is what happens, in one word.
+	Outcome Outcome
+	// OptIn is what the workload asked for; Problems are its malformed
+	// annotations (each ignored; the rest applies).
+	OptIn    annotation.OptIn
+	Problems []error
+	// Considered explains each ConfigMap and Secret looked at; References
+	// are the selected ones, which the record holds.
+	Considered []Considered
+	References []reference.Reference
+	// Missing names Wave's required objects and keys that do not exist.
+	Missing []string
+	// Unreadable names objects the Source could not read: a plan with any is
+	// incomplete and must not be applied.
+	Unreadable []string
+	// DamagedRecord is the error reading the old record, when it was
+	// unreadable.
+	DamagedRecord error
+
+	// Record is the new value of RecordAnnotation.
+	Record Record
+	// Annotations and Labels are the workload metadata to write: key to
+	// value, "" to remove the key. Empty when nothing is written.
+	Annotations, Labels map[string]string
+
+	// Changes are the selected objects that changed and roll the workload;
+	// Held are those whose change does not (a create or delete with its
+	// flag off), with HeldBy the flag.
+	Changes []Diff
+	Held    []Diff
+	HeldBy  []string
+	// Change describes Changes for Events, alerts and the notification.
+	Change change.Change
+
+	// Roll says how the workload rolls, for Outcome Roll and NotRolled.
+	Roll Rolling
+	// Start is the trigger a new workload starts with, on first sight, when
+	// its value depends on the current data only (reroll.dev/config-hash in
+	// Reroll's dialect with the annotations strategy, pod-reloader's hash);
+	// the admission webhook sets it on CREATE. Nil otherwise.
+	Start *Trigger
+	// Pause is the pause-period change (Deployments).
+	Pause Pause
+
+	// Warnings are Events to emit whatever the write does; Events are to
+	// emit once the write succeeded (for Notify: once the endpoint accepted
+	// the notification and the record was written).
+	Warnings, Events []Event
+	// Alert, when set, goes to the alert sink after the rollout
+	// (ALERT_ON_RELOAD). Notification, when set, goes to the notification
+	// endpoint (--webhook-url) before the record is written.
+	Alert, Notification *change.Change
+	// Key identifies this decision: the same workload (uid), record before
+	// and record after give the same Key, so a delivery or a write retried
+	// after a conflict is recognised.
+	Key string
+}
+
+// Rolling is how the workload rolls.
+type Rolling struct {
+	// Way is the kind's way (workload.Action).
+	Way workload.Way
+	// Trigger is the pod template change, for ByTemplate and ByWorkloadRef.
+	Trigger Trigger
+	// Target names the Deployment of ByWorkloadRef.
+	Target string
+	// Job names the Job created from a CronJob (ByJob): JobName of the
+	// CronJob and the config hash, so a retry creates no second Job.
+	Job string
+	// RestartAt is spec.restartAt for ByRestartAt (RFC 3339, UTC).
+	RestartAt string
+	// Note says what the rollout does, for the Rolled Event; Why says, for
+	// NotRolled, why nothing restarts.
+	Note, Why string
+}
+
+// Pause is what Reloader's pause period does to a Deployment: Pause sets
+// spec.paused and the paused-at annotation (in Plan.Annotations), Resume
+// clears both; RequeueAfter is when the pause ends, from now (0: none runs).
+type Pause struct {
+	Pause, Resume bool
+	// Period is the pause period that starts with Pause.
+	Period       time.Duration
+	RequeueAfter time.Duration
+}
+
+// Event is one Event to record on the workload.
+type Event struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type, Reason, Note string
+}
+
+// Decide plans what Reroll does with one workload. It reads ConfigMaps and
+// Secrets only through src, makes no API call and writes nothing; given
+// the same inputs it returns the same Plan. It returns an error only when src
+// fails with an error other than ErrUnreadable.
+func Decide(o Options, in Input, src Source) (Plan, error) {
+	p := Plan{Annotations: map[string]string{}, Labels: map[string]string{}}
+	if in.Template == nil {
+		in.Template = &corev1.PodTemplateSpec{}
+	}
+	if in.Deleting {
+		p.Outcome = Deleting
+		return p, nil
+	}
+	optIn, problems := o.Annotations.Parse(in.Annotations, in.Template.Annotations)
+	p.OptIn, p.Problems = optIn, problems
+	if len(problems) > 0 {
+		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: " + msg})
+	}
+	if !optIn.Enabled() {
+		// Opted out: forget the record, so that opting in again starts from
+		// first sight instead of rolling for changes made in between, and end
+		// a pause Reroll started.
+		p.Outcome = NotOptedIn
+		p.Annotations[RecordAnnotation] = ""
+		if o.Managed {
+			p.Labels[ManagedLabel] = ""
+		}
+		p.pause(o, in, optIn, false)
+		return p, nil
+	}
+
+	sel, err := selectReferences(o.Annotations, src, in.Namespace, optIn, in.Template)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.Considered, p.References, p.Unreadable = sel.considered, sel.refs, sel.unreadable
+	if len(sel.missing) > 0 {
+		// Wave's rule: nothing happens while a required object or key is
+		// missing; the record stays, so the change rolls once it is complete.
+		p.Outcome, p.Missing = Waiting, sel.missing
+		p.Annotations, p.Labels = map[string]string{}, map[string]string{}
+		return p, nil
+	}
+	cur := sel.record()
+	prevValue := in.Annotations[RecordAnnotation]
+	prev, err := ParseRecord(prevValue)
+	if err != nil {
+		// A damaged record cannot say what changed; start again from first
+		// sight rather than guess and roll by mistake.
+		p.DamagedRecord = err
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error() + "; recording the current state without a rollout"})
+	}
+	for _, id := range sel.unreadable {
+		// What could not be read counts as unchanged.
+		if v, ok := prev[id]; ok {
+			cur[id] = v
+		}
+	}
+	p.Record = cur
+	p.Key = key(in.UID, prevValue, cur.String())
+	p.Annotations[RecordAnnotation] = cur.String()
+	if o.Managed {
+		// The webhook's objectSelector: only managed workloads reach it.
+		p.Labels[ManagedLabel] = "true"
+	}
+
+	switch {
+	case p.DamagedRecord != nil:
+		p.Outcome = DamagedRecord
+	case prev == nil:
+		p.Outcome = FirstSight
+		p.Start = startTrigger(o, in, optIn, cur, sel)
+	default:
+		for _, d := range diff(sel.refs, prev, cur) {
+			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
+			if held := heldBy(o, d); held != "" {
+				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
+				continue
+			}
+			p.Changes = append(p.Changes, d)
+		}
+		p.Outcome = Unchanged
+		if len(p.Held) > 0 {
+			p.Outcome = Skipped
+		}
+	}
+	if len(p.Changes) == 0 {
+		p.pause(o, in, optIn, false)
+		return p, nil
+	}
+
+	p.Change = change.Change{Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}
+	for _, d := range p.Changes {
+		p.Change.Objects = append(p.Change.Objects, d.object())
+	}
+	summary := p.Change.Summary()
+	if o.WebhookURL != "" {
+		// --webhook-url: report instead of rolling; the record is written
+		// only once the endpoint accepted the report (at least once).
+		p.Outcome = Notify
+		n := p.Change
+		n.Hash, n.ObservedAt = cur.ConfigHash(), in.Now.Unix()
+		p.Notification = &n
+		p.Change = p.Change.Alert()
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotified, fmt.Sprintf("Notified %s after %s", notify.Redact(o.WebhookURL), summary)})
+		p.pause(o, in, optIn, false)
+		return p, nil
+	}
+	p.Change = p.Change.Alert()
+	p.Roll = rolling(o, in, optIn, cur, sel, p.Changes)
+	if p.Roll.Way == workload.NotRestarted {
+		p.Outcome = NotRolled
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotRolled, summary + "; " + p.Roll.Why})
+		p.pause(o, in, optIn, true)
+		return p, nil
+	}
+	p.Outcome = Roll
+	note := "Rolled after " + summary
+	if p.Roll.Note != "" {
+		note += ": " + p.Roll.Note
+	}
+	p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonRolled, note})
+	a := p.Change
+	p.Alert = &a
+	p.pause(o, in, optIn, true)
+	return p, nil
+}
+
+// object is the change model's form of a Diff.
+func (d Diff) object() change.Object {
+	o := change.Object{Kind: string(d.Ref.Kind), Namespace: d.Ref.Namespace, Name: d.Ref.Name,
+		Created: d.Created, Deleted: d.Deleted, Hash: d.ReloaderSHA1}
+	if len(d.Keys) == 1 && d.Keys[0] == WrittenKey {
+		o.Written = true
+	} else if !d.Created && !d.Deleted {
+		o.Keys = d.Keys
+	}
+	return o
+}
+
+// heldBy names the flag that holds a created or deleted object's change
+// back, or "" when it rolls.
+func heldBy(o Options, d Diff) string {
+	switch {
+	case d.Created && !o.ReloadOnCreate:
+		return "--reload-on-create"
+	case d.Deleted && !o.ReloadOnDelete:
+		return "--reload-on-delete"
+	}
+	return ""
+}
+
+// key identifies a decision; see Plan.Key.
+func key(uid, before, after string) string {
+	sum := sha256.Sum256([]byte(uid + "\x00" + before + "\x00" + after))
+	return hex.EncodeToString(sum[:16])
+}
+
+// rolling decides how the workload rolls: its kind's way, and for the
+// template ways the trigger of the strategy and dialect.
+func rolling(o Options, in Input, optIn annotation.OptIn, cur Record, sel selection, changes []Diff) Rolling {
+	r := Rolling{Way: in.Action.Way}
+	switch r.Way {
+	case workload.NotRestarted:
+		r.Why = in.Action.Why
+	case workload.ByJob:
+		r.Job = workload.JobName(in.Name, cur.ConfigHash())
+		r.Note = fmt.Sprintf("created Job %s from the CronJob's jobTemplate", r.Job)
+	case workload.ByRecreate:
+		r.Note = "deleted and re-created the Job"
+	case workload.ByRestartAt:
+		r.RestartAt = in.Now.UTC().Format("2006-01-02T15:04:05Z")
+		r.Note = "set spec.restartAt"
+	case workload.ByEviction:
+		if o.NoEviction {
+			r.Way, r.Why = workload.NotRestarted, "Reroll may not list, watch or evict pods (see its log), so it cannot restart them by eviction"
+			break
+		}
+		r.Note = "evicting its pods one by one (the Evicting and Evicted Events follow)"
+	case workload.ByWorkloadRef:
+		r.Target = in.Action.Ref
+		r.Trigger = templateTrigger(o, in, optIn, cur, sel, changes)
+		r.Note = "changed the pod template of Deployment " + r.Target + " (the Rollout's workloadRef)"
+	default:
+		r.Way = workload.ByTemplate
+		r.Trigger = templateTrigger(o, in, optIn, cur, sel, changes)
+	}
+	return r
+}
+
+// templateTrigger is the pod template change of the strategy and dialect:
+// Wave's hash (deferred: it hashes values) or pod-reloader's, whatever the
+// strategy; Reloader's env vars (env-vars); Reloader's last-reloaded-from
+// (annotations, Reloader's dialect); or reroll.dev/config-hash.
+func templateTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, sel selection, changes []Diff) Trigger {
+	switch {
+	case optIn.Dialect == annotation.DialectWave:
+		return Trigger{Annotation: trigger.WaveHashAnnotation, Deferred: DeferredWaveHash, Wave: sel.refs, Namespace: in.Namespace}
+	case optIn.Dialect == annotation.DialectPodReloader:
+		return Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: digest.PodReloaderHash(sel.podReloader)}
+	case o.Strategy == trigger.EnvVars:
+		var t Trigger
+		for _, d := range changes {
+			t.Env = append(t.Env, EnvVar{Ref: d.Ref, Name: trigger.EnvVarName(d.Ref.Kind, d.Ref.Name), Value: d.ReloaderSHA1})
+		}
+		return t
+	case optIn.Dialect == annotation.DialectReloader:
+		// Reloader rolls once per changed object and the last one's record
+		// stays; Reroll rolls once, with the record of the last object in
+		// name order.
+		d := changes[len(changes)-1]
+		return Trigger{ReloadedFrom: &trigger.ReloadedFrom{
+			Type:          strings.ToUpper(string(d.Ref.Kind)),
+			Name:          d.Ref.Name,
+			Namespace:     in.Namespace,
+			Hash:          d.ReloaderSHA1,
+			ContainerRefs: d.Ref.Containers,
+			ObservedAt:    in.Now.Unix(),
+		}}
+	}
+	return Trigger{Annotation: trigger.ConfigHashAnnotation, Value: cur.ConfigHash()}
+}
+
+// startTrigger is Plan.Start: the trigger whose value depends only on the
+// current data, for a workload that rolls by its own template. Reloader's
+// triggers name a change and have no value before the first one, as with
+// Reloader; Wave's hashes values, which the cache does not hold (the first
+// rollout writes it).
+func startTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, sel selection) *Trigger {
+	if in.Action.Way != workload.ByTemplate {
+		return nil
+	}
+	switch {
+	case optIn.Dialect == annotation.DialectPodReloader:
+		return &Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: digest.PodReloaderHash(sel.podReloader)}
+	case optIn.Dialect == annotation.DialectReroll && o.Strategy == trigger.Annotations:
+		return &Trigger{Annotation: trigger.ConfigHashAnnotation, Value: cur.ConfigHash()}
+	}
+	return nil
+}
+
+// pause decides Reloader's pause period for a Deployment. A rollout Reroll
+// triggers on a Deployment with a pause period also sets spec.paused and
+// records the time in the paused-at annotation (RFC 3339 UTC, as Reloader
+// writes it); once the period has passed, a later reconcile clears both and
+// the Deployment rolls everything that changed meanwhile at once. The state
+// lives on the Deployment, so a restart of Reroll neither loses nor extends
+// the pause. A Deployment paused by someone else is left paused.
+func (p *Plan) pause(o Options, in Input, optIn annotation.OptIn, rolling bool) {
+	if !in.Pausable {
+		return
+	}
+	key := o.Annotations.Names.PausedAt
+	if at, has := in.Annotations[key]; has {
+		start, err := time.Parse(time.RFC3339, at)
+		end := start.Add(optIn.PausePeriod)
+		if err == nil && optIn.PausePeriod > 0 && in.Now.Before(end) {
+			p.Pause = Pause{RequeueAfter: end.Sub(in.Now)}
+			return
+		}
+		p.Pause = Pause{Resume: true}
+		p.Annotations[key] = ""
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonResumed, "Resumed after the pause period"})
+		return
+	}
+	if rolling && optIn.PausePeriod > 0 && !in.Paused {
+		p.Pause = Pause{Pause: true, Period: optIn.PausePeriod, RequeueAfter: optIn.PausePeriod}
+		p.Annotations[key] = in.Now.UTC().Format(time.RFC3339)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonPaused, fmt.Sprintf("Paused for %s so that further changes join this rollout", optIn.PausePeriod)})
+	}
+}
