@@ -50,7 +50,7 @@ test-unit: ## Run only the tests that need no control plane.
 	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/
 
 .PHONY: manifests
-manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/reroll.yaml from config/default.
+manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs and deepcopy functions from api/, and deploy/reroll.yaml from config/default.
 	hack/manifests.sh
 
 .PHONY: docs

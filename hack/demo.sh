@@ -5,7 +5,8 @@
 # kube-scheduler and kwok (fake nodes and pods), runs Reroll as a local
 # process, applies examples/reroll-demo.yaml, edits the ConfigMap, and shows
 # the rollout Reroll triggered. Then it shows that a label-only edit rolls
-# nothing. It stops everything it started and exits 0 only if every step was
+# nothing. The second act applies examples/projection-harbor.yaml, rotates
+# its Secret and shows the custom resource's field follow. It stops everything it started and exits 0 only if every step was
 # observed.
 set -euo pipefail
 
@@ -47,12 +48,17 @@ eval "$(bin/controlplane up --dir "$dir" --full | tail -n 1)"
 kubectl get nodes
 
 step "Starting Reroll (a local process using the generated kubeconfig)"
-bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 >"$dir.reroll.log" 2>&1 &
+# The Projection CRD and a random digest key, for the second act.
+kubectl apply --server-side -f config/crd/bases/reroll.dev_projections.yaml
+kubectl wait crd/projections.reroll.dev --for=condition=Established --timeout=60s
+head -c 32 /dev/urandom | base64 >"$dir.projection-key"
+bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 \
+  --enable-projections --projection-key-file "$dir.projection-key" >"$dir.reroll.log" 2>&1 &
 reroll_pid=$!
 echo "reroll pid $reroll_pid, log in $dir.reroll.log"
 
 step "Applying examples/reroll-demo.yaml"
-kubectl apply -f examples/
+kubectl apply -f examples/reroll-demo.yaml
 kubectl -n $ns rollout status deployment/web --timeout=120s
 kubectl -n $ns wait deployment/web --for=jsonpath='{.metadata.annotations.reroll\.dev/observed}' --timeout=60s >/dev/null ||
   fail "Reroll did not record the Deployment on first sight"
@@ -102,4 +108,27 @@ gen_after=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 2 ]] || fail "a new ReplicaSet appeared"
 echo "pod template unchanged, the Deployment was not written to, still 2 ReplicaSets."
 
-step "Demo complete: one data change, one rollout; metadata changes and unread keys, none"
+step "Second act: a Projection keeps a custom resource's inline S3 access key equal to a Secret (examples/projection-harbor.yaml)"
+example=examples/projection-harbor.yaml
+# The example's first document is the HarborCluster-shaped CRD: established
+# before the custom resource is applied.
+awk '/^---$/{exit} {print}' "$example" | kubectl apply -f -
+kubectl wait crd/harborclusters.example.reroll.dev --for=condition=Established --timeout=60s
+kubectl apply -f "$example"
+access_key='{.spec.storage.spec.s3.accessKey}'
+kubectl -n harbor wait harborcluster/harbor --for=jsonpath="$access_key"=AKIA-FIRST --timeout=60s >/dev/null ||
+  fail "the Projection did not write the access key"
+kubectl -n harbor get projection harbor-s3
+echo "spec.storage.spec.s3.accessKey: $(kubectl -n harbor get harborcluster harbor -o jsonpath="$access_key")"
+
+step "Rotating the Secret: accessKey AKIA-FIRST -> AKIA-SECOND"
+kubectl -n harbor patch secret harbor-s3 --type merge -p '{"stringData":{"accessKey":"AKIA-SECOND"}}'
+kubectl -n harbor wait harborcluster/harbor --for=jsonpath="$access_key"=AKIA-SECOND --timeout=60s >/dev/null ||
+  fail "the Projection did not write the rotated access key"
+echo "spec.storage.spec.s3.accessKey: $(kubectl -n harbor get harborcluster harbor -o jsonpath="$access_key")"
+echo "Who owns it (server-side apply field managers of the HarborCluster):"
+kubectl -n harbor get harborcluster harbor -o jsonpath='{range .metadata.managedFields[*]}  {.manager} ({.operation}){"\n"}{end}'
+echo "The Events on the HarborCluster:"
+kubectl -n harbor get events --field-selector involvedObject.kind=HarborCluster,reason=Written -o custom-columns='TYPE:.type,REASON:.reason,MESSAGE:.message'
+
+step "Demo complete: one data change, one rollout; metadata changes and unread keys, none; a rotated Secret, a rewritten custom resource field"

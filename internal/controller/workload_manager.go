@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
@@ -54,6 +55,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("creating the %T informer: %w", obj, err)
 		}
+	}
+	if !opts.Annotations.Ignores(reference.SecretProviderClass) {
+		served, err := setupCSI(ctx, mgr, opts.Scope)
+		if err != nil {
+			return err
+		}
+		opts.Annotations.SecretProviderClasses = served
 	}
 	if opts.Strategy == "" {
 		opts.Strategy = trigger.Annotations
@@ -159,6 +167,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if !r.Options.Annotations.IgnoreSecrets {
 		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
 	}
+	if !r.Options.Annotations.Ignores(reference.SecretProviderClass) {
+		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
+		// change of the versions mounted for a SecretProviderClass maps,
+		// through the reference index, to the workloads that mount it.
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsForProviderClassStatus)),
+			builder.WithPredicates(providerClassChanged()))
+	}
 	if readsTemplates {
 		// Deployments whose pod template an Argo Rollout runs
 		// (spec.workloadRef): a change to that template changes what the
@@ -263,13 +278,15 @@ func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope 
 	if err != nil {
 		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
 	}
-	return allowed(ctx, mgr, scope, gvk.Group, mapping.Resource.Resource, "", "list", "watch", "patch")
+	return permitted(ctx, mgr, scope, gvk.Group, mapping.Resource.Resource, "list", "watch", "patch")
 }
 
-// allowed checks that Reroll may do each verb on the resource (and
-// subresource, when not "") of group in each namespace of the scope, or
-// cluster-wide. It returns an error naming the first missing permission.
-func allowed(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource, subresource string, verbs ...string) error {
+// permitted checks, with SelfSubjectAccessReviews, that Reroll may use verbs
+// on resource of group in each namespace of the scope (or cluster-wide); the
+// error names the first missing permission. A resource "pods/eviction"
+// names a subresource.
+func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource string, verbs ...string) error {
+	resource, subresource, _ := strings.Cut(resource, "/")
 	namespaces := scope.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -304,10 +321,10 @@ func allowed(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource
 // and watch pods, create pods/eviction. Without them Reroll does not watch
 // pods, and workloads that ask for eviction are told so by an Event.
 func evictionAllowed(ctx context.Context, mgr ctrl.Manager, scope Scope) error {
-	if err := allowed(ctx, mgr, scope, "", "pods", "", "list", "watch"); err != nil {
+	if err := permitted(ctx, mgr, scope, "", "pods", "list", "watch"); err != nil {
 		return err
 	}
-	return allowed(ctx, mgr, scope, "", "pods", "eviction", "create")
+	return permitted(ctx, mgr, scope, "", "pods/eviction", "create")
 }
 
 // controllerName is unique per kind: "deployment" for the built-in kinds,

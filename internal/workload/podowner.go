@@ -62,7 +62,7 @@ func (o PodOwner) SetPodTemplate(obj client.Object, _ *corev1.PodTemplateSpec) e
 }
 
 // Action implements Actor: a pod owner's pods restart by eviction.
-func (o PodOwner) Action(client.Object) Action { return Action{Way: ByEviction} }
+func (o PodOwner) Action(client.Object, bool) Action { return Action{Way: ByEviction} }
 
 // ReadPodTemplate returns a template that holds every
 // pod's containers and volumes, each pod's under names prefixed with the

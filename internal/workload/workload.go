@@ -123,8 +123,12 @@ type Action struct {
 
 // Actor is a Kind whose objects do not all roll by their own pod template's
 // trigger. Action decides how obj rolls from obj alone, with no API call.
+// reloaderDefaults is true when obj opted in with Stakater Reloader's
+// annotations (or --auto-reload-all): where Reroll's default differs from
+// Reloader's, the kind then defaults to Reloader's behaviour, unless a flag
+// or obj's annotation says otherwise (CronJobMode, RecreateFinished).
 type Actor interface {
-	Action(obj client.Object) Action
+	Action(obj client.Object, reloaderDefaults bool) Action
 }
 
 // ActionOf returns how obj, of kind k, rolls: the kind's Actor decides, and
@@ -135,10 +139,10 @@ type Actor interface {
 // template change another field manager put back
 // (reroll.dev/reverted) is NotRestarted until that annotation is removed.
 // Kinds that create Jobs keep their way.
-func ActionOf(k Kind, obj client.Object) Action {
+func ActionOf(k Kind, obj client.Object, reloaderDefaults bool) Action {
 	a := Action{Way: ByTemplate}
 	if ac, ok := k.(Actor); ok {
-		a = ac.Action(obj)
+		a = ac.Action(obj, reloaderDefaults)
 	}
 	switch a.Way {
 	case ByTemplate, ByWorkloadRef, ByRestartAt:

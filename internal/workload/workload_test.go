@@ -106,7 +106,7 @@ func TestActionOf_RestartAnnotations(t *testing.T) {
 			g := gomega.NewWithT(t)
 			obj := tc.kind.New()
 			obj.SetAnnotations(tc.annotations)
-			a := ActionOf(tc.kind, obj)
+			a := ActionOf(tc.kind, obj, false)
 			g.Expect(a.Way).To(gomega.Equal(tc.want))
 			g.Expect(a.Why).To(gomega.ContainSubstring(tc.why))
 		})
