@@ -105,7 +105,7 @@ func (r *WorkloadReconciler) restart(ctx context.Context, obj client.Object, tem
 	if p.Outcome == plan.Roll && p.Roll.Way == workload.ByEviction {
 		c = &eviction.Change{Hash: p.Record.ConfigHash(), At: now}
 	}
-	ev, err := r.decideEviction(ctx, obj, mode, c, now)
+	ev, err := r.decideEviction(ctx, obj, mode, c)
 	if err != nil {
 		return eviction.Decision{}, false, err
 	}
@@ -137,7 +137,7 @@ func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Objec
 // decideEviction reads the workload's pods from the cache and returns the
 // decision of a restart by eviction; change is the change seen now, nil
 // when none.
-func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Object, mode eviction.Mode, change *eviction.Change, now time.Time) (eviction.Decision, error) {
+func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Object, mode eviction.Mode, change *eviction.Change) (eviction.Decision, error) {
 	progress, err := eviction.ParseProgress(obj.GetAnnotations()[eviction.ProgressAnnotation])
 	if err != nil {
 		// A damaged record cannot say which pods are left; a restart is
@@ -152,7 +152,7 @@ func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Obje
 	if err != nil {
 		return eviction.Decision{}, err
 	}
-	in := eviction.Input{Progress: progress, Change: change, Desired: workload.DesiredPods(obj), MaxUnavailable: mode.MaxUnavailable, Now: now}
+	in := eviction.Input{Progress: progress, Change: change, Desired: workload.DesiredPods(obj), MaxUnavailable: mode.MaxUnavailable}
 	for i := range pods {
 		in.Pods = append(in.Pods, eviction.FromPod(&pods[i]))
 	}

@@ -48,10 +48,9 @@ type Input struct {
 	// spec.replicas); 0 means unknown, and then the pods seen count.
 	Desired int
 	// MaxUnavailable is how many of the pods may be unavailable at once
-	// (reroll.dev/max-unavailable); less than 1 counts as 1.
+	// (reroll.dev/max-unavailable); less than 1 counts as 1. The time of a
+	// change is in Change; nothing else depends on the time.
 	MaxUnavailable int
-	// Now is the time of the decision.
-	Now time.Time
 }
 
 // Decision is what to do for one workload now.
