@@ -49,6 +49,7 @@ type flags struct {
 	gracefulShutdown   time.Duration
 	isArgoRollouts     bool
 	workloads          []string
+	evictOwners        []string
 	cronJobTrigger     string
 	recreateCompleted  bool
 	coalesceWindow     time.Duration
@@ -116,6 +117,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
+	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "A kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
@@ -198,12 +200,22 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		kinds = append(kinds, k)
 	}
+	var owners []workload.PodOwner
+	for _, v := range f.evictOwners {
+		k, err := workload.ParsePodOwner(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--evict-owner: %w", err))
+			continue
+		}
+		owners = append(owners, k)
+	}
 	hook, err := f.notificationURL(env)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	o := controller.Options{
 		Kinds:                         kinds,
+		EvictOwners:                   owners,
 		Strategy:                      strategy,
 		ReloadOnCreate:                f.reloadOnCreate,
 		ReloadOnDelete:                f.reloadOnDelete,

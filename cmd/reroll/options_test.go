@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/reroll/reroll/internal/annotation"
@@ -41,6 +42,7 @@ func TestOptions_Values(t *testing.T) {
 		"--ignored-workload-types=jobs,cronjobs", "--namespaces-to-ignore=kube-system,flux-system",
 		"--namespace-selector=team=a", "--resource-label-selector=reroll!=off",
 		"--auto-annotation=example.com/auto", "--webhook-url=https://hooks.example/reroll",
+		"--evict-owner=kafka.strimzi.io/v1beta2/StrimziPodSet",
 	})).To(gomega.Succeed())
 	o, err := f.options(func(k string) string { return map[string]string{"KUBERNETES_NAMESPACE": "apps"}[k] })
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -54,6 +56,7 @@ func TestOptions_Values(t *testing.T) {
 	g.Expect(o.Scope.NamespaceSelector.String()).To(gomega.Equal("team=a"))
 	g.Expect(o.Scope.ResourceSelector.String()).To(gomega.Equal("reroll!=off"))
 	g.Expect(o.WebhookURL).To(gomega.Equal("https://hooks.example/reroll"))
+	g.Expect(o.EvictOwners).To(gomega.Equal([]workload.PodOwner{{GVK: schema.GroupVersionKind{Group: "kafka.strimzi.io", Version: "v1beta2", Kind: "StrimziPodSet"}}}))
 }
 
 func TestOptions_RejectsMalformedValues(t *testing.T) {
@@ -80,6 +83,7 @@ func TestOptions_RejectsMalformedValues(t *testing.T) {
 		"renew not under lease":     {args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=4s"}, want: "--leader-election-renew-deadline (4s) must be less than --leader-election-lease-duration (4s)"},
 		"retry not under renew":     {args: []string{"--leader-election-renew-deadline=3s", "--leader-election-retry-period=3s"}, want: "--leader-election-renew-deadline (3s) must be more than 1.2 times --leader-election-retry-period (3s)"},
 		"invalid Lease name":        {args: []string{"--leader-election-id=Not_A_Name"}, want: "--leader-election-id: \"Not_A_Name\" is not a valid Lease name"},
+		"evict owner without group": {args: []string{"--evict-owner=v1/Thing"}, want: `--evict-owner: evict owner "v1/Thing": want <group>/<version>/<Kind>`},
 		"zero lease":                {args: []string{"--leader-election-lease-duration=0s"}, want: "--leader-election-lease-duration: 0s is not positive"},
 	}
 	for name, tc := range cases {

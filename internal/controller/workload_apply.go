@@ -54,6 +54,7 @@ func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p pla
 		if err := r.Kind.SetPodTemplate(desired, t); err != nil {
 			return err
 		}
+		r.recordPatch(obj, desired, r.now())
 	case workload.ByWorkloadRef:
 		if err := r.rollWorkloadRef(ctx, obj, p.Roll); err != nil {
 			return err

@@ -116,6 +116,12 @@ type Options struct {
 	// KeyedCompatHashes writes keyed values in place of the hashes other
 	// tools define over the data (--keyed-compat-hashes; plan.Options).
 	KeyedCompatHashes bool
+	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
+	// eviction (--evict-owner).
+	EvictOwners []workload.PodOwner
+	// noEviction is set by Setup when Reroll may not list and watch pods
+	// or evict them.
+	noEviction bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
@@ -229,7 +235,8 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := plan.Decide(r.planOptions(), plan.NewInput(r.Kind, obj, template, r.now()), cacheSource{ctx: ctx, c: r.Client})
+	now := r.now()
+	p, err := plan.Decide(r.planOptions(), plan.NewInput(r.Kind, obj, template, now), cacheSource{ctx: ctx, c: r.Client})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -259,6 +266,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
 	}
+	ev, evict, err := r.restart(ctx, obj, template, &p, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.apply(ctx, obj, p); err != nil {
 		if len(p.Changes) > 0 && !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", p.Change.Summary(), err.Error())
@@ -272,6 +283,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	r.recordOutcome(obj, p)
 	r.tell(ctx, obj, p)
+	if evict {
+		return r.evict(ctx, obj, ev, p.Change.Summary(), now)
+	}
 	return ctrl.Result{RequeueAfter: p.Pause.RequeueAfter}, nil
 }
 
@@ -282,6 +296,7 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 		Strategy: o.Strategy, ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete,
 		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
 		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
+		NoEviction: o.noEviction,
 	}
 }
 
@@ -319,6 +334,9 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 // podTemplate returns the pod template obj's pods run: its own, or the one
 // of the object it refers to (workload.TemplateReader).
 func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if o, ok := r.Kind.(workload.PodOwner); ok {
+		return o.ReadPodTemplate(ctx, r.Client, obj)
+	}
 	if tr, ok := r.Kind.(workload.TemplateReader); ok {
 		return tr.ReadPodTemplate(ctx, r.Client, obj)
 	}

@@ -96,6 +96,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if kinds == nil {
 		kinds = workload.Builtin()
 	}
+	if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
+		log.Error(err, "Not restarting any workload by eviction")
+		opts.noEviction = true
+	} else {
+		for _, o := range opts.EvictOwners {
+			kinds = append(kinds, o)
+		}
+	}
 	for _, kind := range kinds {
 		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
 			log.Info("Not handling ignored workload kind", "kind", kind.Name())
@@ -128,7 +136,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}
-		if opts.Admission.Enabled {
+		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
 			r.registerWebhook(mgr)
 		}
 	}
@@ -139,6 +147,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
 	_, readsTemplates := r.Kind.(workload.TemplateReader)
 	if readsTemplates {
@@ -187,6 +198,12 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Deliveries to the notification endpoint that ended: the workload's
 		// record waits for them (see deliver).
 		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
+	}
+	// Pods (stripped by eviction.TransformPod): a restart by eviction
+	// evicts the next pod when the replacement of the last is Ready, and a
+	// --evict-owner kind reads its references from its pods.
+	if !r.Options.noEviction {
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
@@ -277,8 +294,10 @@ func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope 
 
 // permitted checks, with SelfSubjectAccessReviews, that Reroll may use verbs
 // on resource of group in each namespace of the scope (or cluster-wide); the
-// error names the first missing permission.
+// error names the first missing permission. A resource "pods/eviction"
+// names a subresource.
 func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource string, verbs ...string) error {
+	resource, subresource, _ := strings.Cut(resource, "/")
 	namespaces := scope.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -287,7 +306,7 @@ func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resour
 		for _, verb := range verbs {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: verb, Group: group, Resource: resource,
+					Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: subresource,
 				},
 			}}
 			if err := mgr.GetClient().Create(ctx, review); err != nil {
@@ -298,11 +317,25 @@ func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resour
 				if ns != "" {
 					where = "in namespace " + ns
 				}
-				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, resource, group, where)
+				name := resource
+				if subresource != "" {
+					name += "/" + subresource
+				}
+				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, name, group, where)
 			}
 		}
 	}
 	return nil
+}
+
+// evictionAllowed checks the permissions a restart by eviction needs: list
+// and watch pods, create pods/eviction. Without them Reroll does not watch
+// pods, and workloads that ask for eviction are told so by an Event.
+func evictionAllowed(ctx context.Context, mgr ctrl.Manager, scope Scope) error {
+	if err := permitted(ctx, mgr, scope, "", "pods", "list", "watch"); err != nil {
+		return err
+	}
+	return permitted(ctx, mgr, scope, "", "pods/eviction", "create")
 }
 
 // controllerName is unique per kind: "deployment" for the built-in kinds,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
 )
 
 // Scope limits what Reroll watches. Where the API server can filter (a
@@ -56,11 +57,11 @@ func (s Scope) CacheOptions() cache.Options {
 		}
 		o.DefaultFieldSelector = fields.AndSelectors(sels...)
 	}
+	// Pods keep only what a restart by eviction reads.
+	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: eviction.TransformPod}}
 	if s.ResourceSelector != nil && !s.ResourceSelector.Empty() {
-		o.ByObject = map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Label: s.ResourceSelector},
-			&corev1.Secret{}:    {Label: s.ResourceSelector},
-		}
+		o.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: s.ResourceSelector}
+		o.ByObject[&corev1.Secret{}] = cache.ByObject{Label: s.ResourceSelector}
 	}
 	return o
 }

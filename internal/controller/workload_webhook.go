@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -154,7 +156,7 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 		return err
 	}
 	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
-		for _, k := range []string{ObservedAnnotation, KeyAnnotation} {
+		for _, k := range []string{ObservedAnnotation, KeyAnnotation, eviction.ProgressAnnotation, revert.RevertedAnnotation, revert.PatchAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				if _, has := obj.GetAnnotations()[k]; !has {
 					setAnnotation(obj, k, v)

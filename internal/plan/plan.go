@@ -76,6 +76,9 @@ type Options struct {
 	// last-reloaded-from and in notifications; Wave's and pod-reloader's
 	// hashes), their HMAC-SHA-256 under Key (--keyed-compat-hashes).
 	KeyedCompatHashes bool
+	// NoEviction is set when Reroll may not list, watch or evict pods:
+	// workloads that restart ByEviction are then NotRestarted.
+	NoEviction bool
 }
 
 // Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
@@ -468,6 +471,12 @@ func rolling(o Options, in Input, optIn annotation.OptIn, cur Record, sel select
 	case workload.ByRestartAt:
 		r.RestartAt = in.Now.UTC().Format("2006-01-02T15:04:05Z")
 		r.Note = "set spec.restartAt"
+	case workload.ByEviction:
+		if o.NoEviction {
+			r.Way, r.Why = workload.NotRestarted, "Reroll may not list, watch or evict pods (see its log), so it cannot restart them by eviction"
+			break
+		}
+		r.Note = "evicting its pods one by one (the Evicting and Evicted Events follow)"
 	case workload.ByWorkloadRef:
 		r.Target = in.Action.Ref
 		r.Trigger = templateTrigger(o, in, optIn, cur, sel, changes)

@@ -138,6 +138,36 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
+		"restart by eviction: the plan rolls ByEviction, with no template trigger": {
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        Roll,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				if p.Roll.Way != workload.ByEviction || p.Roll.Trigger.Annotation != "" {
+					t.Errorf("roll = %+v", p.Roll)
+				}
+				if len(p.Events) != 1 || !strings.HasPrefix(p.Events[0].Note, "Rolled after ConfigMap/cfg changed keys a: evicting its pods") {
+					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
+		"restart by eviction without permission on pods: nothing restarts, and the Event says why": {
+			opts:        func(o *Options) { o.NoEviction = true },
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        NotRolled,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				if len(p.Events) != 1 || !strings.Contains(p.Events[0].Note, "Reroll may not list, watch or evict pods") {
+					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
 		"a change to a key the template does not read rolls nothing": {
 			annotations: auto,
 			template:    template(nil, secretKey("db", "password")),
