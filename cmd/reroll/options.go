@@ -131,7 +131,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	f.reloaderOnly = map[string]*string{}
 	addReloaderOnlyFlags(fs, f.reloaderOnly)
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
-	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret and --job-journal (default POD_NAMESPACE).")
+	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret and --job-journal (default POD_NAMESPACE, else the pod's own namespace).")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "ConfigMap, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists, so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
 	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
@@ -314,7 +314,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	errs = append(errs, f.leaderElection.validate()...)
 	errs = append(errs, f.webhook.validate(env)...)
 	if f.digestKeyNamespace == "" {
-		f.digestKeyNamespace = env("POD_NAMESPACE")
+		f.digestKeyNamespace = ownNamespace(env)
 	}
 	alerter, err := alerterFromEnv(env)
 	if err != nil {
@@ -444,7 +444,25 @@ func clean(in []string) []string {
 
 // inCluster reports whether the process runs in a pod, where
 // controller-runtime finds the leader election namespace itself.
+// serviceAccountNamespaceFile is where the kubelet puts the pod's namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace returns Reroll's own namespace: POD_NAMESPACE (the chart and
+// the Kustomize manifests set it), else the namespace of the pod's
+// ServiceAccount token (so the image starts under any chart, Reloader's
+// included), else "" outside a pod.
+func ownNamespace(env func(string) string) string {
+	if ns := env("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	b, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func inCluster() bool {
-	_, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	_, err := os.Stat(serviceAccountNamespaceFile)
 	return err == nil
 }

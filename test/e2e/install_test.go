@@ -61,11 +61,12 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"list", "", "namespaces", ""}, // namespaceSelector
 			{"get", "coordination.k8s.io", "leases#reroll-leader", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
 			{"get", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
+			{"list", "", "pods", app}, {"watch", "", "pods", app}, // restart by eviction
 		},
 		[]access{
 			{"update", "apps", "deployments", app}, {"delete", "apps", "deployments", app}, {"create", "apps", "deployments", app},
 			{"update", "", "configmaps", app}, {"patch", "", "secrets", app}, {"delete", "", "configmaps", app},
-			{"list", "", "pods", app}, {"create", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
+			{"create", "", "pods", app}, {"delete", "", "pods", app}, {"patch", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
 			{"get", "coordination.k8s.io", "leases", app}, {"delete", "coordination.k8s.io", "leases", sys},
 			{"list", "apps", "replicasets", app}, {"delete", "batch", "cronjobs", app},
 		})
