@@ -32,6 +32,7 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/projection"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -146,6 +147,10 @@ func run(args []string) error {
 	}
 	if err := setupProjections(mgr, f.projections, projectionOpts); err != nil {
 		return err
+	}
+	if f.webhook.enabled && f.projections.enabled {
+		// Reads only its requests: served even before the CRD is installed.
+		projection.RegisterWebhook(mgr)
 	}
 	if err := freeMemoryAfterSync(mgr); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)

@@ -40,7 +40,7 @@ type webhookFlags struct {
 }
 
 func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
-	fs.BoolVar(&f.enabled, "enable-webhook", false, "Serve the mutating admission webhook that keeps Reroll's fields on workloads that kubectl replace, Argo CD Replace=true or helm --force rewrite, and keep the label reroll.dev/managed on the workloads Reroll manages (see docs/gitops.md).")
+	fs.BoolVar(&f.enabled, "enable-webhook", false, "Serve the mutating admission webhook that keeps Reroll's fields on workloads that kubectl replace, Argo CD Replace=true or helm --force rewrite, and keep the label reroll.dev/managed on the workloads Reroll manages (see docs/gitops.md). With --enable-projections it also serves /mutate-projected, which keeps the fields Projections wrote on their targets (see docs/projections.md).")
 	fs.IntVar(&f.port, "webhook-port", 9443, "Port of the admission webhook's HTTPS server.")
 	fs.StringVar(&f.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory where the webhook's serving certificate (tls.crt, tls.key) is mounted from --webhook-cert-secret.")
 	fs.StringVar(&f.certSecret, "webhook-cert-secret", "reroll-webhook-cert", "Secret, in --webhook-namespace, where Reroll keeps the webhook's self-signed CA and serving certificate and rotates them.")

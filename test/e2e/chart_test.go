@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/projection"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -551,6 +552,38 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 			}
 		}
 		g.Expect(open).To(gomega.ContainElement("webhook"))
+	})
+	t.Run("projection targets", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		rules := []map[string]any{{"apiGroups": []string{"goharbor.io"}, "resources": []string{"harborclusters"}}, {"apiGroups": []string{"example.com"}, "resources": []string{"a", "b"}}}
+		projected := func(values map[string]any) []admissionregistrationv1.MutatingWebhook {
+			var out []admissionregistrationv1.MutatingWebhook
+			for _, c := range only(renderChart(t, values), "MutatingWebhookConfiguration") {
+				for _, w := range convert[admissionregistrationv1.MutatingWebhookConfiguration](t, c).Webhooks {
+					if w.ObjectSelector.MatchLabels[projection.ProjectedLabel] != "" {
+						out = append(out, w)
+					}
+				}
+			}
+			return out
+		}
+		hooks := projected(map[string]any{"webhook.enabled": true, "projections.enabled": true, "projections.webhookRules": rules, "namespaces": []string{"a"}})
+		g.Expect(hooks).To(gomega.HaveLen(1))
+		w := hooks[0]
+		g.Expect(*w.ClientConfig.Service.Path).To(gomega.Equal(projection.WebhookPath))
+		g.Expect(w.ObjectSelector.MatchLabels).To(gomega.Equal(map[string]string{projection.ProjectedLabel: "true"}))
+		g.Expect(w.NamespaceSelector.MatchExpressions[0].Values).To(gomega.Equal([]string{"a"}))
+		g.Expect(w.Rules).To(gomega.HaveLen(2))
+		for _, r := range w.Rules {
+			g.Expect(r.Operations).To(gomega.Equal([]admissionregistrationv1.OperationType{admissionregistrationv1.Update}), "CREATE gets nothing")
+			g.Expect(r.APIVersions).To(gomega.Equal([]string{"*"}))
+		}
+		g.Expect(w.Rules[1].Resources).To(gomega.Equal([]string{"a", "b"}))
+		// None without rules, without Projections, or without the webhook.
+		g.Expect(projected(map[string]any{"webhook.enabled": true, "projections.enabled": true})).To(gomega.BeEmpty())
+		g.Expect(projected(map[string]any{"webhook.enabled": true, "projections.webhookRules": rules})).To(gomega.BeEmpty())
+		g.Expect(projected(map[string]any{"projections.enabled": true, "projections.webhookRules": rules})).To(gomega.BeEmpty())
 	})
 	t.Run("webhook sources and client CA", func(t *testing.T) {
 		t.Parallel()
