@@ -50,15 +50,8 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	root, err := controlplane.RepoRoot()
-	if err == nil {
-		var bins controlplane.Binaries
-		if bins, err = controlplane.BinariesFrom(root); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			plane, err = controlplane.Start(ctx, controlplane.Options{Binaries: bins, Full: true, Log: os.Stderr})
-			cancel()
-		}
-	}
+	var err error
+	plane, err = controlplane.StartFromRepo(controlplane.Options{Full: true, Log: os.Stderr}, 3*time.Minute)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1

@@ -71,15 +71,8 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 	}
-	root, err := controlplane.RepoRoot()
-	if err == nil {
-		var bins controlplane.Binaries
-		if bins, err = controlplane.BinariesFrom(root); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			plane, err = controlplane.Start(ctx, controlplane.Options{Binaries: bins, Log: os.Stderr})
-			cancel()
-		}
-	}
+	var err error
+	plane, err = controlplane.StartFromRepo(controlplane.Options{Log: os.Stderr}, 3*time.Minute)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1
@@ -95,6 +88,11 @@ func runTests(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := setUp(ctx, root); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the cluster:", err)
 		return 1
