@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/internal/digest"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -96,7 +98,14 @@ func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*
 	g := newT(t)
 	logs := &syncBuffer{}
 	opts.Scope.Namespaces = []string{ns}
-	mo := opts.Scope.ManagerOptions()
+	// An installation key, as cmd/reroll loads: the records are keyed, and
+	// the plugin, which never reads the key, must still answer.
+	secret := make([]byte, digest.MinKeyBytes)
+	_, _ = rand.Read(secret)
+	key, err := digest.NewKey(secret)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opts.Key = key
+	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: "0"}
 	mo.HealthProbeBindAddress = "0"
