@@ -104,6 +104,9 @@ func run(args []string) error {
 	if f.jobJournal != "" {
 		opts.JobJournal = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.jobJournal}
 	}
+	if f.podRecords != "" {
+		opts.PodRecords = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.podRecords}
+	}
 	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret})
 	cancelKey()
 	if err != nil {

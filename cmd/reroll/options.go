@@ -72,6 +72,7 @@ type flags struct {
 	keyedCompatHashes  bool
 	allowCrossNS       bool
 	jobJournal         string
+	podRecords         string
 }
 
 // newFlagSet binds every flag to f.
@@ -131,8 +132,9 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	f.reloaderOnly = map[string]*string{}
 	addReloaderOnlyFlags(fs, f.reloaderOnly)
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
-	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret and --job-journal (default POD_NAMESPACE, else the pod's own namespace).")
+	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret, --job-journal and --pod-records (default POD_NAMESPACE, else the pod's own namespace).")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "ConfigMap, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists, so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
+	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "ConfigMap, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (restarted by eviction); empty turns their restart off.")
 	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)

@@ -109,6 +109,11 @@ type Options struct {
 	// create (--job-journal); an empty Name keeps it in memory only, and a
 	// crash in between loses the Job.
 	JobJournal types.NamespacedName
+	// PodRecords is the ConfigMap, in Reroll's own namespace, where Reroll
+	// keeps the record of each group of annotated pods whose owner it does
+	// not handle (--pod-records; see annotatedPods); an empty Name turns
+	// their restart by eviction off, since it has no durable record then.
+	PodRecords types.NamespacedName
 	// Key is the installation key of every digest Reroll computes: the cache
 	// holds values digested under it (ManagerOptions), and records name it
 	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).

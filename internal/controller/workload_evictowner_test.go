@@ -28,12 +28,21 @@ var podSetKind = workload.PodOwner{GVK: schema.GroupVersionKind{Group: "test.rer
 // fewer than replicas of its pods run, as an operator would.
 func runPodSet(t *testing.T, ns, name string, replicas int, labels map[string]string) *unstructured.Unstructured {
 	t.Helper()
-	g := newT(t)
 	installCRD(t, looseCRD("test.reroll.dev", "PodSet", "podsets"))
-	ps := podSetKind.New().(*unstructured.Unstructured)
+	return runPodOwner(t, podSetKind.GVK, ns, name, replicas, labels, autoOn, nil)
+}
+
+// runPodOwner creates an object of the (installed) kind gvk annotated
+// annotations, with spec.replicas and spec.selector, and runs a tiny
+// controller for it that creates a pod, annotated podAnnotations, whenever
+// fewer than replicas of its pods run.
+func runPodOwner(t *testing.T, gvk schema.GroupVersionKind, ns, name string, replicas int, labels, annotations, podAnnotations map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	g := newT(t)
+	ps := workload.PodOwner{GVK: gvk}.New().(*unstructured.Unstructured)
 	ps.SetNamespace(ns)
 	ps.SetName(name)
-	ps.SetAnnotations(autoOn)
+	ps.SetAnnotations(annotations)
 	selector := map[string]any{}
 	for k, v := range labels {
 		selector[k] = v
@@ -41,7 +50,7 @@ func runPodSet(t *testing.T, ns, name string, replicas int, labels map[string]st
 	ps.Object["spec"] = map[string]any{"replicas": int64(replicas), "selector": map[string]any{"matchLabels": selector}}
 	g.Expect(k8s.Create(t.Context(), ps)).To(gomega.Succeed())
 
-	owner := metav1.OwnerReference{APIVersion: "test.reroll.dev/v1", Kind: "PodSet", Name: name, UID: ps.GetUID(), Controller: ptr.To(true)}
+	owner := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name, UID: ps.GetUID(), Controller: ptr.To(true)}
 	var mu sync.Mutex
 	ensure := func() {
 		// The informer's handler and the first call below must not both
@@ -54,13 +63,13 @@ func runPodSet(t *testing.T, ns, name string, replicas int, labels map[string]st
 		}
 		running := 0
 		for _, p := range list.Items {
-			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == ps.GetUID() && p.DeletionTimestamp == nil {
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == ps.GetUID() && p.DeletionTimestamp == nil && hasAll(p.Annotations, podAnnotations) {
 				running++
 			}
 		}
 		for ; running < replicas; running++ {
 			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: labels, Annotations: podAnnotations, OwnerReferences: []metav1.OwnerReference{owner}},
 				Spec:       podSpec(envFrom("cfg")),
 			}
 			_ = k8s.Create(context.Background(), pod)
@@ -117,6 +126,16 @@ func TestEviction_RestartsPodsOfAnEvictOwnerButNeverABarePod(t *testing.T) {
 	g.Expect(live).To(gomega.ContainElement(lonely.UID), "the bare pod still runs")
 	g.Expect(deleted).NotTo(gomega.HaveKey(lonely.UID), "the bare pod was never evicted")
 	g.Expect(eventsWithReason(t, ns, "kafka", ReasonNotEvicted)).To(gomega.ConsistOf(gomega.HavePrefix("Not evicting pod lonely: it has no owner")))
+}
+
+// hasAll reports whether m has every key of want with its value.
+func hasAll(m, want map[string]string) bool {
+	for k, v := range want {
+		if m[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func keys[K comparable, V any](m map[K]V) []K {

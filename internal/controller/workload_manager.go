@@ -140,6 +140,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			r.registerWebhook(mgr)
 		}
 	}
+	if !opts.noEviction && opts.PodRecords.Name != "" {
+		// Annotated pods whose owner none of the kinds above is.
+		if err := setupAnnotatedPods(mgr, opts, kinds); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -64,16 +64,22 @@ func (o PodOwner) SetPodTemplate(obj client.Object, _ *corev1.PodTemplateSpec) e
 // Action implements Actor: a pod owner's pods restart by eviction.
 func (o PodOwner) Action(client.Object, bool) Action { return Action{Way: ByEviction} }
 
-// ReadPodTemplate returns a template that holds every
-// pod's containers and volumes, each pod's under names prefixed with the
-// pod's name (pods of one owner may each read their own ConfigMap under the
-// same volume name), and the annotations of all the pods. It reads the pods
-// obj controls (Pods) through c.
+// ReadPodTemplate returns TemplateOfPods of the pods obj controls (Pods),
+// read through c (pods of one owner may each read their own ConfigMap under
+// the same volume name, hence the prefixes).
 func (o PodOwner) ReadPodTemplate(ctx context.Context, c client.Reader, obj client.Object) (*corev1.PodTemplateSpec, error) {
 	pods, err := o.Pods(ctx, c, obj)
 	if err != nil {
 		return nil, err
 	}
+	return TemplateOfPods(pods), nil
+}
+
+// TemplateOfPods returns a template that holds every pod's containers and
+// volumes, each pod's under names prefixed with the pod's name, and the
+// annotations of all the pods (a later pod's value wins): what the planner
+// reads for a group of pods that has no template of its own.
+func TemplateOfPods(pods []corev1.Pod) *corev1.PodTemplateSpec {
 	t := &corev1.PodTemplateSpec{}
 	for _, p := range pods {
 		for k, v := range p.Annotations {
@@ -96,7 +102,7 @@ func (o PodOwner) ReadPodTemplate(ctx context.Context, c client.Reader, obj clie
 			t.Spec.Containers = append(t.Spec.Containers, ctr)
 		}
 	}
-	return t, nil
+	return t
 }
 
 // Pods returns the pods in obj's namespace whose controller is obj, read

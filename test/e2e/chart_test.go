@@ -86,7 +86,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal"}
+	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records"}
 	cases := map[string]struct {
 		// values are the chart values set.
 		values map[string]any
@@ -840,7 +840,7 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 		g.Expect(roles[0].Rules).To(gomega.ConsistOf(
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-job-journal"}, Verbs: []string{"get", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-job-journal", "r-reroll-pod-records"}, Verbs: []string{"get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))

@@ -1,0 +1,387 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// annotatedPods restarts by eviction the pods that opt in with their own
+// annotations (parsed with Options.Annotations, as a workload's) and whose
+// controller is a kind Reroll neither handles nor re-templates, such as an
+// operator's custom resource it was not told about with --evict-owner
+// (Reloader issue #250). The pods of one controller form a group; a pod
+// with no controller is a group of its own, whose pod is never evicted
+// (ReasonNotEvicted).
+//
+// Reroll may neither patch such pods nor read their owner, so the record
+// of a group (the annotations a workload would carry: what it consumes and
+// the restart by eviction under way, eviction.ProgressAnnotation) lives in
+// one ConfigMap in Reroll's own namespace (Options.PodRecords), one data
+// entry per group keyed "<namespace>.<controller UID>" (the pod's own UID
+// for a bare pod), whose value is the JSON object of those annotations.
+// The request of a group is its namespace and, as name, that UID.
+type annotatedPods struct {
+	// w supplies the client, options, planner options and Event recorder.
+	w *WorkloadReconciler
+	// records is the ConfigMap of the records.
+	records *jobJournal
+	// handled are the owner kinds Reroll restarts some other way.
+	handled map[schema.GroupKind]bool
+}
+
+// podsAnnotation is the key, in a group's record, of how many pods the
+// group ran when no restart was under way (decimal).
+const podsAnnotation = "reroll.dev/pods"
+
+// builtinOwners are the pod controllers of the built-in workload kinds: a
+// Deployment's or Argo Rollout's ReplicaSets, a DeploymentConfig's
+// ReplicationControllers, StatefulSets, DaemonSets and Jobs (a CronJob's
+// too).
+var builtinOwners = []schema.GroupKind{
+	{Group: "apps", Kind: "ReplicaSet"}, {Group: "", Kind: "ReplicationController"},
+	{Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"}, {Group: "batch", Kind: "Job"},
+}
+
+// setupAnnotatedPods registers the controller of annotated pods with mgr;
+// kinds are the workload kinds Reroll handles, whose pods it leaves alone.
+func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) error {
+	a := &annotatedPods{
+		w: &WorkloadReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
+			Recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		},
+		records: &jobJournal{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.PodRecords},
+		handled: map[schema.GroupKind]bool{},
+	}
+	for _, gk := range builtinOwners {
+		a.handled[gk] = true
+	}
+	for _, k := range kinds {
+		switch k := k.(type) {
+		case workload.PodOwner:
+			a.handled[k.GVK.GroupKind()] = true
+		case workload.Unstructured:
+			a.handled[k.GVK.GroupKind()] = true
+		}
+	}
+	workers := opts.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
+	dataChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := digest.Of(e.ObjectOld)
+		after, ok2 := digest.Of(e.ObjectNew)
+		return !ok1 || !ok2 || !maps.Equal(before.Keys, after.Keys)
+	}}
+	b := ctrl.NewControllerManagedBy(mgr).Named("annotated-pods").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(a.requestsForPod), builder.WithPredicates(podChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	if !opts.Annotations.IgnoreConfigMaps {
+		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(a.requestsInNamespace), builder.WithPredicates(dataChanged))
+	}
+	if !opts.Annotations.IgnoreSecrets {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(a.requestsInNamespace), builder.WithPredicates(dataChanged))
+	}
+	if err := b.Complete(a); err != nil {
+		return fmt.Errorf("creating the annotated pods controller: %w", err)
+	}
+	return nil
+}
+
+// group returns the UID of the group of pod: its controller's, or its own
+// when it has none; "" when its controller is a kind Reroll handles.
+func (a *annotatedPods) group(pod client.Object) types.UID {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return pod.GetUID()
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || a.handled[gv.WithKind(ref.Kind).GroupKind()] {
+		return ""
+	}
+	return ref.UID
+}
+
+// optedIn reports whether pod's own annotations opt in.
+func (a *annotatedPods) optedIn(pod client.Object) bool {
+	o, _ := a.w.Options.Annotations.Parse(pod.GetAnnotations(), nil)
+	return o.Enabled()
+}
+
+// requestsForPod maps a pod event to its group, when the pod opts in.
+func (a *annotatedPods) requestsForPod(_ context.Context, pod client.Object) []reconcile.Request {
+	if g := a.group(pod); g != "" && a.optedIn(pod) {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: string(g)}}}
+	}
+	return nil
+}
+
+// requestsInNamespace maps a ConfigMap or Secret event to every group of
+// annotated pods in its namespace (a scan of the cached pods there; the
+// group's reconcile tells whether it reads the object).
+func (a *annotatedPods) requestsInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list corev1.PodList
+	if err := a.w.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing pods", "namespace", obj.GetNamespace())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		for _, r := range a.requestsForPod(ctx, &list.Items[i]) {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// recordKey is the data key of a group's record.
+func recordKey(req types.NamespacedName) string { return req.Namespace + "." + req.Name }
+
+// record reads a group's record: nil when there is none.
+func (a *annotatedPods) record(ctx context.Context, req types.NamespacedName) (map[string]string, error) {
+	var cm corev1.ConfigMap
+	if err := a.records.r.Get(ctx, a.records.key, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading ConfigMap %s: %w", a.records.key, err)
+	}
+	v, ok := cm.Data[recordKey(req)]
+	if !ok {
+		return nil, nil
+	}
+	var out map[string]string
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		// A damaged record starts again from first sight.
+		ctrl.LoggerFrom(ctx).Info("Dropping unreadable pod record", "configMap", a.records.key.String(), "error", err.Error())
+		return nil, nil
+	}
+	return out, nil
+}
+
+// write stores a group's record; an empty one removes the entry.
+func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec map[string]string) error {
+	var v string
+	if len(rec) > 0 {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("encoding the pod record: %w", err)
+		}
+		v = string(b)
+	}
+	return a.records.update(ctx, func(data map[string]string) {
+		if v == "" {
+			delete(data, recordKey(req))
+		} else {
+			data[recordKey(req)] = v
+		}
+	})
+}
+
+// Reconcile plans the group of annotated pods req names as it would a
+// workload restarted by eviction (first sight records, a change evicts the
+// pods created before it, one at a time), with the record in the
+// ConfigMap of records. Events go to the pods.
+func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if in, err := a.w.Options.Scope.includes(ctx, a.w.Client, req.Namespace); err != nil || !in {
+		return ctrl.Result{}, err
+	}
+	var list corev1.PodList
+	if err := a.w.Client.List(ctx, &list, client.InNamespace(req.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing pods in %s: %w", req.Namespace, err)
+	}
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if string(a.group(&p)) == req.Name && a.optedIn(&p) {
+			pods = append(pods, p)
+		}
+	}
+	rec, err := a.record(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(pods) == 0 {
+		if rec == nil {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, a.write(ctx, req.NamespacedName, nil)
+	}
+	// The group as a workload: its controller's kind and name (the pod's
+	// own for a bare pod), the record as its annotations.
+	kind := workload.PodOwner{GVK: corev1.SchemeGroupVersion.WithKind("Pod")}
+	name := pods[0].Name
+	if ref := metav1.GetControllerOf(&pods[0]); ref != nil {
+		kind.GVK = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		name = ref.Name
+	}
+	obj := kind.New()
+	obj.SetNamespace(req.Namespace)
+	obj.SetName(name)
+	obj.SetUID(types.UID(req.Name))
+	obj.SetAnnotations(maps.Clone(rec))
+	log = log.WithValues("owner", kind.GVK.Kind+"/"+name)
+	template := workload.TemplateOfPods(pods)
+	now := a.w.now()
+	p, err := plan.Decide(a.w.planOptions(), plan.NewInput(kind, obj, template, now), cacheSource{ctx: ctx, c: a.w.Client})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	next := maps.Clone(rec)
+	if next == nil {
+		next = map[string]string{}
+	}
+	for k, v := range p.Annotations {
+		next = withKey(next, k, v)
+	}
+	switch p.Outcome {
+	case plan.NotOptedIn:
+		return ctrl.Result{}, a.write(ctx, req.NamespacedName, nil)
+	case plan.Deleting, plan.Waiting:
+		return ctrl.Result{}, nil
+	}
+	mode, problems := eviction.ParseMode(template.Annotations, 0)
+	if len(problems) > 0 {
+		log.Info("Ignoring malformed annotations", "error", errors.Join(problems...).Error())
+	}
+	progress, err := eviction.ParseProgress(rec[eviction.ProgressAnnotation])
+	if err != nil {
+		log.Info("Dropping unreadable eviction record", "error", err.Error())
+	}
+	var change *eviction.Change
+	if p.Outcome == plan.Roll && p.Roll.Way == workload.ByEviction {
+		change = &eviction.Change{Hash: p.Record.ConfigHash(), At: now}
+	}
+	in := eviction.Input{Progress: progress, Change: change, MaxUnavailable: mode.MaxUnavailable}
+	running := 0
+	for i := range pods {
+		in.Pods = append(in.Pods, eviction.FromPod(&pods[i]))
+		if pods[i].DeletionTimestamp == nil {
+			running++
+		}
+	}
+	// The group has no spec.replicas: the pods it runs outside a restart
+	// are recorded, and a restart waits for as many to be Ready.
+	if progress == nil {
+		next[podsAnnotation] = strconv.Itoa(running)
+	}
+	in.Desired, _ = strconv.Atoi(next[podsAnnotation])
+	d := eviction.Decide(in)
+	next = withKey(next, eviction.ProgressAnnotation, d.Progress.String())
+	// The record first: a kill after the evictions below finds the evicted
+	// pods terminating or gone and never evicts them again.
+	if err := a.write(ctx, req.NamespacedName, next); err != nil {
+		return ctrl.Result{}, err
+	}
+	switch p.Outcome {
+	case plan.FirstSight:
+		log.Info("Recorded consumed data of annotated pods on first sight", "pods", len(pods))
+	case plan.Roll:
+		log.Info("Restarting annotated pods by eviction", "changes", p.Change.Summary(), "pods", d.Started)
+	}
+	return a.evict(ctx, req.NamespacedName, pods, d, p.Change.Summary(), next, now)
+}
+
+// evict carries out d for the group's pods and writes the record without
+// the pods it evicted; it reports on the pods.
+func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pods []corev1.Pod, d eviction.Decision, changes string, rec map[string]string, now time.Time) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	byName := map[string]*corev1.Pod{}
+	for i := range pods {
+		byName[pods[i].Name] = &pods[i]
+	}
+	for _, name := range d.Bare {
+		log.Info("Not evicting pod without owner", "pod", name)
+		a.w.Recorder.Eventf(byName[name], corev1.EventTypeWarning, ReasonNotEvicted, "Not evicting pod %s: it has no owner that would re-create it; restart it by hand to read the new data", name)
+	}
+	if d.Started > 0 {
+		for _, ref := range d.Progress.Pending {
+			if pod := byName[ref.Name]; pod != nil {
+				a.w.Recorder.Eventf(pod, corev1.EventTypeNormal, ReasonEvicting, "Evicting %d pods after %s", d.Started, changes)
+			}
+		}
+	}
+	if d.Done {
+		log.Info("Restarted annotated pods by eviction")
+		for i := range pods {
+			a.w.Recorder.Event(&pods[i], corev1.EventTypeNormal, ReasonEvicted, "Evicted every pod that read the old data; the replacements are Ready")
+		}
+	}
+	if d.Progress == nil {
+		return ctrl.Result{}, nil
+	}
+	const kind = "Pod"
+	progress := d.Progress
+	var result ctrl.Result
+	var failure error
+	for _, ref := range d.Evict {
+		err := eviction.Evict(ctx, a.w.Client, req.Namespace, ref)
+		var blocked *eviction.BlockedError
+		switch {
+		case errors.As(err, &blocked):
+			metrics.Eviction(kind, metrics.EvictionBlocked)
+			if progress.BlockedSince == nil {
+				progress = progress.Without()
+				progress.BlockedSince = &now
+				if pod := byName[ref.Name]; pod != nil {
+					a.w.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
+				}
+			}
+			result.RequeueAfter = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
+		case err != nil:
+			metrics.Eviction(kind, metrics.EvictionError)
+			if pod := byName[ref.Name]; pod != nil {
+				a.w.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
+			}
+			failure = err
+		default:
+			metrics.Eviction(kind, metrics.EvictionEvicted)
+			if progress.BlockedSince != nil {
+				metrics.EvictionUnblocked(kind, now.Sub(*progress.BlockedSince))
+			}
+			log.Info("Evicted pod", "pod", ref.Name)
+			progress = progress.Without(ref.UID)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err := a.write(ctx, req, withKey(rec, eviction.ProgressAnnotation, progress.String())); err != nil {
+		return ctrl.Result{}, err
+	}
+	if failure != nil {
+		return ctrl.Result{}, failure
+	}
+	if result.RequeueAfter == 0 {
+		result.RequeueAfter = restartUnderWay
+	}
+	return result, nil
+}
