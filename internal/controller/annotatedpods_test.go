@@ -79,3 +79,46 @@ func TestAnnotatedPods_OfAnUnknownOwnerAreEvictedOnceButNeverBareOrUnannotatedOn
 		g.Expect(deleted[uid]).To(gomega.Equal(1), "each old pod was evicted once")
 	}
 }
+
+func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) {
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"k": "1"}))
+	labels := labelsFor("db")
+	l := watchPods(t, ns, labels)
+	installCRD(t, looseCRD("test.reroll.dev", "Operand", "operands"))
+	op := runPodOwner(t, operandGVK, ns, "db", 2, labels, nil, autoOn)
+	old := l.allReady(t, 2)
+	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
+	first := startReroll(t, ns, Options{PodRecords: records})
+	g.Eventually(func() string {
+		var cm corev1.ConfigMap
+		if err := k8s.Get(t.Context(), records, &cm); err != nil {
+			return ""
+		}
+		return cm.Data[ns+"."+string(op.GetUID())]
+	}).Should(gomega.ContainSubstring(ObservedAnnotation))
+	first.stop(t)
+
+	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
+	startReroll(t, ns, Options{PodRecords: records})
+
+	// Positive: both pods are replaced; the replacements, created after
+	// the change, are never evicted.
+	g.Eventually(func() []types.UID {
+		_, _, deleted, _ := l.state()
+		return keys(deleted)
+	}).Should(gomega.ConsistOf(old))
+	g.Eventually(func() string {
+		var cm corev1.ConfigMap
+		g.Expect(k8s.Get(t.Context(), records, &cm)).To(gomega.Succeed())
+		return cm.Data[ns+"."+string(op.GetUID())]
+	}).ShouldNot(gomega.ContainSubstring(eviction.ProgressAnnotation))
+	live, ready, deleted, _ := l.state()
+	g.Expect(ready).To(gomega.Equal(2))
+	g.Expect(live).To(gomega.HaveLen(2))
+	g.Expect(deleted).To(gomega.HaveLen(2), "only the two old pods were evicted")
+	for _, uid := range old {
+		g.Expect(deleted[uid]).To(gomega.Equal(1), "each old pod was evicted once")
+	}
+}
