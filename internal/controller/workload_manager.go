@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -76,6 +77,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	log := ctrl.LoggerFrom(ctx)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	counted := newRollouts(opts.RolloutTimeout, mgr.GetClient(), now)
+	if err := counted.register(); err != nil {
+		return fmt.Errorf("registering the rollout metrics: %w", err)
+	}
+	readNamespaces, err := canWatchNamespaces(ctx, mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	if !readNamespaces {
+		log.Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
+	}
 	kinds := opts.Kinds
 	if kinds == nil {
 		kinds = workload.Builtin()
@@ -101,6 +117,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Options:   opts,
 			endpoint:  endpoint,
 			metrics:   metrics.NewWorkloads(kind.Name(), nil),
+			rollouts:  counted,
+
+			readNamespaces: readNamespaces,
 		}
 		if endpoint != nil {
 			r.deliveries = newDeliveries()
@@ -108,6 +127,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
+		}
+		if p, ok := progressOf(kind); ok {
+			counted.kinds = append(counted.kinds, progressKind{kind: kind, progress: p})
 		}
 		if opts.Admission.Enabled {
 			r.registerWebhook(mgr)
@@ -120,6 +142,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	}
+	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p)); err != nil {
+			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
+		}
 	}
 	_, readsTemplates := r.Kind.(workload.TemplateReader)
 	if readsTemplates {

@@ -1,0 +1,180 @@
+package controller
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// runningRollouts counts the Deployments of ns whose rollout Reroll started
+// and whose status does not report it complete, as a user reading the
+// objects would.
+func runningRollouts(t *testing.T, ns string) int {
+	t.Helper()
+	var list appsv1.DeploymentList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns))).To(gomega.Succeed())
+	n := 0
+	for i := range list.Items {
+		if _, ok := plan.RolledAt(list.Items[i].Annotations); ok && !(workload.Deployment{}).Progress(&list.Items[i]).Done {
+			n++
+		}
+	}
+	return n
+}
+
+func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	const workloads, bound = 6, 2
+	create(t, configMap(ns, "shared", map[string]string{"a": "1"}))
+	var ds []*appsv1.Deployment
+	for i := range workloads {
+		d := deployment(ns, fmt.Sprintf("web-%d", i), map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("shared")))
+		create(t, d)
+		ds = append(ds, d)
+	}
+	startReroll(t, ns, Options{MaxConcurrentRollouts: bound, Recheck: time.Second})
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+
+	update(t, configMap(ns, "shared", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	most := 0
+	g.Eventually(func() int {
+		most = max(most, runningRollouts(t, ns))
+		rolled := 0
+		for _, d := range ds {
+			rolled += len(rolledEvents(t, ns, d.Name))
+		}
+		return rolled
+	}).Should(gomega.Equal(workloads), "every workload rolls, once")
+	deferred := 0
+	for _, d := range ds {
+		deferred += len(eventsWithReason(t, ns, d.Name, plan.ReasonDeferred))
+		g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
+	}
+	g.Expect(deferred).To(gomega.BeNumerically(">=", workloads-bound), "the workloads beyond the bound waited")
+	g.Expect(most).To(gomega.BeNumerically("<=", bound), "at no sampled moment did more than the bound run")
+}
+
+// clock is a time the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+func TestWorkloadReconciler_WindowDefersThenRollsOnce(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	// A Sunday noon; the window opens on weekdays at 02:00 UTC.
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}))
+	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true", plan.RolloutWindowAnnotation: "0 2 * * MON-FRI 2h"}, podSpec(envFrom("cfg")))
+	create(t, d)
+	startReroll(t, ns, Options{Now: clk.Now})
+	recorded(t, d)
+	waitFirstReplicaSet(t, d)
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(
+		gomega.ConsistOf(gomega.ContainSubstring("until 2026-11-23T02:00:00Z")))
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(plan.PendingAnnotation, "2026-11-22T12:00:00Z rollout-window"))
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["b"] = "2" })
+	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(1), "nothing rolls outside the window")
+
+	// Monday 02:30: the window is open; any reconcile rolls.
+	clk.set(time.Date(2026, 11, 23, 2, 30, 0, 0, time.UTC))
+	update(t, d, func(d *appsv1.Deployment) { d.Annotations["example.com/nudge"] = "1" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.And(
+		gomega.ContainSubstring("a"), gomega.ContainSubstring("b"))))
+	waitRolledOut(t, d)
+	g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(2), "the two changes made one rollout")
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
+	g.Expect(eventsWithReason(t, ns, "web", plan.ReasonDeferred)).To(gomega.HaveLen(1))
+}
+
+func TestWorkloadReconciler_WaitForRolloutFoldsChanges(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}))
+	// No node matches: the Deployment's first rollout never completes.
+	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true", plan.WaitForRolloutAnnotation: "true"},
+		podSpec(envFrom("cfg"), func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"example.com/none": "true"} }))
+	create(t, d)
+	startReroll(t, ns, Options{Recheck: time.Second})
+	recorded(t, d)
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(
+		gomega.ConsistOf(gomega.ContainSubstring("previous rollout is still in progress")))
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["b"] = "2" })
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty(), "nothing rolls while the previous rollout runs")
+
+	// The user fixes the Deployment; once that rollout completes, the two
+	// changes roll, once.
+	update(t, d, func(d *appsv1.Deployment) { d.Spec.Template.Spec.NodeSelector = nil })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.And(
+		gomega.ContainSubstring("a"), gomega.ContainSubstring("b"))))
+	waitRolledOut(t, d)
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+}
+
+func TestWorkloadReconciler_PauseHoldSurvivesKill(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	const period = 8 * time.Second
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}))
+	s := statefulSet(ns, "db", map[string]string{"reroll.dev/auto": "true", "reroll.dev/pause-period": period.String()}, podSpec(envFrom("cfg")))
+	create(t, s)
+	first := startReroll(t, ns, Options{})
+	recorded(t, s)
+	before := get(t, s).Spec.Template.DeepCopy()
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "db", plan.ReasonDeferred) }).Should(
+		gomega.ConsistOf(gomega.ContainSubstring("pause period of 8s")))
+	since := plan.PendingSince(get(t, s).Annotations, time.Time{})
+	g.Expect(since.IsZero()).To(gomega.BeFalse())
+
+	// Reroll is killed during the hold; nothing on the StatefulSet is
+	// paused, so nothing can stay paused; a change meanwhile joins.
+	first.stop(t)
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["b"] = "2" })
+	g.Expect(get(t, s).Spec.Template).To(gomega.Equal(*before))
+	g.Expect(get(t, s).Spec.UpdateStrategy.RollingUpdate).To(gomega.Or(gomega.BeNil(),
+		gomega.HaveField("Partition", gomega.Or(gomega.BeNil(), gomega.HaveValue(gomega.BeZero())))), "Reroll never holds a StatefulSet by partition")
+
+	startReroll(t, ns, Options{})
+	g.Eventually(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.ConsistOf(gomega.And(
+		gomega.ContainSubstring("a"), gomega.ContainSubstring("b"))))
+	g.Expect(time.Since(since)).To(gomega.BeNumerically(">=", period-time.Second), "rolled only after the period (second precision)")
+	g.Expect(get(t, s).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
+	g.Consistently(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.HaveLen(1))
+}
