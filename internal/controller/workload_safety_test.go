@@ -68,19 +68,19 @@ func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
 	g.Expect(most).To(gomega.BeNumerically("<=", bound), "at no sampled moment did more than the bound run")
 }
 
-// clock is a time the test moves.
-type clock struct {
+// testClock is a time the test moves.
+type testClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *clock) Now() time.Time {
+func (c *testClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *clock) set(t time.Time) {
+func (c *testClock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
@@ -91,7 +91,7 @@ func TestWorkloadReconciler_WindowDefersThenRollsOnce(t *testing.T) {
 	g := newT(t)
 	ns := newNamespace(t)
 	// A Sunday noon; the window opens on weekdays at 02:00 UTC.
-	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clk := &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}))
 	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true", plan.RolloutWindowAnnotation: "0 2 * * MON-FRI 2h"}, podSpec(envFrom("cfg")))
 	create(t, d)
