@@ -47,7 +47,7 @@ bench-check: ## Run the built binary through the small bench profile and fail on
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
-	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/
+	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/
 
 .PHONY: manifests
 manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/reroll.yaml from config/default.

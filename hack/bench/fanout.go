@@ -49,9 +49,15 @@ type fanoutResult struct {
 // fanout runs the fanout profile: Reroll records every Deployment, then
 // the shared ConfigMap changes once; then, with Reroll stopped, the
 // baseline PATCHes run.
-func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *changer, cs kubernetes.Interface, cfg *rest.Config, rerollBin, kubeconfig, dir string) error {
-	workers := controller.DefaultMaxConcurrentReconciles
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-fanout.log"), p.totalDeployments(), nil)
+// workers is Reroll's --max-concurrent-reconciles; 0 keeps its default.
+func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *changer, cfg *rest.Config, rerollBin, kubeconfig, dir string, workers int) error {
+	var flags []string
+	if workers > 0 {
+		flags = append(flags, "--max-concurrent-reconciles="+strconv.Itoa(workers))
+	} else {
+		workers = controller.DefaultMaxConcurrentReconciles
+	}
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-fanout.log"), p.totalDeployments(), flags)
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ func main() {
 	check := fs.Bool("check", false, "exit 1 when a behaviour is wrong (for make test-e2e)")
 	designs := fs.Bool("designs", true, "also measure the cache of each design (digest, metadata-only)")
 	secretBytes := fs.Int("secret-bytes", 0, "override the profile's Secret size, in bytes (to show memory does not depend on it)")
+	workers := fs.Int("workers", 0, "fanout profile: Reroll's --max-concurrent-reconciles; 0 keeps Reroll's default")
 	hold := fs.Bool("hold", false, "create the profile, print its KUBECONFIG and wait for Ctrl-C instead of running Reroll (to investigate by hand)")
 	probeDesign := fs.String("probe", "", "internal: fill the cache of one design and print what it cost")
 	kubeconfig := fs.String("kubeconfig", "", "internal: kubeconfig for -probe")
@@ -118,7 +119,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold)
+	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -136,7 +137,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
-func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool) (*result, error) {
+func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int) (*result, error) {
 	res := &result{Profile: p, Machine: machineInfo(), Window: window}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -190,7 +191,7 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 	}
 	ch := &changer{cs: cs, secretSize: p.SecretSize}
 	if p.Name == "fanout" {
-		if err := fanout(ctx, res, p, tr, ch, cs, cfg, rerollBin, plane.Kubeconfig, dir); err != nil {
+		if err := fanout(ctx, res, p, tr, ch, cfg, rerollBin, plane.Kubeconfig, dir, workers); err != nil {
 			return nil, err
 		}
 		evaluateFanout(res)

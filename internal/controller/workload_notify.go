@@ -90,6 +90,16 @@ func (d *deliveries) finish(nn types.NamespacedName, key string, err error) {
 	}
 }
 
+// drop forgets whatever is held for a workload that no longer exists.
+func (d *deliveries) drop(nn types.NamespacedName) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.m, nn)
+}
+
 func (d *deliveries) forget(nn types.NamespacedName, key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

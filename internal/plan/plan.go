@@ -75,6 +75,13 @@ type Options struct {
 	Recheck time.Duration
 }
 
+// DefaultOptions are Reroll's defaults: the annotations strategy, Reloader's
+// annotation names, nothing ignored, no create/delete rollouts, no
+// notification endpoint.
+func DefaultOptions() Options {
+	return Options{Strategy: trigger.Annotations, Annotations: annotation.DefaultConfig()}
+}
+
 // Input is one workload as the planner sees it.
 type Input struct {
 	// Kind is the workload kind's name ("Deployment"); Namespace, Name and

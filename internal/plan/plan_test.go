@@ -73,9 +73,7 @@ func secretKey(name, key string) corev1.EnvVar {
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func defaults() Options {
-	return Options{Strategy: trigger.Annotations, Annotations: annotation.DefaultConfig()}
-}
+func defaults() Options { return DefaultOptions() }
 
 func TestDecide(t *testing.T) {
 	auto := map[string]string{"reroll.dev/auto": "true"}
@@ -276,6 +274,18 @@ func TestDecide(t *testing.T) {
 			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, map[string]string{"reroll.dev/ignore": "true"}, "2")},
 			want:        Unchanged,
 			check:       ruleOf("ConfigMap/cfg", false, RuleIgnoreAnnotation),
+		},
+		"a key-level reference reads only its keys": {
+			annotations: auto,
+			template:    template(nil, secretKey("db", "password")),
+			after:       memory{secret("db"): obj(map[string]string{"password": "p", "user": "u"}, nil, "1")},
+			want:        FirstSight,
+			check: func(t *testing.T, p Plan) {
+				c := p.Considered[0]
+				if !c.Reads("password") || c.Reads("user") {
+					t.Errorf("Reads: password %v, user %v; want true, false", c.Reads("password"), c.Reads("user"))
+				}
+			},
 		},
 		"an explicit list selects an object the template does not read": {
 			annotations: map[string]string{"reroll.dev/configmaps": "listed"},

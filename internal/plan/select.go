@@ -66,6 +66,14 @@ type Considered struct {
 	Rule Rule
 }
 
+// Reads reports whether a change of key in the object counts for the
+// workload: the object is selected and the reference consumes the key (every
+// key, for whole-object references and pod-reloader's lists, where any write
+// counts).
+func (c Considered) Reads(key string) bool {
+	return c.Selected && c.Ref.Consumes(key)
+}
+
 // selection is what decides one workload's rollouts.
 type selection struct {
 	// refs are the selected references, sorted by kind, then name.
@@ -130,7 +138,11 @@ func (s *selector) lookup(namespace string, kind reference.Kind, name string) (*
 	}
 	o, ok, err := s.src.Object(kind, namespace, name)
 	if errors.Is(err, ErrUnreadable) {
-		s.sel.unreadable = append(s.sel.unreadable, reference.Reference{Kind: kind, Name: name}.ID())
+		ref := reference.Reference{Kind: kind, Name: name}
+		if namespace != s.namespace {
+			ref.Namespace = namespace
+		}
+		s.sel.unreadable = append(s.sel.unreadable, ref.ID())
 		return nil, true, nil
 	}
 	if err != nil {
