@@ -44,6 +44,7 @@ type result struct {
 	Restart  run           `json:"restartWindow0"`
 	Designs  []probeResult `json:"designs,omitempty"`
 	Fanout   *fanoutResult `json:"fanout,omitempty"`
+	Safety   *safetyResult `json:"safety,omitempty"`
 	Targets  []target      `json:"targets"`
 	Failures []string      `json:"failures"`
 }
@@ -90,7 +91,9 @@ func main() {
 	// A flag set of its own: controller-runtime adds --kubeconfig to the
 	// global one.
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	profileName := fs.String("profile", "small", "small, large or fanout")
+	profileName := fs.String("profile", "small", "small, large, fanout, xl or safety")
+	bound := fs.Int("max-concurrent-rollouts", 20, "safety profile: Reroll's --max-concurrent-rollouts")
+	rollout := fs.Duration("rollout", 3*time.Second, "safety profile: how long a simulated rollout takes")
 	rerollBin := fs.String("reroll", ".run/bench/reroll", "the built Reroll binary")
 	dir := fs.String("dir", ".run/bench", "folder for the control plane's state and the logs")
 	window := fs.String("coalesce-window", "", "Reroll's --coalesce-window for the cold run; empty keeps Reroll's default")
@@ -111,7 +114,7 @@ func main() {
 	}
 	p, ok := profiles[*profileName]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large or fanout)\n", *profileName)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large, fanout, xl or safety)\n", *profileName)
 		os.Exit(2)
 	}
 	if *secretBytes > 0 {
@@ -119,7 +122,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers)
+	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers, safetyOptions{bound: *bound, rollout: *rollout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -137,7 +140,13 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
-func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int) (*result, error) {
+// safetyOptions are the safety profile's flags.
+type safetyOptions struct {
+	bound   int
+	rollout time.Duration
+}
+
+func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int, so safetyOptions) (*result, error) {
 	res := &result{Profile: p, Machine: machineInfo(), Window: window}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -195,6 +204,20 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 			return nil, err
 		}
 		evaluateFanout(res)
+		return res, nil
+	}
+	if p.Name == "safety" {
+		if err := safety(ctx, res, p, tr, ch, cs, rerollBin, plane.Kubeconfig, dir, so.bound, so.rollout); err != nil {
+			return nil, err
+		}
+		evaluateSafety(res)
+		return res, nil
+	}
+	if p.Name == "xl" {
+		if err := xl(ctx, res, p, tr, ch, rerollBin, plane.Kubeconfig, dir); err != nil {
+			return nil, err
+		}
+		evaluateXL(res)
 		return res, nil
 	}
 	ws := p.workloads()
@@ -419,11 +442,22 @@ func printTable(res *result) {
 		printTargets(w, res)
 		return
 	}
+	if sf := res.Safety; sf != nil {
+		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment recorded %.2f s later, RSS %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib)
+		fmt.Fprintf(w, "safety: 1 Secret change -> %d Deployments, --max-concurrent-rollouts=%d, simulated rollouts of %.1f s\tmost running at once %d; all rolled out after %.1f s; rollouts per workload %d..%d\n\n",
+			sf.Workloads, sf.Bound, sf.RolloutSeconds, sf.MaxRunning, sf.AllDoneSeconds, sf.RolloutsMin, sf.RolloutsMax)
+		printTargets(w, res)
+		return
+	}
 	for _, r := range []struct {
 		name string
 		run  run
 	}{{"cold start (default flags" + map[bool]string{true: "", false: ", --coalesce-window=" + res.Window}[res.Window == ""] + ")", res.Cold}, {"restart with --coalesce-window=0", res.Restart}} {
 		c := r.run
+		if c.StartupSeconds == 0 {
+			// The xl profile has no restart run.
+			continue
+		}
 		fmt.Fprintf(w, "%s\n", r.name)
 		fmt.Fprintf(w, "  start-up to /readyz\t%.2f s\n", c.StartupSeconds)
 		fmt.Fprintf(w, "  then every Deployment recorded\t%.2f s\n", c.FirstSightSeconds)
