@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
@@ -177,4 +178,29 @@ func TestWorkloadReconciler_PauseHoldSurvivesKill(t *testing.T) {
 	g.Expect(time.Since(since)).To(gomega.BeNumerically(">=", period-time.Second), "rolled only after the period (second precision)")
 	g.Expect(get(t, s).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
 	g.Consistently(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.HaveLen(1))
+}
+
+func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	// Opens at 02:00 UTC on the 1st of January only: closed now.
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		n.Annotations = map[string]string{plan.RolloutWindowAnnotation: "0 2 1 1 * 1h"}
+	})
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
+	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("cfg")))
+	create(t, d)
+	startReroll(t, ns, Options{})
+	recorded(t, d)
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(
+		gomega.ConsistOf(gomega.ContainSubstring("(on the namespace)")))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
+
+	// The emergency override rolls at once.
+	update(t, d, func(d *appsv1.Deployment) { d.Annotations[plan.RolloutOverrideAnnotation] = "true" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
 }
