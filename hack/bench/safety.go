@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/reroll/reroll/internal/plan"
 )
@@ -94,21 +95,19 @@ func (s *rolloutSimulator) see(ctx context.Context, d *appsv1.Deployment) {
 	}
 }
 
-// complete writes a status that reports generation gen rolled out.
+// complete writes a status that reports generation gen rolled out,
+// re-reading on a conflict with Reroll's writes.
 func (s *rolloutSimulator) complete(ctx context.Context, ns, name string, gen int64) {
-	for ctx.Err() == nil {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		d, err := s.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			logf("simulator: reading %s/%s: %v", ns, name, err)
-			return
-		}
-		if d.Status.ObservedGeneration >= gen {
-			return
+		if err != nil || d.Status.ObservedGeneration >= gen {
+			return err
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
-		if _, err = s.cs.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err == nil {
-			return
-		}
+		_, err = s.cs.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
 		logf("simulator: writing the status of %s/%s: %v", ns, name, err)
 	}
 }

@@ -310,7 +310,12 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 	case plan.Roll:
 		log.Info("Rolled workload", "changes", summary, "way", string(p.Roll.Way), "strategy", string(r.Options.Strategy), "dialect", string(p.OptIn.Dialect))
 	case plan.DeferredRollout:
-		log.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "since", p.Deferral.Since, "until", p.Deferral.Until)
+		// Logged once per reason; each later check at V(1).
+		l := log.V(1)
+		if len(p.Annotations) > 0 {
+			l = log.V(0)
+		}
+		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "since", p.Deferral.Since, "until", p.Deferral.Until)
 	case plan.FirstSight:
 		log.Info("Recorded consumed data on first sight", "references", len(p.References))
 	case plan.Skipped:
