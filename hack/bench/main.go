@@ -339,7 +339,9 @@ func startRun(ctx context.Context, tr *tracker, ch *changer, bin, kubeconfig, lo
 		return nil, nil, err
 	}
 	r := &run{Flags: flags, StartupSeconds: rp.Ready.Sub(rp.Started).Seconds()}
-	if err := tr.waitRecorded(ctx, deployments, 5*time.Minute); err != nil {
+	// First sight is one PATCH per Deployment at Reroll's --kube-api-qps
+	// (50): 10,000 Deployments take 200 s at best.
+	if err := tr.waitRecorded(ctx, deployments, max(5*time.Minute, time.Duration(deployments/25)*time.Second)); err != nil {
 		rp.stop()
 		return nil, nil, err
 	}
