@@ -152,6 +152,9 @@ type WorkloadReconciler struct {
 	// rollouts counts running and waiting rollouts across kinds for the
 	// concurrent rollout bound; shared by every kind's reconciler.
 	rollouts *rollouts
+	// slotFreed carries requests to reconcile workloads of r's kind that
+	// wait for a slot (rollouts.wakeOldest); nil for kinds not counted.
+	slotFreed chan event.GenericEvent
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations set rollout windows and bounds.
 	readNamespaces bool
@@ -276,6 +279,13 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
 		r.rollouts.started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
+	}
+	if stamp, ok := p.Annotations[plan.RolledAtAnnotation]; ok && stamp == "" && r.rollouts != nil {
+		// A slot freed: the oldest waiting workloads need not wait for
+		// their next check.
+		if err := r.rollouts.wakeOldest(ctx, r.Client); err != nil {
+			log.Error(err, "Waking workloads waiting for a rollout slot")
+		}
 	}
 	if p.Outcome == plan.Notify {
 		// Recorded: the next change is a new notification.

@@ -109,6 +109,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			}
 			continue
 		}
+		var wake chan event.GenericEvent
+		if p, ok := progressOf(kind); ok {
+			wake = make(chan event.GenericEvent, wakeBuffer)
+			counted.kinds = append(counted.kinds, progressKind{kind: kind, progress: p, wake: wake})
+		}
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
@@ -118,6 +123,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			endpoint:  endpoint,
 			metrics:   metrics.NewWorkloads(kind.Name(), nil),
 			rollouts:  counted,
+			slotFreed: wake,
 
 			readNamespaces: readNamespaces,
 		}
@@ -127,9 +133,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
-		}
-		if p, ok := progressOf(kind); ok {
-			counted.kinds = append(counted.kinds, progressKind{kind: kind, progress: p})
 		}
 		if opts.Admission.Enabled {
 			r.registerWebhook(mgr)
@@ -161,7 +164,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
-		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+		For(r.Kind.New(), builder.WithPredicates(r.workloadChanges()))
 	// ConfigMaps and Secrets: a data change maps through the reference
 	// index to the workloads that may consume the object. Updates of
 	// other metadata are dropped here, before any work. A kind in
@@ -183,6 +186,11 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// deletes pass too; status updates do not.
 		b = b.Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.requestsForTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	if r.slotFreed != nil {
+		// Workloads waiting for a slot of the concurrent rollout bound,
+		// woken when another rollout completes (see wakeOldest).
+		b = b.WatchesRawSource(source.Channel(r.slotFreed, &handler.EnqueueRequestForObject{}))
 	}
 	if r.delivered != nil {
 		// Deliveries to the notification endpoint that ended: the workload's
@@ -207,6 +215,18 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil
+}
+
+// workloadChanges passes the workload events that may change a decision:
+// generation and annotation changes, and, for kinds that report progress,
+// the status update that completes a rollout Reroll stamped (it frees a
+// slot of the concurrent rollout bound).
+func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
+	ps := []predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}
+	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
+		ps = append(ps, finished(p))
+	}
+	return predicate.Or(ps...)
 }
 
 // DefaultMaxConcurrentReconciles is the default of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
@@ -56,17 +59,29 @@ type rollouts struct {
 	now    func() time.Time
 }
 
-// progressKind is a kind whose status reports rollout progress.
+// progressKind is a kind whose status reports rollout progress; wake
+// carries requests to reconcile its workloads (see wakeOldest).
 type progressKind struct {
 	kind     workload.Kind
 	progress workload.Progresser
+	wake     chan event.GenericEvent
 }
 
+// wakeBuffer is the room for wake-ups per kind; a wake-up that does not fit
+// is dropped (the workload is decided again on its Recheck anyway).
+const wakeBuffer = 256
+
+// wakeCount is how many of the oldest waiting workloads a freed slot wakes:
+// more than one, in case the oldest is held by its Namespace's bound.
+const wakeCount = 3
+
 type inflight struct {
-	kind     workload.Kind
-	key      client.ObjectKey
-	rolledAt string
-	until    time.Time
+	kind workload.Kind
+	key  client.ObjectKey
+	// before is the resourceVersion the rollout's patch was guarded by:
+	// once the cache holds another, it holds the patch (or a later write).
+	before string
+	until  time.Time
 }
 
 func newRollouts(timeout time.Duration, reader client.Reader, now func() time.Time) *rollouts {
@@ -127,7 +142,7 @@ func (t *rollouts) count(ctx context.Context, c client.Reader, self client.Objec
 		}
 		obj := f.kind.New()
 		err := c.Get(ctx, f.key, obj)
-		if apierrors.IsNotFound(err) || (err == nil && obj.GetAnnotations()[plan.RolledAtAnnotation] == f.rolledAt) || !now.Before(f.until) {
+		if apierrors.IsNotFound(err) || (err == nil && obj.GetResourceVersion() != f.before) || !now.Before(f.until) {
 			// The cache caught up (and the rollout, if still running, was
 			// counted above), the workload is gone, or the deadline passed.
 			delete(t.inflight, uid)
@@ -184,14 +199,66 @@ func (t *rollouts) each(ctx context.Context, c client.Reader, v string, f func(p
 	return nil
 }
 
-// started notes a rollout written with stamp rolledAt, until the cache
-// shows it. The caller holds mu.
+// wakeOldest asks for a reconcile of the wakeCount oldest workloads waiting
+// for a slot, so that a freed slot is taken at once rather than at their
+// next Recheck.
+func (t *rollouts) wakeOldest(ctx context.Context, c client.Reader) error {
+	type waiting struct {
+		pk    progressKind
+		key   client.ObjectKey
+		since time.Time
+	}
+	var all []waiting
+	now := t.now()
+	// Reads the cache only: no need for mu.
+	err := t.each(ctx, c, rolloutWaiting, func(pk progressKind, obj client.Object) {
+		all = append(all, waiting{pk, client.ObjectKeyFromObject(obj), plan.PendingSince(obj.GetAnnotations(), now)})
+	})
+	if err != nil {
+		return err
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].since.Equal(all[j].since) {
+			return all[i].since.Before(all[j].since)
+		}
+		return all[i].key.String() < all[j].key.String()
+	})
+	for _, w := range all[:min(wakeCount, len(all))] {
+		obj := w.pk.kind.New()
+		obj.SetNamespace(w.key.Namespace)
+		obj.SetName(w.key.Name)
+		select {
+		case w.pk.wake <- event.GenericEvent{Object: obj}:
+		default:
+		}
+	}
+	return nil
+}
+
+// finished passes the update of a workload whose rollout, stamped by
+// Reroll, the status now reports complete: its reconcile frees the slot.
+func finished(p workload.Progresser) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if _, ok := plan.RolledAt(e.ObjectNew.GetAnnotations()); !ok {
+				return false
+			}
+			return !p.Progress(e.ObjectOld).Done && p.Progress(e.ObjectNew).Done
+		},
+	}
+}
+
+// started notes a rollout stamped rolledAt and written over obj (as read,
+// before the write), until the cache shows the write. The caller holds mu.
 func (t *rollouts) started(k workload.Kind, obj client.Object, rolledAt string, deadline time.Duration) {
 	at, err := time.Parse(time.RFC3339, rolledAt)
 	if err != nil {
 		return
 	}
-	t.inflight[obj.GetUID()] = inflight{kind: k, key: client.ObjectKeyFromObject(obj), rolledAt: rolledAt, until: at.Add(deadline)}
+	t.inflight[obj.GetUID()] = inflight{kind: k, key: client.ObjectKeyFromObject(obj), before: obj.GetResourceVersion(), until: at.Add(deadline)}
 }
 
 // Metrics of the bound, computed from the cache at each scrape.
