@@ -139,9 +139,13 @@ func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
 // restore copies from old to obj each field Reroll manages that old has and
 // obj lacks; a value obj carries is never overwritten. It makes no API call.
 func (h *workloadAdmission) restore(old, obj client.Object) error {
-	if v, ok := old.GetAnnotations()[ObservedAnnotation]; ok {
-		if _, has := obj.GetAnnotations()[ObservedAnnotation]; !has {
-			setAnnotation(obj, ObservedAnnotation, v)
+	// The record, and the rollout gates' state: a replace must not drop a
+	// deferred change's place in the queue or a running rollout's slot.
+	for _, key := range []string{ObservedAnnotation, plan.PendingAnnotation, plan.RolledAtAnnotation} {
+		if v, ok := old.GetAnnotations()[key]; ok {
+			if _, has := obj.GetAnnotations()[key]; !has {
+				setAnnotation(obj, key, v)
+			}
 		}
 	}
 	if v, ok := old.GetLabels()[ManagedLabel]; ok {
