@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,7 +193,7 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
 	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("cfg")))
 	create(t, d)
-	startReroll(t, ns, Options{})
+	rr := startReroll(t, ns, Options{})
 	recorded(t, d)
 
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
@@ -199,8 +201,33 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 		gomega.ConsistOf(gomega.ContainSubstring("(on the namespace)")))
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 
+	// The gauges, read from this run's cache (one namespace).
+	gauges := newRollouts(0, rr.cache, time.Now)
+	gauges.kinds = []progressKind{{kind: workload.Deployment{}, progress: workload.Deployment{}}}
+	g.Eventually(func() map[*prometheus.Desc]float64 { return collect(t, gauges) }).Should(gomega.And(
+		gomega.HaveKeyWithValue(rolloutsRunningDesc, 0.0),
+		gomega.HaveKeyWithValue(rolloutsWaitingDesc, 1.0),
+		gomega.HaveKeyWithValue(oldestWaitingDesc, gomega.BeNumerically(">", 0)),
+	))
+
 	// The emergency override rolls at once.
 	update(t, d, func(d *appsv1.Deployment) { d.Annotations[plan.RolloutOverrideAnnotation] = "true" })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
+}
+
+// collect returns the samples of a collector of unlabelled gauges, by
+// descriptor.
+func collect(t *testing.T, c prometheus.Collector) map[*prometheus.Desc]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 8)
+	c.Collect(ch)
+	close(ch)
+	out := map[*prometheus.Desc]float64{}
+	for m := range ch {
+		var d dto.Metric
+		newT(t).Expect(m.Write(&d)).To(gomega.Succeed())
+		out[m.Desc()] = d.GetGauge().GetValue()
+	}
+	return out
 }
