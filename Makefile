@@ -12,8 +12,17 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the reroll binary into bin/reroll.
+build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll.
 	$(GO) build -o bin/reroll ./cmd/reroll
+	$(GO) build -o bin/kubectl-reroll ./cmd/kubectl-reroll
+
+# The release tag that krew-manifest names; see docs/kubectl-plugin.md.
+VERSION ?= v0.0.0-dev
+KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+.PHONY: krew-manifest
+krew-manifest: ## Build kubectl-reroll archives into dist/ and render the krew manifest dist/krew/reroll.yaml for VERSION.
+	VERSION=$(VERSION) hack/krew.sh $(KREW_PLATFORMS)
 
 .PHONY: tools
 tools: ## Build the local control plane's binaries into bin/ (cached by version; ~10 min the first time).
@@ -50,7 +59,7 @@ test-unit: ## Run only the tests that need no control plane.
 	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/
 
 .PHONY: manifests
-manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers and deploy/reroll.yaml from config/default.
+manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs and deepcopy functions from api/, and deploy/reroll.yaml from config/default.
 	hack/manifests.sh
 
 .PHONY: docs

@@ -5,8 +5,11 @@
 # kube-scheduler and kwok (fake nodes and pods), runs Reroll as a local
 # process, applies examples/reroll-demo.yaml, edits the ConfigMap, and shows
 # the rollout Reroll triggered. Then it shows that a label-only edit rolls
-# nothing. It stops everything it started and exits 0 only if every step was
-# observed.
+# nothing, and runs the kubectl plugin: `kubectl reroll who-uses` and
+# `kubectl reroll plan` on the demo's objects. The second act applies
+# examples/projection-harbor.yaml, rotates its Secret and shows the custom
+# resource's field follow. It stops everything it started and exits 0 only
+# if every step was observed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,8 +24,11 @@ step "Building the control plane's binaries (only what is missing; the first bui
 hack/tools.sh etcd kube kwok
 # The kubectl built beside the control plane matches its version exactly.
 PATH="$(hack/tools.sh --dir kube):$PATH"
-step "Building Reroll"
+step "Building Reroll and its kubectl plugin"
 go build -o bin/reroll ./cmd/reroll
+go build -o bin/kubectl-reroll ./cmd/kubectl-reroll
+# kubectl finds plugins on PATH: bin/kubectl-reroll is `kubectl reroll`.
+PATH="$root/bin:$PATH"
 go build -o bin/controlplane ./hack/controlplane
 
 reroll_pid=""
@@ -47,12 +53,17 @@ eval "$(bin/controlplane up --dir "$dir" --full | tail -n 1)"
 kubectl get nodes
 
 step "Starting Reroll (a local process using the generated kubeconfig)"
-bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 >"$dir.reroll.log" 2>&1 &
+# The Projection CRD and a random digest key, for the second act.
+kubectl apply --server-side -f config/crd/bases/reroll.dev_projections.yaml
+kubectl wait crd/projections.reroll.dev --for=condition=Established --timeout=60s
+head -c 32 /dev/urandom | base64 >"$dir.projection-key"
+bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 \
+  --enable-projections --projection-key-file "$dir.projection-key" >"$dir.reroll.log" 2>&1 &
 reroll_pid=$!
 echo "reroll pid $reroll_pid, log in $dir.reroll.log"
 
 step "Applying examples/reroll-demo.yaml"
-kubectl apply -f examples/
+kubectl apply -f examples/reroll-demo.yaml
 kubectl -n $ns rollout status deployment/web --timeout=120s
 kubectl -n $ns wait deployment/web --for=jsonpath='{.metadata.annotations.reroll\.dev/observed}' --timeout=60s >/dev/null ||
   fail "Reroll did not record the Deployment on first sight"
@@ -102,4 +113,69 @@ gen_after=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 2 ]] || fail "a new ReplicaSet appeared"
 echo "pod template unchanged, the Deployment was not written to, still 2 ReplicaSets."
 
-step "Demo complete: one data change, one rollout; metadata changes and unread keys, none"
+step "kubectl reroll who-uses: which workloads read app-config and db-credentials, how, and which keys roll them"
+echo "$ kubectl reroll -n $ns who-uses configmap/app-config"
+kubectl reroll -n $ns who-uses configmap/app-config
+echo
+echo "$ kubectl reroll -n $ns who-uses secret/db-credentials -o wide"
+uses=$(kubectl reroll -n $ns who-uses secret/db-credentials -o wide)
+echo "$uses"
+[[ "$uses" == *"Deployment/web"*"env(web)"*"password"*"yes"* ]] || fail "who-uses did not find the Deployment reading db-credentials"
+
+step "kubectl reroll plan: what a pull request changing GREETING and the database username would roll, before it is applied"
+plan_file="$dir.plan.yaml"
+cat >"$plan_file" <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config
+  namespace: reroll-demo
+data:
+  LOG_LEVEL: debug
+  GREETING: bonjour        # changed: web reads every key through envFrom
+  app.yaml: |
+    listen: ":8080"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db-credentials
+  namespace: reroll-demo
+stringData:
+  password: correct-horse
+  username: someone-new    # changed: web does not read this key
+YAML
+echo "$ kubectl reroll plan -f $(basename "$plan_file")"
+plan=$(kubectl reroll plan -f "$plan_file")
+echo "$plan"
+[[ "$plan" == *"Deployment/web"*"yes"*"ConfigMap/app-config changed keys GREETING"* ]] || fail "plan did not predict the rollout of web"
+rc=0
+kubectl reroll plan -f "$plan_file" --fail-on-rollout >/dev/null || rc=$?
+echo "with --fail-on-rollout, for a CI check: exit status $rc"
+[[ $rc -eq 2 ]] || fail "plan --fail-on-rollout exited $rc, want 2"
+[[ $(kubectl -n $ns get configmap app-config -o jsonpath='{.data.GREETING}') == hello ]] || fail "plan changed the ConfigMap"
+
+step "Second act: a Projection keeps a custom resource's inline S3 access key equal to a Secret (examples/projection-harbor.yaml)"
+example=examples/projection-harbor.yaml
+# The example's first document is the HarborCluster-shaped CRD: established
+# before the custom resource is applied.
+awk '/^---$/{exit} {print}' "$example" | kubectl apply -f -
+kubectl wait crd/harborclusters.example.reroll.dev --for=condition=Established --timeout=60s
+kubectl apply -f "$example"
+access_key='{.spec.storage.spec.s3.accessKey}'
+kubectl -n harbor wait harborcluster/harbor --for=jsonpath="$access_key"=AKIA-FIRST --timeout=60s >/dev/null ||
+  fail "the Projection did not write the access key"
+kubectl -n harbor get projection harbor-s3
+echo "spec.storage.spec.s3.accessKey: $(kubectl -n harbor get harborcluster harbor -o jsonpath="$access_key")"
+
+step "Rotating the Secret: accessKey AKIA-FIRST -> AKIA-SECOND"
+kubectl -n harbor patch secret harbor-s3 --type merge -p '{"stringData":{"accessKey":"AKIA-SECOND"}}'
+kubectl -n harbor wait harborcluster/harbor --for=jsonpath="$access_key"=AKIA-SECOND --timeout=60s >/dev/null ||
+  fail "the Projection did not write the rotated access key"
+echo "spec.storage.spec.s3.accessKey: $(kubectl -n harbor get harborcluster harbor -o jsonpath="$access_key")"
+echo "Who owns it (server-side apply field managers of the HarborCluster):"
+kubectl -n harbor get harborcluster harbor -o jsonpath='{range .metadata.managedFields[*]}  {.manager} ({.operation}){"\n"}{end}'
+echo "The Events on the HarborCluster:"
+kubectl -n harbor get events --field-selector involvedObject.kind=HarborCluster,reason=Written -o custom-columns='TYPE:.type,REASON:.reason,MESSAGE:.message'
+
+step "Demo complete: one data change, one rollout; metadata changes and unread keys, none; the plugin says so before you apply; a rotated Secret, a rewritten custom resource field"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/workload"
@@ -40,25 +42,28 @@ func main() {
 
 func run(args []string) error {
 	setGCPercent()
-	var f flags
-	fs := newFlagSet(&f)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
+	f, opts, err := configure(args, os.Getenv)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if f == nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q; every setting is a --flag", fs.Args())
-	}
-	logger, err := newLogger(f.logFormat, f.logLevel)
-	if err != nil {
-		return err
+	logger, lerr := newLogger(f.logFormat, f.logLevel)
+	if lerr != nil {
+		return errors.Join(lerr, err)
 	}
 	ctrl.SetLogger(logger)
-	opts, err := f.options(os.Getenv)
 	if err != nil {
 		return err
+	}
+	projectionOpts, err := f.projections.options()
+	if err != nil {
+		return err
+	}
+	projectionOpts.IgnoreSecrets, projectionOpts.IgnoreConfigMaps = opts.Annotations.IgnoreSecrets, opts.Annotations.IgnoreConfigMaps
+	for _, name := range unimplemented(f.set) {
+		warn(logger, "Ignoring a Reloader flag that Reroll does not implement", "flag", name)
 	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -75,6 +80,12 @@ func run(args []string) error {
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := controller.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
 	mo := opts.Scope.ManagerOptions()
@@ -109,8 +120,16 @@ func run(args []string) error {
 	if err := controller.Setup(ctx, mgr, opts); err != nil {
 		return err
 	}
+	if err := setupProjections(mgr, f.projections, projectionOpts); err != nil {
+		return err
+	}
 	if err := freeMemoryAfterSync(mgr); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
+	}
+	if f.enablePProf {
+		if err := mgr.Add(pprofServer{addr: f.pprofAddr}); err != nil {
+			return fmt.Errorf("adding the pprof server: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
@@ -140,6 +159,33 @@ func run(args []string) error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// configure parses args and builds the controller's options from them and
+// env: everything run does before it talks to the API server. The flags are
+// nil when args do not parse (pflag.ErrHelp for --help); otherwise err lists
+// every malformed value, each naming its flag.
+func configure(args []string, env func(string) string) (*flags, controller.Options, error) {
+	f := &flags{}
+	fs := newFlagSet(f)
+	if err := fs.Parse(args); err != nil {
+		return nil, controller.Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return nil, controller.Options{}, fmt.Errorf("unexpected arguments %q; every setting is a --flag", fs.Args())
+	}
+	opts, err := f.options(env)
+	return f, opts, err
+}
+
+// warn logs msg at zap's warning level when logger is backed by zap, and as
+// an info line otherwise; logr itself has no warning level.
+func warn(logger logr.Logger, msg string, keysAndValues ...any) {
+	if u, ok := logger.GetSink().(zapr.Underlier); ok {
+		u.GetUnderlying().Sugar().Warnw(msg, keysAndValues...)
+		return
+	}
+	logger.Info(msg, keysAndValues...)
 }
 
 // restConfig loads the client configuration from path, or from the usual

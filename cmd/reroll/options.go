@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -60,6 +59,15 @@ type flags struct {
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
 	webhook            webhookFlags
+	projections        projectionFlags
+	enablePProf        bool
+	pprofAddr          string
+	enableCSI          bool
+	// reloaderOnly holds the values of reloaderOnlyFlags, which are
+	// accepted and ignored.
+	reloaderOnly map[string]*string
+	// set is the parsed flag set, to tell which flags were given.
+	set *pflag.FlagSet
 }
 
 // newFlagSet binds every flag to f.
@@ -87,6 +95,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.names.Ignore, "ignore-annotation", d.Ignore, "Annotation on a ConfigMap or Secret that makes it never roll anything.")
 	fs.StringVar(&f.names.PausePeriod, "pause-deployment-annotation", d.PausePeriod, "Annotation on a Deployment: how long to keep it paused after each rollout.")
 	fs.StringVar(&f.names.PausedAt, "pause-deployment-time-annotation", d.PausedAt, "Annotation Reroll writes on a Deployment it paused: when the pause began.")
+	fs.StringVar(&f.names.SecretProviderClassAuto, "spc-auto-annotation", d.SecretProviderClassAuto, "With --enable-csi-integration: annotation that rolls the workload on every SecretProviderClass its CSI volumes mount (the flag of earlier Reloader releases).")
+	fs.StringVar(&f.names.SecretProviderClassReload, "spc-annotation", d.SecretProviderClassReload, "With --enable-csi-integration: annotation listing SecretProviderClasses (regular expressions) that roll the workload (the flag of earlier Reloader releases).")
 	fs.StringSliceVar(&f.resourcesToIgnore, "resources-to-ignore", nil, "Kinds never watched: configMaps, secrets.")
 	fs.StringSliceVar(&f.ignoredWorkloads, "ignored-workload-types", nil, "Workload kinds never rolled: deployments, statefulsets, daemonsets, jobs, cronjobs, rollouts, deploymentconfigs, or the plural of a --workload kind.")
 	fs.StringSliceVar(&f.namespaces, "namespaces", nil, "Only these namespaces are watched (default all; KUBERNETES_NAMESPACE also sets one).")
@@ -100,7 +110,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
-	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", workload.CronJobTriggerNone, `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once, as Reloader does); the annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
+	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many workloads of each kind are reconciled at once.")
@@ -110,9 +120,26 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.pausePeriod, "pause-period", 0, "Pause period of every workload that sets none: a Deployment stays paused this long after each rollout Reroll triggers; other kinds hold the rollout this long after the first change. 0 is none.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
-	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, "Also delete and re-create Jobs that have finished; by default only running Jobs are re-created.")
+	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, `Whether Jobs that have finished are deleted and re-created too (running Jobs always are). Unset: yes for Jobs opted in with Reloader's annotations, as Reloader does, no for reroll.dev ones. The annotation reroll.dev/recreate-completed overrides it per Job.`)
+	fs.BoolVar(&f.enablePProf, "enable-pprof", false, "Serve Go's net/http/pprof profiles under /debug/pprof/ on --pprof-addr (Reloader's flag). Off by default: a profile shows memory contents to whoever reaches the port.")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", ":6060", "Address of the pprof server with --enable-pprof.")
+	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")
+	f.reloaderOnly = map[string]*string{}
+	addReloaderOnlyFlags(fs, f.reloaderOnly)
 	addWebhookFlags(fs, &f.webhook)
+	addProjectionFlags(fs, &f.projections)
+	f.set = fs
 	return fs
+}
+
+// recreateCompletedFlag returns --recreate-completed-jobs when it was given,
+// and nil when the dialect decides.
+func (f *flags) recreateCompletedFlag() *bool {
+	if f.set == nil || !f.set.Changed("recreate-completed-jobs") {
+		return nil
+	}
+	v := f.recreateCompleted
+	return &v
 }
 
 // workloadTypes are the names --ignored-workload-types accepts.
@@ -140,13 +167,13 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, fmt.Errorf("--reload-strategy: %w", err))
 	}
 	switch f.cronJobTrigger {
-	case workload.CronJobTriggerNone, workload.CronJobTriggerJob:
+	case "", workload.CronJobTriggerNone, workload.CronJobTriggerJob:
 	default:
 		errs = append(errs, fmt.Errorf("--cronjob-trigger: unknown trigger %q (want none or job)", f.cronJobTrigger))
 	}
 	kinds := append(workload.Builtin(),
 		workload.CronJob{Trigger: f.cronJobTrigger},
-		workload.Job{RecreateCompleted: f.recreateCompleted},
+		workload.Job{RecreateCompleted: f.recreateCompletedFlag()},
 		workload.ArgoRollout(),
 		workload.DeploymentConfig(),
 	)
@@ -163,7 +190,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		Strategy:                strategy,
 		ReloadOnCreate:          f.reloadOnCreate,
 		ReloadOnDelete:          f.reloadOnDelete,
-		Annotations:             annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll},
+		Annotations:             annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
 		WebhookURL:              f.webhookURL,
 		CoalesceWindow:          f.coalesceWindow,
 		CoalesceMaxWait:         f.coalesceMaxWait,
@@ -229,19 +256,22 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 			errs = append(errs, fmt.Errorf("namespace %s is both watched and ignored", ns))
 		}
 	}
-	if f.namespaceSelector != "" {
-		sel, err := labels.Parse(f.namespaceSelector)
+	if unquote(f.namespaceSelector) != "" {
+		sel, err := parseSelector("--namespace-selector", f.namespaceSelector)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--namespace-selector: %w", err))
+			errs = append(errs, err)
 		}
 		o.Scope.NamespaceSelector = sel
 	}
-	if f.resourceSelector != "" {
-		sel, err := labels.Parse(f.resourceSelector)
+	if unquote(f.resourceSelector) != "" {
+		sel, err := parseSelector("--resource-label-selector", f.resourceSelector)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--resource-label-selector: %w", err))
+			errs = append(errs, err)
 		}
 		o.Scope.ResourceSelector = sel
+	}
+	if f.enablePProf && strings.TrimSpace(f.pprofAddr) == "" {
+		errs = append(errs, errors.New("--pprof-addr: an address is required with --enable-pprof"))
 	}
 	if f.webhookURL != "" {
 		if !isHTTPURL(f.webhookURL) {
@@ -254,6 +284,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		"--secret-auto-annotation": f.names.SecretAuto, "--auto-search-annotation": f.names.Search,
 		"--search-match-annotation": f.names.Match, "--ignore-annotation": f.names.Ignore,
 		"--pause-deployment-annotation": f.names.PausePeriod, "--pause-deployment-time-annotation": f.names.PausedAt,
+		"--spc-auto-annotation": f.names.SecretProviderClassAuto, "--spc-annotation": f.names.SecretProviderClassReload,
 	}
 	for _, flag := range slices.Sorted(maps.Keys(names)) {
 		if strings.TrimSpace(names[flag]) == "" {

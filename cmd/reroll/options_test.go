@@ -7,19 +7,18 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
 )
 
+// parse runs args and env through configure, as main does.
 func parse(t *testing.T, env map[string]string, args ...string) (*flags, error) {
 	t.Helper()
-	var f flags
-	if err := newFlagSet(&f).Parse(args); err != nil {
-		return nil, err
-	}
-	_, err := f.options(func(k string) string { return env[k] })
-	return &f, err
+	f, _, err := configure(args, func(k string) string { return env[k] })
+	return f, err
 }
 
 func TestOptions_DefaultsAreReloaders(t *testing.T) {
@@ -167,6 +166,30 @@ func TestOptions_AlertEnv(t *testing.T) {
 			}
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			g.Expect(o.Alerter != nil).To(gomega.Equal(c.on))
+		})
+	}
+}
+
+func TestOptions_BatchFlagsUnsetLetTheDialectDecide(t *testing.T) {
+	cases := map[string]struct {
+		// args are the command line.
+		args []string
+		// trigger is the CronJob kind's Trigger; recreate its Job kind's
+		// RecreateCompleted (nil: not given).
+		trigger  string
+		recreate *bool
+	}{
+		"unset":         {},
+		"given off":     {args: []string{"--cronjob-trigger=none", "--recreate-completed-jobs=false"}, trigger: "none", recreate: ptr.To(false)},
+		"given on":      {args: []string{"--cronjob-trigger=job", "--recreate-completed-jobs"}, trigger: "job", recreate: ptr.To(true)},
+		"only recreate": {args: []string{"--recreate-completed-jobs=true"}, recreate: ptr.To(true)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			_, o, err := configure(tc.args, func(string) string { return "" })
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(o.Kinds).To(gomega.ContainElements(workload.CronJob{Trigger: tc.trigger}, workload.Job{RecreateCompleted: tc.recreate}))
 		})
 	}
 }

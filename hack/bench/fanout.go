@@ -16,7 +16,7 @@ import (
 )
 
 // Reroll's default client limits (--kube-api-qps, --kube-api-burst), which
-// the fanout profile's baseline uses too.
+// the fanout profile's baseline uses too unless -qps is given.
 const (
 	rerollQPS   = 50
 	rerollBurst = 300
@@ -26,8 +26,10 @@ const (
 // every Deployment of the profile changes once.
 type fanoutResult struct {
 	Workloads int `json:"workloads"`
-	// Workers is Reroll's --max-concurrent-reconciles.
-	Workers int `json:"workers"`
+	// Workers is Reroll's --max-concurrent-reconciles; QPS its
+	// --kube-api-qps (burst 300), which the baseline uses too.
+	Workers int     `json:"workers"`
+	QPS     float64 `json:"qps"`
 	// AllPatchedSeconds is from the change's answer to the last
 	// Deployment's patched template.
 	AllPatchedSeconds float64 `json:"allPatchedSeconds"`
@@ -41,7 +43,7 @@ type fanoutResult struct {
 	// (process_cpu_seconds_total).
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// BaselineSeconds is how long as many metadata PATCHes of the same
-	// Deployments take from a client limited like Reroll's (QPS 50, burst
+	// Deployments take from a client limited like Reroll's (QPS, burst
 	// 300) on as many workers: the floor the client's QPS sets.
 	BaselineSeconds float64 `json:"baselineSeconds"`
 }
@@ -49,9 +51,15 @@ type fanoutResult struct {
 // fanout runs the fanout profile: Reroll records every Deployment, then
 // the shared ConfigMap changes once; then, with Reroll stopped, the
 // baseline PATCHes run.
-// workers is Reroll's --max-concurrent-reconciles; 0 keeps its default.
-func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *changer, cfg *rest.Config, rerollBin, kubeconfig, dir string, workers int) error {
+// workers is Reroll's --max-concurrent-reconciles and qps its
+// --kube-api-qps; 0 keeps Reroll's default.
+func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *changer, cfg *rest.Config, rerollBin, kubeconfig, dir string, workers int, qps float64) error {
 	var flags []string
+	if qps > 0 {
+		flags = append(flags, "--kube-api-qps="+strconv.FormatFloat(qps, 'f', -1, 64))
+	} else {
+		qps = rerollQPS
+	}
 	if workers > 0 {
 		flags = append(flags, "--max-concurrent-reconciles="+strconv.Itoa(workers))
 	} else {
@@ -83,24 +91,24 @@ func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 		return err
 	}
 	f := &fanoutResult{
-		Workloads: r.Workloads, Workers: workers, AllPatchedSeconds: r.AllPatchedSeconds,
+		Workloads: r.Workloads, Workers: workers, QPS: qps, AllPatchedSeconds: r.AllPatchedSeconds,
 		RolloutsMin: r.RolloutsMin, RolloutsMax: r.RolloutsMax, Requests: r.Requests, CPUSeconds: cpuAfter - cpuBefore,
 	}
-	logf("fanout: baseline of %d PATCHes at QPS %d, burst %d", p.SharedDeployments, rerollQPS, rerollBurst)
-	if f.BaselineSeconds, err = baseline(ctx, cfg, p.sharedWorkloads(), workers); err != nil {
+	logf("fanout: baseline of %d PATCHes at QPS %v, burst %d", p.SharedDeployments, qps, rerollBurst)
+	if f.BaselineSeconds, err = baseline(ctx, cfg, p.sharedWorkloads(), workers, qps); err != nil {
 		return err
 	}
 	res.Fanout = f
 	return nil
 }
 
-// baseline PATCHes a label of each of ws from a client with Reroll's
-// default QPS and burst on workers goroutines, and returns the seconds it
+// baseline PATCHes a label of each of ws from a client with qps and
+// Reroll's default burst on workers goroutines, and returns the seconds it
 // took. A label rolls nothing and Reroll is stopped, so only the client's
 // limit and the API server's answer time count.
-func baseline(ctx context.Context, cfg *rest.Config, ws []workload, workers int) (float64, error) {
+func baseline(ctx context.Context, cfg *rest.Config, ws []workload, workers int, qps float64) (float64, error) {
 	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = rerollQPS, rerollBurst
+	c.QPS, c.Burst = float32(qps), rerollBurst
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		return 0, err

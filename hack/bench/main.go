@@ -101,6 +101,7 @@ func main() {
 	designs := fs.Bool("designs", true, "also measure the cache of each design (digest, metadata-only)")
 	secretBytes := fs.Int("secret-bytes", 0, "override the profile's Secret size, in bytes (to show memory does not depend on it)")
 	workers := fs.Int("workers", 0, "fanout profile: Reroll's --max-concurrent-reconciles; 0 keeps Reroll's default")
+	qps := fs.Float64("qps", 0, "fanout profile: Reroll's --kube-api-qps, and the baseline's; 0 keeps Reroll's default")
 	hold := fs.Bool("hold", false, "create the profile, print its KUBECONFIG and wait for Ctrl-C instead of running Reroll (to investigate by hand)")
 	probeDesign := fs.String("probe", "", "internal: fill the cache of one design and print what it cost")
 	kubeconfig := fs.String("kubeconfig", "", "internal: kubeconfig for -probe")
@@ -122,7 +123,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers, safetyOptions{bound: *bound, rollout: *rollout})
+	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers, *qps, safetyOptions{bound: *bound, rollout: *rollout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -146,7 +147,7 @@ type safetyOptions struct {
 	rollout time.Duration
 }
 
-func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int, so safetyOptions) (*result, error) {
+func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int, qps float64, so safetyOptions) (*result, error) {
 	res := &result{Profile: p, Machine: machineInfo(), Window: window}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 	}
 	ch := &changer{cs: cs, secretSize: p.SecretSize}
 	if p.Name == "fanout" {
-		if err := fanout(ctx, res, p, tr, ch, cfg, rerollBin, plane.Kubeconfig, dir, workers); err != nil {
+		if err := fanout(ctx, res, p, tr, ch, cfg, rerollBin, plane.Kubeconfig, dir, workers, qps); err != nil {
 			return nil, err
 		}
 		evaluateFanout(res)
@@ -441,7 +442,7 @@ func printTable(res *result) {
 		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment recorded %.2f s later, RSS %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib)
 		fmt.Fprintf(w, "fanout: 1 ConfigMap change -> %d Deployments (%d workers)\tall patched after %.2f s; rollouts per workload %d..%d; Reroll CPU %.2f s\n", f.Workloads, f.Workers, f.AllPatchedSeconds, f.RolloutsMin, f.RolloutsMax, f.CPUSeconds)
 		fmt.Fprintf(w, "  requests\t%s\n", formatRequests(f.Requests, 1))
-		fmt.Fprintf(w, "  baseline: %d PATCHes at QPS %d, burst %d\t%.2f s\n\n", f.Workloads, rerollQPS, rerollBurst, f.BaselineSeconds)
+		fmt.Fprintf(w, "  baseline: %d PATCHes at QPS %v, burst %d\t%.2f s\n\n", f.Workloads, f.QPS, rerollBurst, f.BaselineSeconds)
 		printTargets(w, res)
 		return
 	}

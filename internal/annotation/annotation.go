@@ -32,6 +32,13 @@ type Names struct {
 	// PausedAt ("deployment.reloader.stakater.com/paused-at"): written by
 	// Reroll on a Deployment it paused, the RFC 3339 UTC time of the pause.
 	PausedAt string
+	// SecretProviderClassAuto ("secretproviderclass.reloader.stakater.com/auto")
+	// and SecretProviderClassReload
+	// ("secretproviderclass.reloader.stakater.com/reload"): Auto and the
+	// explicit list for the SecretProviderClasses that Secrets Store CSI
+	// Driver volumes mount (with --enable-csi-integration).
+	SecretProviderClassAuto   string
+	SecretProviderClassReload string
 }
 
 // DefaultNames returns Reloader's default annotation names.
@@ -47,6 +54,9 @@ func DefaultNames() Names {
 		Ignore:          "reloader.stakater.com/ignore",
 		PausePeriod:     "deployment.reloader.stakater.com/pause-period",
 		PausedAt:        "deployment.reloader.stakater.com/paused-at",
+
+		SecretProviderClassAuto:   "secretproviderclass.reloader.stakater.com/auto",
+		SecretProviderClassReload: "secretproviderclass.reloader.stakater.com/reload",
 	}
 }
 
@@ -57,6 +67,9 @@ const (
 	ReloaderExcludeConfigMaps = "configmaps.exclude.reloader.stakater.com/reload"
 	// ReloaderExcludeSecrets is the same for Secrets.
 	ReloaderExcludeSecrets = "secrets.exclude.reloader.stakater.com/reload"
+	// ReloaderExcludeSecretProviderClasses is the same for
+	// SecretProviderClasses.
+	ReloaderExcludeSecretProviderClasses = "secretproviderclasses.exclude.reloader.stakater.com/reload"
 )
 
 // Reroll's own annotations, the reroll.dev equivalents of Reloader's (see
@@ -74,4 +87,11 @@ const (
 	Match             = "reroll.dev/match"
 	Ignore            = "reroll.dev/ignore"
 	PausePeriod       = "reroll.dev/pause-period"
+
+	// AutoSecretProviderClasses, SecretProviderClasses and
+	// ExcludeSecretProviderClasses are typed auto, the list and the exclude
+	// list for SecretProviderClasses (with --enable-csi-integration).
+	AutoSecretProviderClasses    = "reroll.dev/auto-secretproviderclasses"
+	SecretProviderClasses        = "reroll.dev/secretproviderclasses"
+	ExcludeSecretProviderClasses = "reroll.dev/exclude-secretproviderclasses"
 )

@@ -236,3 +236,45 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParse_SecretProviderClasses(t *testing.T) {
+	cfg := Config{Names: DefaultNames(), SecretProviderClasses: true}
+	cases := map[string]struct {
+		// annotations are the workload's.
+		annotations map[string]string
+		// selects is whether SecretProviderClass "vault-db", mounted by the
+		// pod template, decides the workload's rollouts.
+		selects bool
+		// dialect is the dialect parsed.
+		dialect Dialect
+	}{
+		"Reloader's typed auto":    {annotations: map[string]string{"secretproviderclass.reloader.stakater.com/auto": "true"}, selects: true, dialect: DialectReloader},
+		"Reloader's generic auto":  {annotations: map[string]string{"reloader.stakater.com/auto": "true"}, selects: true, dialect: DialectReloader},
+		"Reloader's list":          {annotations: map[string]string{"secretproviderclass.reloader.stakater.com/reload": "vault-.*"}, selects: true, dialect: DialectReloader},
+		"Reroll's typed auto":      {annotations: map[string]string{AutoSecretProviderClasses: "true"}, selects: true, dialect: DialectReroll},
+		"Reroll's list":            {annotations: map[string]string{SecretProviderClasses: "vault-db"}, selects: true, dialect: DialectReroll},
+		"typed auto of ConfigMaps": {annotations: map[string]string{"configmap.reloader.stakater.com/auto": "true"}, selects: false, dialect: DialectReloader},
+		"Reloader's exclude list": {annotations: map[string]string{"reloader.stakater.com/auto": "true", ReloaderExcludeSecretProviderClasses: "vault-db"},
+			selects: false, dialect: DialectReloader},
+		"Reroll's exclude list": {annotations: map[string]string{Auto: "true", ExcludeSecretProviderClasses: "vault-db"}, selects: false, dialect: DialectReroll},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, errs := cfg.Parse(tc.annotations, nil)
+			if len(errs) > 0 {
+				t.Fatalf("Parse errors: %v", errs)
+			}
+			if o.Dialect != tc.dialect {
+				t.Errorf("dialect = %s, want %s", o.Dialect, tc.dialect)
+			}
+			if got := cfg.Selects(o, reference.SecretProviderClass, "vault-db", nil, true); got != tc.selects {
+				t.Errorf("Selects = %v, want %v", got, tc.selects)
+			}
+			off := cfg
+			off.SecretProviderClasses = false
+			if off.Selects(o, reference.SecretProviderClass, "vault-db", nil, true) {
+				t.Errorf("selected without --enable-csi-integration")
+			}
+		})
+	}
+}

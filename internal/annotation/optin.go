@@ -64,6 +64,10 @@ type Config struct {
 	// (--resources-to-ignore).
 	IgnoreConfigMaps bool
 	IgnoreSecrets    bool
+	// SecretProviderClasses reads the SecretProviderClasses that Secrets
+	// Store CSI Driver volumes mount (--enable-csi-integration); without it
+	// that kind is ignored.
+	SecretProviderClasses bool
 }
 
 // DefaultConfig returns Reloader's defaults: its annotation names, nothing
@@ -88,6 +92,12 @@ type OptIn struct {
 	// ExcludeConfigMaps and ExcludeSecrets never roll the workload.
 	ExcludeConfigMaps List
 	ExcludeSecrets    List
+	// AutoSecretProviderClasses, SecretProviderClasses and
+	// ExcludeSecretProviderClasses are the same for the SecretProviderClasses
+	// mounted through Secrets Store CSI Driver volumes.
+	AutoSecretProviderClasses    bool
+	SecretProviderClasses        List
+	ExcludeSecretProviderClasses List
 	// PausePeriod, when positive, keeps a Deployment paused this long after
 	// each rollout Reroll triggers.
 	PausePeriod time.Duration
@@ -107,13 +117,17 @@ type OptIn struct {
 // Enabled reports whether the workload opted in at all.
 func (o OptIn) Enabled() bool {
 	return o.Auto || o.AutoConfigMaps || o.AutoSecrets || o.Search || len(o.ConfigMaps) > 0 || len(o.Secrets) > 0 ||
+		o.AutoSecretProviderClasses || len(o.SecretProviderClasses) > 0 ||
 		len(o.PodReloaderConfigMaps) > 0 || len(o.PodReloaderSecrets) > 0 || o.Wave
 }
 
 // Lists returns the explicit and exclude lists for one kind.
 func (o OptIn) Lists(kind reference.Kind) (include, exclude List) {
-	if kind == reference.Secret {
+	switch kind {
+	case reference.Secret:
 		return o.Secrets, o.ExcludeSecrets
+	case reference.SecretProviderClass:
+		return o.SecretProviderClasses, o.ExcludeSecretProviderClasses
 	}
 	return o.ConfigMaps, o.ExcludeConfigMaps
 }
@@ -123,10 +137,12 @@ func (o OptIn) Lists(kind reference.Kind) (include, exclude List) {
 func (c Config) optInKeys() []string {
 	n := c.Names
 	return []string{n.Auto, n.ConfigMapAuto, n.SecretAuto, n.ConfigMapReload, n.SecretReload, n.Search,
-		Auto, AutoConfigMaps, AutoSecrets, ConfigMaps, Secrets, Search}
+		n.SecretProviderClassAuto, n.SecretProviderClassReload,
+		Auto, AutoConfigMaps, AutoSecrets, ConfigMaps, Secrets, Search, AutoSecretProviderClasses, SecretProviderClasses}
 }
 
-var rerollKeys = []string{Auto, AutoConfigMaps, AutoSecrets, ConfigMaps, Secrets, Search, ExcludeConfigMaps, ExcludeSecrets, PausePeriod}
+var rerollKeys = []string{Auto, AutoConfigMaps, AutoSecrets, ConfigMaps, Secrets, Search, ExcludeConfigMaps, ExcludeSecrets, PausePeriod,
+	AutoSecretProviderClasses, SecretProviderClasses, ExcludeSecretProviderClasses}
 
 // Parse reads a workload's annotations. The opt-in annotations (auto, typed
 // auto, lists, search) come from the workload's metadata or, when none of
@@ -172,6 +188,10 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 	o.Secrets = append(p.list(source, n.SecretReload, true), p.list(source, Secrets, false)...)
 	o.ExcludeConfigMaps = append(p.list(either(ReloaderExcludeConfigMaps), ReloaderExcludeConfigMaps, true), p.list(either(ExcludeConfigMaps), ExcludeConfigMaps, false)...)
 	o.ExcludeSecrets = append(p.list(either(ReloaderExcludeSecrets), ReloaderExcludeSecrets, true), p.list(either(ExcludeSecrets), ExcludeSecrets, false)...)
+	o.AutoSecretProviderClasses = p.anyTrue(source, n.SecretProviderClassAuto, AutoSecretProviderClasses)
+	o.SecretProviderClasses = append(p.list(source, n.SecretProviderClassReload, true), p.list(source, SecretProviderClasses, false)...)
+	o.ExcludeSecretProviderClasses = append(p.list(either(ReloaderExcludeSecretProviderClasses), ReloaderExcludeSecretProviderClasses, true),
+		p.list(either(ExcludeSecretProviderClasses), ExcludeSecretProviderClasses, false)...)
 	for _, key := range []string{n.PausePeriod, PausePeriod} {
 		v, ok := either(key)[key]
 		if !ok {
@@ -271,12 +291,15 @@ func (c Config) Selects(o OptIn, kind reference.Kind, name string, annotations m
 	if o.Search && (IsTrue(annotations[c.Names.Match]) || IsTrue(annotations[Match])) {
 		return true
 	}
-	return o.Auto || (kind == reference.ConfigMap && o.AutoConfigMaps) || (kind == reference.Secret && o.AutoSecrets)
+	return o.Auto || (kind == reference.ConfigMap && o.AutoConfigMaps) || (kind == reference.Secret && o.AutoSecrets) ||
+		(kind == reference.SecretProviderClass && o.AutoSecretProviderClasses)
 }
 
-// Ignores reports whether --resources-to-ignore drops the kind.
+// Ignores reports whether --resources-to-ignore drops the kind, or, for
+// SecretProviderClasses, whether --enable-csi-integration is off.
 func (c Config) Ignores(kind reference.Kind) bool {
-	return (kind == reference.ConfigMap && c.IgnoreConfigMaps) || (kind == reference.Secret && c.IgnoreSecrets)
+	return (kind == reference.ConfigMap && c.IgnoreConfigMaps) || (kind == reference.Secret && c.IgnoreSecrets) ||
+		(kind == reference.SecretProviderClass && !c.SecretProviderClasses)
 }
 
 // SelectionKeys are the annotations of a ConfigMap or Secret that Selects

@@ -59,6 +59,11 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
 	}
+	if !r.Options.Annotations.Ignores(reference.SecretProviderClass) {
+		for _, ref := range reference.SecretProviderClasses(template) {
+			out = append(out, ref.ID())
+		}
+	}
 	if tr, ok := r.Kind.(workload.TemplateReader); ok && templateElsewhere(tr, obj) {
 		// The template's references are in another object: any ConfigMap or
 		// Secret of the namespace may matter, and Reconcile reads which.
@@ -86,7 +91,7 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 		id := reference.Reference{Kind: reference.Secret, Name: name}.ID()
 		out = append(out, id, writtenPrefix+id)
 	}
-	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret, reference.SecretProviderClass} {
 		include, _ := optIn.Lists(kind)
 		for _, name := range include.Names() {
 			out = append(out, reference.Reference{Kind: kind, Name: name}.ID())

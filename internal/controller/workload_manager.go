@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
@@ -55,6 +56,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("creating the %T informer: %w", obj, err)
 		}
+	}
+	if !opts.Annotations.Ignores(reference.SecretProviderClass) {
+		served, err := setupCSI(ctx, mgr, opts.Scope)
+		if err != nil {
+			return err
+		}
+		opts.Annotations.SecretProviderClasses = served
 	}
 	if opts.Strategy == "" {
 		opts.Strategy = trigger.Annotations
@@ -178,6 +186,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if !r.Options.Annotations.IgnoreSecrets {
 		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
 	}
+	if !r.Options.Annotations.Ignores(reference.SecretProviderClass) {
+		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
+		// change of the versions mounted for a SecretProviderClass maps,
+		// through the reference index, to the workloads that mount it.
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsForProviderClassStatus)),
+			builder.WithPredicates(providerClassChanged()))
+	}
 	if readsTemplates {
 		// Deployments whose pod template an Argo Rollout runs
 		// (spec.workloadRef): a change to that template changes what the
@@ -293,26 +308,33 @@ func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope 
 	if err != nil {
 		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
 	}
+	return permitted(ctx, mgr, scope, gvk.Group, mapping.Resource.Resource, "list", "watch", "patch")
+}
+
+// permitted checks, with SelfSubjectAccessReviews, that Reroll may use verbs
+// on resource of group in each namespace of the scope (or cluster-wide); the
+// error names the first missing permission.
+func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource string, verbs ...string) error {
 	namespaces := scope.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		for _, verb := range []string{"list", "watch", "patch"} {
+		for _, verb := range verbs {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: verb, Group: gvk.Group, Resource: mapping.Resource.Resource,
+					Namespace: ns, Verb: verb, Group: group, Resource: resource,
 				},
 			}}
 			if err := mgr.GetClient().Create(ctx, review); err != nil {
-				return fmt.Errorf("checking permission to %s %s: %w", verb, mapping.Resource.Resource, err)
+				return fmt.Errorf("checking permission to %s %s: %w", verb, resource, err)
 			}
 			if !review.Status.Allowed {
 				where := "cluster-wide"
 				if ns != "" {
 					where = "in namespace " + ns
 				}
-				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, mapping.Resource.Resource, gvk.Group, where)
+				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, resource, group, where)
 			}
 		}
 	}

@@ -84,9 +84,10 @@ func (q seenQueue) Seen(req reconcile.Request) {
 func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []reference.Reference) {
 	var c metrics.Counts
 	for _, ref := range refs {
-		if ref.Kind == reference.Secret {
+		switch ref.Kind {
+		case reference.Secret:
 			c.Secrets++
-		} else {
+		case reference.ConfigMap:
 			c.ConfigMaps++
 		}
 	}
@@ -120,10 +121,14 @@ func (r *WorkloadReconciler) recordFailure(obj client.Object, p plan.Plan) {
 // skipReason is the reroll_skipped_total reason for a change held back by
 // the flag (plan.Plan.HeldBy).
 func skipReason(flag string) string {
-	if flag == "--reload-on-create" {
+	switch flag {
+	case "--reload-on-create":
 		return metrics.CreateNotEnabled
+	case "--reload-on-delete":
+		return metrics.DeleteNotEnabled
 	}
-	return metrics.DeleteNotEnabled
+	// A SecretProviderClass status that came or went with a pod.
+	return metrics.NoConsumedKeyChanged
 }
 
 func sourceKinds(changes []plan.Diff) []string {

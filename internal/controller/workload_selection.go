@@ -24,6 +24,9 @@ type cacheSource struct {
 
 // Object implements plan.Source.
 func (s cacheSource) Object(kind reference.Kind, namespace, name string) (plan.Object, bool, error) {
+	if kind == reference.SecretProviderClass {
+		return s.providerClass(namespace, name)
+	}
 	obj := newObject(kind)
 	if err := s.c.Get(s.ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -38,6 +41,9 @@ func (s cacheSource) Object(kind reference.Kind, namespace, name string) (plan.O
 // Names implements plan.Source.
 func (s cacheSource) Names(kind reference.Kind, namespace string) ([]string, error) {
 	var names []string
+	if kind == reference.SecretProviderClass {
+		return s.providerClassNames(namespace)
+	}
 	if kind == reference.Secret {
 		var list corev1.SecretList
 		if err := s.c.List(s.ctx, &list, client.InNamespace(namespace)); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 )
 
 // digestedKey is the data key that marks a cached object whose values were
@@ -121,13 +122,20 @@ func sha1OfEntries(entries []string) string {
 // ConfigMap or Secret it replaces each value with its SHA-256 digest (binaryData
 // moves into data, which the API guarantees shares no key with it) and
 // records the Reloader SHA-1 under a data key no real object can have (read
-// the result with Of, never from Data directly); for every object it drops managedFields and the
+// the result with Of, never from Data directly); a Secrets Store CSI Driver
+// SecretProviderClassPodStatus keeps only the versions of its mounted objects
+// and the time of its last write (see transformCSI); for every object it drops managedFields and the
 // kubectl last-applied-configuration annotation, which Reroll never reads and
 // which would keep a copy of the data. It is idempotent: client-go may apply
 // it twice to the same object, and the second call changes nothing. Objects
 // of other types, and tombstones, pass through unchanged. It never returns an
 // error.
 func Transform(obj any) (any, error) {
+	if o, ok := obj.(*csiv1.SecretProviderClassPodStatus); ok {
+		// Before managedFields go: they hold the time of the last write.
+		transformCSI(o)
+		return obj, nil
+	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return obj, nil

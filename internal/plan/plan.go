@@ -94,8 +94,10 @@ type Input struct {
 	// Rollout with spec.workloadRef, the referenced Deployment's (an empty
 	// one when that does not exist). Never nil.
 	Template *corev1.PodTemplateSpec
-	// Action is how the object rolls (workload.ActionOf).
-	Action workload.Action
+	// Action is how the object rolls (workload.ActionOf) when it opted in
+	// with Reroll's annotations; ReloaderAction when it opted in with
+	// Reloader's, whose defaults differ for CronJobs and finished Jobs.
+	Action, ReloaderAction workload.Action
 	// Pausable is true for kinds with Reloader's pause period
 	// (Deployments); Paused is their spec.paused.
 	Pausable, Paused bool
@@ -118,7 +120,8 @@ type Input struct {
 func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSpec, now time.Time) Input {
 	in := Input{
 		Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()),
-		Annotations: obj.GetAnnotations(), Template: template, Action: workload.ActionOf(k, obj),
+		Annotations: obj.GetAnnotations(), Template: template,
+		Action: workload.ActionOf(k, obj, false), ReloaderAction: workload.ActionOf(k, obj, true),
 		Deleting: obj.GetDeletionTimestamp() != nil, Now: now,
 	}
 	if p, ok := k.(workload.Pausable); ok {
@@ -302,6 +305,10 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		optIn.PausePeriod = o.PausePeriod
 	}
 	p.OptIn, p.Problems = optIn, problems
+	if optIn.Dialect == annotation.DialectReloader && in.ReloaderAction.Way != "" {
+		// Reloader's behaviour for workloads opted in with its annotations.
+		in.Action = in.ReloaderAction
+	}
 	if len(problems) > 0 {
 		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: " + msg})
@@ -437,6 +444,10 @@ func (d Diff) object() change.Object {
 // back, or "" when it rolls.
 func heldBy(o Options, d Diff) string {
 	switch {
+	case d.Ref.Kind == reference.SecretProviderClass && (d.Created || d.Deleted):
+		// A SecretProviderClass's statuses come and go with the pods that
+		// mount it; only a change of mounted versions rolls, as in Reloader.
+		return "--enable-csi-integration"
 	case d.Created && !o.ReloadOnCreate:
 		return "--reload-on-create"
 	case d.Deleted && !o.ReloadOnDelete:

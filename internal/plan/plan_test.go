@@ -83,6 +83,7 @@ func TestDecide(t *testing.T) {
 		annotations map[string]string       // the workload's metadata annotations
 		template    *corev1.PodTemplateSpec // its pod template; template([cfg]) when nil
 		action      workload.Action         // how its kind rolls; ByTemplate when zero
+		reloaderAct workload.Action         // how it rolls in Reloader's dialect; action when zero
 		before      memory                  // the objects when Reroll recorded; nil: no record yet
 		record      string                  // the record, instead of one made from before
 		extra       map[string]string       // more workload annotations, added after the record
@@ -460,7 +461,7 @@ func TestDecide(t *testing.T) {
 		},
 		"a CronJob without the job trigger records and does not restart": {
 			annotations: auto,
-			action:      workload.CronJob{}.Action(cronJob(nil)),
+			action:      workload.CronJob{}.Action(cronJob(nil), false),
 			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
 			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
 			want:        NotRolled,
@@ -471,9 +472,32 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
+		"a CronJob opted in with Reloader's annotations creates a Job, as Reloader does": {
+			annotations: reloaderAuto,
+			action:      workload.CronJob{}.Action(cronJob(nil), false),
+			reloaderAct: workload.CronJob{}.Action(cronJob(nil), true),
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        Roll,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				if p.Roll.Way != workload.ByJob {
+					t.Errorf("way = %s, want %s", p.Roll.Way, workload.ByJob)
+				}
+			},
+		},
+		"a CronJob opted in with Reroll's annotations keeps the quiet default": {
+			annotations: auto,
+			action:      workload.CronJob{}.Action(cronJob(nil), false),
+			reloaderAct: workload.CronJob{}.Action(cronJob(nil), true),
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        NotRolled,
+			changes:     "ConfigMap/cfg changed keys a",
+		},
 		"a CronJob with the job trigger creates a Job named after the data": {
 			annotations: auto,
-			action:      workload.CronJob{}.Action(cronJob(map[string]string{workload.CronJobTriggerAnnotation: "job"})),
+			action:      workload.CronJob{}.Action(cronJob(map[string]string{workload.CronJobTriggerAnnotation: "job"}), false),
 			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
 			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
 			want:        Roll,
@@ -525,7 +549,7 @@ func TestDecide(t *testing.T) {
 				c.opts(&o)
 			}
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Annotations: map[string]string{},
-				Template: c.template, Action: c.action, Pausable: true, Now: now}
+				Template: c.template, Action: c.action, ReloaderAction: c.reloaderAct, Pausable: true, Now: now}
 			if in.Template == nil {
 				in.Template = template([]string{"cfg"})
 			}

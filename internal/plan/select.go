@@ -228,7 +228,16 @@ func (s *selector) reloader(optIn annotation.OptIn, template *corev1.PodTemplate
 			return err
 		}
 	}
-	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+	// SecretProviderClasses that Secrets Store CSI Driver volumes mount
+	// (--enable-csi-integration); an ignored kind is not even looked at.
+	if !s.cfg.Ignores(reference.SecretProviderClass) {
+		for _, ref := range reference.SecretProviderClasses(template) {
+			if err := consider(ref, false); err != nil {
+				return err
+			}
+		}
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret, reference.SecretProviderClass} {
 		include, _ := optIn.Lists(kind)
 		if s.cfg.Ignores(kind) || len(include) == 0 {
 			continue
@@ -282,7 +291,8 @@ func (s *selector) rule(o annotation.OptIn, kind reference.Kind, name string, an
 		return RuleSearchMatch
 	case o.Auto:
 		return RuleAuto
-	case (kind == reference.ConfigMap && o.AutoConfigMaps) || (kind == reference.Secret && o.AutoSecrets):
+	case (kind == reference.ConfigMap && o.AutoConfigMaps) || (kind == reference.Secret && o.AutoSecrets) ||
+		(kind == reference.SecretProviderClass && o.AutoSecretProviderClasses):
 		return RuleAutoKind
 	case o.Search:
 		return RuleNoMatch

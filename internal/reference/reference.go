@@ -15,7 +15,52 @@ const (
 	ConfigMap Kind = "ConfigMap"
 	// Secret is the kind of a core/v1 Secret.
 	Secret Kind = "Secret"
+	// SecretProviderClass is the kind of a Secrets Store CSI Driver
+	// SecretProviderClass (secrets-store.csi.x-k8s.io/v1) that a CSI volume
+	// mounts. Its data are the versions of the objects the driver mounted,
+	// as its SecretProviderClassPodStatus objects record them.
+	SecretProviderClass Kind = "SecretProviderClass"
 )
+
+// CSIDriver is the name of the Secrets Store CSI Driver, and
+// CSIProviderClassAttribute the volume attribute naming the
+// SecretProviderClass a CSI volume mounts.
+const (
+	CSIDriver                 = "secrets-store.csi.k8s.io"
+	CSIProviderClassAttribute = "secretProviderClass"
+)
+
+// SecretProviderClasses returns the SecretProviderClasses the pod template
+// mounts through Secrets Store CSI Driver volumes (driver
+// secrets-store.csi.k8s.io, volumeAttributes.secretProviderClass), as
+// Reloader finds them: one Reference per class, sorted by name, each with
+// All set (every mounted object counts) and the containers that mount the
+// volume. They are not part of FromPodTemplate, which lists what the API
+// server resolves for the pod: only --enable-csi-integration reads these.
+func SecretProviderClasses(t *corev1.PodTemplateSpec) []Reference {
+	if t == nil {
+		return nil
+	}
+	c := collector{byID: map[string]*Reference{}, readers: map[string]map[string]bool{}}
+	containers := make([]corev1.Container, 0, len(t.Spec.Containers)+len(t.Spec.InitContainers))
+	containers = append(containers, t.Spec.Containers...)
+	containers = append(containers, t.Spec.InitContainers...)
+	for _, vol := range t.Spec.Volumes {
+		if vol.CSI == nil || vol.CSI.Driver != CSIDriver {
+			continue
+		}
+		var readers []string
+		for _, ctr := range containers {
+			for _, m := range ctr.VolumeMounts {
+				if m.Name == vol.Name {
+					readers = append(readers, ctr.Name)
+				}
+			}
+		}
+		c.add(SecretProviderClass, vol.CSI.VolumeAttributes[CSIProviderClassAttribute], false, true, nil, readers...)
+	}
+	return c.list(containers)
+}
 
 // Reference is one ConfigMap or Secret that a pod template consumes, in the
 // namespace of the workload (pod templates cannot reference other namespaces).

@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -179,4 +180,40 @@ func cmKey(name, key string) *corev1.ConfigMapKeySelector {
 
 func secretKey(name, key string) *corev1.SecretKeySelector {
 	return &corev1.SecretKeySelector{LocalObjectReference: local(name), Key: key}
+}
+
+func TestSecretProviderClasses(t *testing.T) {
+	csi := func(name, driver, class string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+			Driver: driver, VolumeAttributes: map[string]string{CSIProviderClassAttribute: class}}}}
+	}
+	cases := map[string]struct {
+		// volumes and mounts (of container "app") make the pod template.
+		volumes []corev1.Volume
+		mounts  []string
+		// want are the references returned.
+		want []Reference
+	}{
+		"none":                {want: nil},
+		"another CSI driver":  {volumes: []corev1.Volume{csi("v", "ebs.csi.aws.com", "x")}, want: nil},
+		"no class attribute":  {volumes: []corev1.Volume{csi("v", CSIDriver, "")}, want: nil},
+		"mounted class":       {volumes: []corev1.Volume{csi("v", CSIDriver, "vault")}, mounts: []string{"v"}, want: []Reference{{Kind: SecretProviderClass, Name: "vault", All: true, Containers: []string{"app"}}}},
+		"unmounted class":     {volumes: []corev1.Volume{csi("v", CSIDriver, "vault")}, want: []Reference{{Kind: SecretProviderClass, Name: "vault", All: true}}},
+		"two volumes, sorted": {volumes: []corev1.Volume{csi("v", CSIDriver, "b"), csi("w", CSIDriver, "a"), csi("x", CSIDriver, "b")}, want: []Reference{{Kind: SecretProviderClass, Name: "a", All: true}, {Kind: SecretProviderClass, Name: "b", All: true}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: tc.volumes, Containers: []corev1.Container{{Name: "app"}}}}
+			for _, m := range tc.mounts {
+				tpl.Spec.Containers[0].VolumeMounts = append(tpl.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: m, MountPath: "/m"})
+			}
+			got := SecretProviderClasses(tpl)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("SecretProviderClasses = %+v, want %+v", got, tc.want)
+			}
+			if len(FromPodTemplate(tpl)) != 0 {
+				t.Errorf("FromPodTemplate lists a CSI volume")
+			}
+		})
+	}
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // CronJobTriggerAnnotation on a CronJob chooses what a change does:
-// "none" (the default: the next scheduled Job reads the new data anyway)
-// or "job" (Reloader's behaviour: create a Job from the jobTemplate at once).
+// "none" (the next scheduled Job reads the new data anyway) or "job"
+// (Reloader's behaviour: create a Job from the jobTemplate at once). It
+// overrides --cronjob-trigger; see CronJobMode for the default.
 const CronJobTriggerAnnotation = "reroll.dev/cronjob-trigger"
 
 // CronJob triggers (--cronjob-trigger and CronJobTriggerAnnotation).
@@ -26,9 +27,28 @@ const (
 // CronJob is the batch/v1 CronJob. Its pod template is
 // spec.jobTemplate.spec.template; it rolls by creating a Job, or not at all.
 type CronJob struct {
-	// Trigger is the default for CronJobs without CronJobTriggerAnnotation:
-	// CronJobTriggerNone or CronJobTriggerJob.
+	// Trigger is --cronjob-trigger: CronJobTriggerNone or CronJobTriggerJob
+	// for every CronJob without CronJobTriggerAnnotation, or "" when the flag
+	// was not given, to let the dialect decide (CronJobMode).
 	Trigger string
+}
+
+// CronJobMode decides what a change consumed by a CronJob does: the
+// CronJob's CronJobTriggerAnnotation when set, else flag (--cronjob-trigger)
+// when given, else CronJobTriggerJob for a CronJob opted in with Reloader's
+// annotations (Reloader creates a Job at once) and CronJobTriggerNone for the
+// others. The result may be an unknown value taken from the annotation.
+func CronJobMode(flag string, reloaderDefaults bool, annotations map[string]string) string {
+	if v, ok := annotations[CronJobTriggerAnnotation]; ok {
+		return v
+	}
+	if flag != "" {
+		return flag
+	}
+	if reloaderDefaults {
+		return CronJobTriggerJob
+	}
+	return CronJobTriggerNone
 }
 
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
@@ -53,15 +73,12 @@ func (CronJob) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) erro
 	return nil
 }
 
-// Action implements Actor. With the "job" trigger the CronJob rolls ByJob:
-// a Job created from its jobTemplate (Reloader's behaviour); with "none" (the
-// default) nothing restarts, since the next scheduled Job reads the new data
-// anyway. The CronJob's own template is never changed.
-func (k CronJob) Action(obj client.Object) Action {
-	mode := k.Trigger
-	if v, ok := obj.GetAnnotations()[CronJobTriggerAnnotation]; ok {
-		mode = v
-	}
+// Action implements Actor. With the "job" trigger (CronJobMode) the CronJob
+// rolls ByJob: a Job created from its jobTemplate (Reloader's behaviour);
+// with "none" nothing restarts, since the next scheduled Job reads the new
+// data anyway. The CronJob's own template is never changed.
+func (k CronJob) Action(obj client.Object, reloaderDefaults bool) Action {
+	mode := CronJobMode(k.Trigger, reloaderDefaults, obj.GetAnnotations())
 	switch mode {
 	case CronJobTriggerJob:
 		return Action{Way: ByJob}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,9 +21,34 @@ import (
 // Reloader does, Reroll deletes the Job (background propagation) and creates
 // it again from its spec. Jobs owned by a CronJob are left to the CronJob.
 type Job struct {
-	// RecreateCompleted also re-creates Jobs that have completed or failed
-	// (--recreate-completed-jobs); by default only running Jobs are.
-	RecreateCompleted bool
+	// RecreateCompleted is --recreate-completed-jobs when given: whether
+	// Jobs that have completed or failed are re-created too. nil lets the
+	// dialect decide (RecreateFinished).
+	RecreateCompleted *bool
+}
+
+// RecreateCompletedAnnotation on a Job, "true" or "false", says whether the
+// Job is re-created after it has finished; it overrides
+// --recreate-completed-jobs.
+const RecreateCompletedAnnotation = "reroll.dev/recreate-completed"
+
+// RecreateFinished decides whether a finished Job is re-created when data it
+// consumes changes: the Job's RecreateCompletedAnnotation when it is a
+// boolean, else flag (--recreate-completed-jobs) when given, else true for a
+// Job opted in with Reloader's annotations (Reloader re-creates a Job whether
+// or not it has finished) and false for the others. why says which of these
+// decided, for the Event.
+func RecreateFinished(flag *bool, reloaderDefaults bool, annotations map[string]string) (recreate bool, why string) {
+	if v, err := strconv.ParseBool(strings.TrimSpace(annotations[RecreateCompletedAnnotation])); err == nil {
+		return v, "annotation " + RecreateCompletedAnnotation
+	}
+	if flag != nil {
+		return *flag, "--recreate-completed-jobs"
+	}
+	if reloaderDefaults {
+		return true, "Reloader's annotations"
+	}
+	return false, "default for reroll.dev annotations"
 }
 
 // Labels the Job controller adds, which a new Job must not carry.
@@ -63,12 +90,10 @@ func (Job) Handles(obj client.Object) bool {
 // so that a Job someone else re-created is never deleted, and creates it
 // again from r.Desired without the selector and labels the Job controller
 // generated; the new Job carries Reroll's record. A completed Job is only
-// recorded, unless RecreateCompleted.
+// recorded: Action decides that (RecreateFinished), and Roll runs only for
+// ByRecreate.
 func (k Job) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
 	old := r.Original.(*batchv1.Job)
-	if finished(old) && !k.RecreateCompleted {
-		return RollResult{Handled: true, Note: "not re-created: the Job has finished (--recreate-completed-jobs re-creates finished Jobs)"}, r.Patch(ctx, r.Original, r.Desired)
-	}
 	desired := r.Desired.(*batchv1.Job)
 	fresh := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -118,10 +143,10 @@ func withoutKeys(in map[string]string, keys []string) map[string]string {
 }
 
 // Action implements Actor: a Job rolls ByRecreate, unless it has finished
-// and RecreateCompleted is off; then it is only recorded.
-func (k Job) Action(obj client.Object) Action {
-	if finished(obj.(*batchv1.Job)) && !k.RecreateCompleted {
-		return Action{Way: NotRestarted, Why: "not re-created: the Job has finished (--recreate-completed-jobs re-creates finished Jobs)"}
+// and RecreateFinished says no; then it is only recorded.
+func (k Job) Action(obj client.Object, reloaderDefaults bool) Action {
+	if recreate, why := RecreateFinished(k.RecreateCompleted, reloaderDefaults, obj.GetAnnotations()); finished(obj.(*batchv1.Job)) && !recreate {
+		return Action{Way: NotRestarted, Why: fmt.Sprintf("not re-created: the Job has finished (%s; %s: \"true\" or --recreate-completed-jobs re-creates finished Jobs)", why, RecreateCompletedAnnotation)}
 	}
 	return Action{Way: ByRecreate}
 }

@@ -240,7 +240,7 @@ func (u Unstructured) ReadPodTemplate(ctx context.Context, c client.Reader, obj 
 // ByRestartAt; with spec.workloadRef it rolls ByWorkloadRef, a change to the
 // referenced Deployment's pod template, which Argo watches. Every other
 // object rolls by its own template.
-func (u Unstructured) Action(obj client.Object) Action {
+func (u Unstructured) Action(obj client.Object, _ bool) Action {
 	restart := u.ArgoRollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart"
 	if ref, ok := u.workloadRef(obj); ok && !restart {
 		return Action{Way: ByWorkloadRef, Ref: ref.Name}

@@ -116,15 +116,19 @@ type Action struct {
 
 // Actor is a Kind whose objects do not all roll by their own pod template's
 // trigger. Action decides how obj rolls from obj alone, with no API call.
+// reloaderDefaults is true when obj opted in with Stakater Reloader's
+// annotations (or --auto-reload-all): where Reroll's default differs from
+// Reloader's, the kind then defaults to Reloader's behaviour, unless a flag
+// or obj's annotation says otherwise (CronJobMode, RecreateFinished).
 type Actor interface {
-	Action(obj client.Object) Action
+	Action(obj client.Object, reloaderDefaults bool) Action
 }
 
 // ActionOf returns how obj, of kind k, rolls: the kind's Actor decides, and
 // every other kind rolls ByTemplate.
-func ActionOf(k Kind, obj client.Object) Action {
+func ActionOf(k Kind, obj client.Object, reloaderDefaults bool) Action {
 	if a, ok := k.(Actor); ok {
-		return a.Action(obj)
+		return a.Action(obj, reloaderDefaults)
 	}
 	return Action{Way: ByTemplate}
 }

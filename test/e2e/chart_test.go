@@ -50,7 +50,8 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 	}{
 		"unknown key":                  {set: "foo=bar", want: "Additional property foo is not allowed"},
 		"unknown nested key":           {set: "image.foo=bar", want: "Additional property foo is not allowed"},
-		"misspelt Reloader key":        {set: "reloader.watchGlobally=false", want: "Additional property reloader is not allowed"},
+		"misspelt Reloader key":        {set: "reloader.watchGlobaly=false", want: "Additional property watchGlobaly is not allowed"},
+		"Reloader key of a wrong type": {set: "reloader.enableHA=maybe", want: "reloader.enableHA: Invalid type"},
 		"string for an integer":        {set: "replicas=two", want: "replicas: Invalid type. Expected: integer, given: string"},
 		"string for a boolean":         {set: "watchGlobally=maybe", want: "watchGlobally: Invalid type. Expected: boolean, given: string"},
 		"string for a list":            {set: "ignoreNamespaces=kube-system", want: "ignoreNamespaces: Invalid type. Expected: array, given: string"},
@@ -146,6 +147,16 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-webhook", "--webhook-port=8443",
 				"--webhook-cert-dir=/var/run/reroll/webhook-certs", "--webhook-service=r-reroll-webhook",
 				"--webhook-cert-secret=r-reroll-webhook-cert", "--webhook-configuration-name=r-reroll"},
+		},
+		"projections": {
+			values: map[string]any{"projections.enabled": true, "projections.conflictWindow": "5m"},
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-projections",
+				"--projection-key-file=/var/run/reroll/projection-key/key", "--projection-service-account=default",
+				"--projection-conflict-rewrites=3", "--projection-conflict-window=5m"},
+		},
+		"pprof and CSI integration": {
+			values: map[string]any{"pprof.enabled": true, "pprof.address": ":6061", "csiIntegration.enabled": true},
+			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-pprof", "--pprof-addr=:6061", "--enable-csi-integration"},
 		},
 		"webhook with cert-manager": {
 			values: map[string]any{"webhook.enabled": true, "webhook.certManager.enabled": true},
@@ -309,8 +320,14 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		"ignored workload types": {
 			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("namespaces", "daemonsets", "jobs"),
 		},
+		"CSI integration": {
+			values: map[string]any{"csiIntegration.enabled": true}, kind: "ClusterRole", want: append(without("namespaces"), generatedCSIRules(t)...),
+		},
 		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
 		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},
+		"projections": {
+			values: map[string]any{"projections": map[string]any{"enabled": true}}, kind: "ClusterRole", want: append(without("namespaces"), projectionRules(t)...),
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -339,8 +356,40 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 	}
 }
 
-// generatedRules reads config/rbac/role.yaml as group|resource|verb triples.
+// generatedRules reads config/rbac/role.yaml as group|resource|verb
+// triples, without the rules of Projections (projectionRules), which the
+// chart and the Kustomize base grant only when Projections are enabled.
 func generatedRules(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, p := range allGeneratedRules(t) {
+		if !isProjectionRule(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// projectionRules are the rules of config/rbac/role.yaml that only
+// --enable-projections needs: impersonate on ServiceAccounts, and
+// Projections.
+func projectionRules(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, p := range allGeneratedRules(t) {
+		if isProjectionRule(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isProjectionRule(triple string) bool {
+	return strings.HasPrefix(triple, "reroll.dev|") || strings.HasPrefix(triple, "|serviceaccounts|")
+}
+
+// allGeneratedRules reads config/rbac/role.yaml as group|resource|verb triples.
+func allGeneratedRules(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
@@ -350,11 +399,15 @@ func generatedRules(t *testing.T) []string {
 }
 
 // rulesOf returns the rules of the single object of kind in namespace (""
-// for a ClusterRole) as group|resource|verb triples.
+// for a ClusterRole) as group|resource|verb triples: Reroll's own, not a
+// ClusterRole aggregated to the admin role for users.
 func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace string) []string {
 	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range only(objs, kind) {
+		if o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
+			continue
+		}
 		if o.GetNamespace() == namespace {
 			found = append(found, o)
 		}
@@ -520,4 +573,157 @@ func TestHelmChart_AlertsReadTheURLFromASecret(t *testing.T) {
 	for _, e := range container(t, renderChart(t, nil)).Env {
 		g.Expect(e.Name).NotTo(gomega.HavePrefix("ALERT_"), "alerts are off by default")
 	}
+}
+
+// TestHelmChart_ProjectionsAreForAdminsOnly checks that with Projections
+// enabled the chart installs the CRD, kept on uninstall, and a ClusterRole
+// for Projections aggregated to admin and to neither edit nor view.
+func TestHelmChart_ProjectionsAreForAdminsOnly(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	g.Expect(only(renderChart(t, nil), "CustomResourceDefinition")).To(gomega.BeEmpty(), "off by default")
+	objs := renderChart(t, map[string]any{"projections.enabled": true})
+	crds := only(objs, "CustomResourceDefinition")
+	g.Expect(crds).To(gomega.HaveLen(1))
+	g.Expect(crds[0].GetName()).To(gomega.Equal("projections.reroll.dev"))
+	g.Expect(crds[0].GetAnnotations()).To(gomega.HaveKeyWithValue("helm.sh/resource-policy", "keep"))
+	var admin []*unstructured.Unstructured
+	for _, o := range only(objs, "ClusterRole") {
+		l := o.GetLabels()
+		g.Expect(l).NotTo(gomega.HaveKey("rbac.authorization.k8s.io/aggregate-to-edit"))
+		g.Expect(l).NotTo(gomega.HaveKey("rbac.authorization.k8s.io/aggregate-to-view"))
+		if l["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
+			admin = append(admin, o)
+		}
+	}
+	g.Expect(admin).To(gomega.HaveLen(1))
+	for _, p := range expand(convert[rbacv1.ClusterRole](t, admin[0]).Rules) {
+		g.Expect(p).To(gomega.HavePrefix("reroll.dev|projections"))
+	}
+	secrets := only(objs, "Secret")
+	g.Expect(secrets).To(gomega.HaveLen(1), "the digest key")
+	key, _, err := unstructured.NestedString(secrets[0].Object, "data", "key")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(key).NotTo(gomega.BeEmpty())
+}
+
+// TestHelmChart_ReloaderValuesFile renders the chart with a Stakater Reloader
+// values file that sets every Reloader key the chart maps
+// (testdata/reloader-values.yaml) and with the same settings written in
+// Reroll's own values (testdata/reroll-values.yaml): every object must be the
+// same.
+func TestHelmChart_ReloaderValuesFile(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	fromReloader := renderChartFile(t, "test/e2e/testdata/reloader-values.yaml")
+	fromReroll := renderChartFile(t, "test/e2e/testdata/reroll-values.yaml")
+	g.Expect(objectsByID(fromReloader)).To(gomega.Equal(objectsByID(fromReroll)))
+	c := container(t, fromReloader)
+	g.Expect(c.Image).To(gomega.Equal("ghcr.io/reroll/reroll:"+chartAppVersion(t)), "Reloader's image block is dropped")
+	g.Expect(c.Args).To(gomega.ContainElements("--reload-strategy=env-vars", "--enable-csi-integration", "--enable-pprof", "--enable-ha"))
+}
+
+// TestHelmChart_ReloaderValues covers the Reloader keys whose mapping
+// depends on other values, each compared with Reroll's values of the same
+// meaning.
+func TestHelmChart_ReloaderValues(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		// reloader are Reloader's values; reroll the same in Reroll's.
+		reloader, reroll map[string]any
+	}{
+		"scoped namespaces as a comma-separated string, release namespace added": {
+			reloader: map[string]any{"reloader": map[string]any{"watchGlobally": false, "namespaces": "team-b,team-a"}},
+			reroll:   map[string]any{"watchGlobally": false, "namespaces": []string{"reroll-system", "team-a", "team-b"}},
+		},
+		"scoped namespaces as a list": {
+			reloader: map[string]any{"reloader": map[string]any{"namespaces": []string{"team-a"}}},
+			reroll:   map[string]any{"namespaces": []string{"reroll-system", "team-a"}},
+		},
+		"namespace selector and ignored namespaces apply only when watching globally": {
+			reloader: map[string]any{"reloader": map[string]any{"watchGlobally": false, "namespaceSelector": "env=prod", "ignoreNamespaces": "kube-system"}},
+			reroll:   map[string]any{"watchGlobally": false},
+		},
+		"replicas without enableHA stay one": {
+			reloader: map[string]any{"reloader": map[string]any{"deployment": map[string]any{"replicas": 3}}},
+			reroll:   map[string]any{"replicas": 1},
+		},
+		"reloadStrategy annotations": {
+			reloader: map[string]any{"reloader": map[string]any{"reloadStrategy": "annotations"}},
+			reroll:   map[string]any{"reloadStrategy": "annotations"},
+		},
+		"ignoreConfigMaps and ignoreCronJobs": {
+			reloader: map[string]any{"reloader": map[string]any{"ignoreConfigMaps": true, "ignoreCronJobs": true}},
+			reroll:   map[string]any{"ignoreConfigMaps": true, "ignoredWorkloadTypes": []string{"cronjobs"}},
+		},
+		"empty and null Reloader defaults keep Reroll's": {
+			reloader: map[string]any{"reloader": map[string]any{"deployment": map[string]any{
+				"containerSecurityContext": map[string]any{}, "resources": map[string]any{}, "nodeSelector": nil,
+				"env": map[string]any{"open": nil, "secret": nil, "field": nil, "existing": nil},
+			}, "enableCSIIntegration": false, "enablePProf": false, "custom_annotations": map[string]any{}}},
+			reroll: nil,
+		},
+		"image pull secrets given as objects": {
+			reloader: map[string]any{"global": map[string]any{"imagePullSecrets": []map[string]any{{"name": "a"}}}},
+			reroll:   map[string]any{"imagePullSecrets": []map[string]any{{"name": "a"}}},
+		},
+		"a Reloader image repository without image.name": {
+			reloader: map[string]any{"image": map[string]any{"repository": "ghcr.io/stakater/reloader", "tag": "v1.4.21"}},
+			reroll:   nil,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			newT(t).Expect(objectsByID(renderChart(t, tc.reloader))).To(gomega.Equal(objectsByID(renderChart(t, tc.reroll))))
+		})
+	}
+}
+
+// TestHelmChart_ReloaderKeysWithoutMeaningAreNoted installs (client-side dry
+// run; Helm still asks the local control plane for its version) with Reloader keys that mean nothing to Reroll: the install succeeds
+// and its notes name each key.
+func TestHelmChart_ReloaderKeysWithoutMeaningAreNoted(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	out, err := helm(append([]string{"install", "r", chartDir, "--namespace", "reroll-system", "--dry-run=client"},
+		setFlags(map[string]any{
+			"image.name": "stakater/reloader", "image.repository": "ghcr.io/stakater/reloader",
+			"reloader.isOpenshift": true, "reloader.syncAfterRestart": true, "reloader.enableMetricsByNamespace": true,
+			"reloader.deployment.livenessProbe":      map[string]any{"timeoutSeconds": 5},
+			"reloader.deployment.env.secret":         map[string]any{"ALERT_ON_RELOAD": "true"},
+			"reloader.verticalPodAutoscaler.enabled": true,
+			// Where Reloader's charts before 1.4 kept the image.
+			"reloader.deployment.image": map[string]any{"name": "stakater/reloader", "tag": "v1.0.0", "pullPolicy": "IfNotPresent"},
+		})...)...)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_, notes, found := strings.Cut(out, "NOTES:")
+	g.Expect(found).To(gomega.BeTrue())
+	for _, key := range []string{"image:", "reloader.isOpenshift:", "reloader.syncAfterRestart:", "reloader.enableMetricsByNamespace:",
+		"reloader.deployment.livenessProbe/readinessProbe:", "reloader.deployment.env.secret.ALERT_ON_RELOAD:", "reloader.verticalPodAutoscaler:",
+		"reloader.deployment.image:"} {
+		g.Expect(notes).To(gomega.ContainSubstring("  - "+key), "a NOTES line for %s", key)
+	}
+
+	out, err = helm("install", "r", chartDir, "--namespace", "reroll-system", "--dry-run=client")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).NotTo(gomega.ContainSubstring("Reloader values that have no meaning"), "no notes without Reloader values")
+}
+
+// renderChartFile runs `helm template` of the chart in namespace
+// "reroll-system" with a values file (relative to the repository root).
+func renderChartFile(t *testing.T, file string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := run(helmEnv, helmBin, "template", "r", chartDir, "--namespace", "reroll-system", "-f", file)
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return decodeAll(t, out)
+}
+
+// objectsByID keys rendered objects by kind, namespace and name.
+func objectsByID(objs []*unstructured.Unstructured) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, o := range objs {
+		out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o.Object
+	}
+	return out
 }

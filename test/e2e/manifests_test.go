@@ -35,6 +35,13 @@ func TestManifests_UpToDate(t *testing.T) {
 	committed, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/rbac/role.yaml is stale: run `make manifests`")
+	_, err = run(nil, controllerGenBin, "rbac:roleName=csi-role", "paths=./cmd/reroll/...", "output:rbac:artifacts:config="+out)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fresh, err = os.ReadFile(filepath.Join(out, "role.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	committed, err = os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/components/csi/role.yaml is stale: run `make manifests`")
 
 	rendered, err := run(nil, kubectlBin, "kustomize", "config/default")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -42,6 +49,23 @@ func TestManifests_UpToDate(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	_, body, _ := strings.Cut(string(oneFileData), "do not edit.\n")
 	g.Expect(body).To(gomega.Equal(rendered), "%s is stale: run `make manifests`", oneFile)
+}
+
+// TestManifests_ProjectionCRDUpToDate fails when `make manifests` would
+// change the Projection CRD in config/crd/bases or the chart's copy.
+func TestManifests_ProjectionCRDUpToDate(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	out := t.TempDir()
+	_, err := run(nil, controllerGenBin, "crd", "paths=./api/...", "output:crd:artifacts:config="+out)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fresh, err := os.ReadFile(filepath.Join(out, "reroll.dev_projections.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	for _, path := range []string{"config/crd/bases/reroll.dev_projections.yaml", "charts/reroll/files/reroll.dev_projections.yaml"} {
+		committed, err := os.ReadFile(filepath.Join(root, path))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "%s is stale: run `make manifests`", path)
+	}
 }
 
 // TestManifests_MatchGeneratedRoleAndChart checks the one-file install's
@@ -82,6 +106,32 @@ func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
 	d := convert[appsv1.Deployment](t, only(objs, "Deployment")[0])
 	g.Expect(*d.Spec.Replicas).To(gomega.BeEquivalentTo(2))
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(gomega.ContainElements("--enable-ha", "--namespace-selector=reroll=enabled"))
+
+	// The CSI component: its own ClusterRole, bound to Reroll's
+	// ServiceAccount, and the flag.
+	k = append(k, "  - ../components/csi\n"...)
+	g.Expect(os.WriteFile(base, k, 0o644)).To(gomega.Succeed())
+	out, err = run(nil, kubectlBin, "kustomize", filepath.Join(dir, "default"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	objs = decodeAll(t, out)
+	var csiRole *unstructured.Unstructured
+	for _, r := range only(objs, "ClusterRole") {
+		if r.GetName() == "reroll-csi-role" {
+			csiRole = r
+		}
+	}
+	g.Expect(csiRole).NotTo(gomega.BeNil())
+	g.Expect(expand(convert[rbacv1.ClusterRole](t, csiRole).Rules)).To(gomega.ConsistOf(generatedCSIRules(t)))
+	var bound bool
+	for _, b := range only(objs, "ClusterRoleBinding") {
+		crb := convert[rbacv1.ClusterRoleBinding](t, b)
+		if crb.RoleRef.Name == "reroll-csi-role" && len(crb.Subjects) == 1 && crb.Subjects[0].Name == "reroll-controller" && crb.Subjects[0].Namespace == "reroll-system" {
+			bound = true
+		}
+	}
+	g.Expect(bound).To(gomega.BeTrue(), "the CSI role is bound to Reroll's ServiceAccount")
+	d = convert[appsv1.Deployment](t, only(objs, "Deployment")[0])
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(gomega.ContainElement("--enable-csi-integration"))
 }
 
 // TestManifests_OneFileInstall applies deploy/reroll.yaml to the plane, as
@@ -184,4 +234,15 @@ func TestManifests_WebhookComponent(t *testing.T) {
 	}
 	chart := only(renderChart(t, map[string]any{"webhook.enabled": true}), "MutatingWebhookConfiguration")[0]
 	g.Expect(hooks(only(objs, "MutatingWebhookConfiguration")[0])).To(gomega.Equal(hooks(chart)))
+}
+
+// generatedCSIRules reads config/components/csi/role.yaml, the permission
+// of --enable-csi-integration, as group|resource|verb triples.
+func generatedCSIRules(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	objs := decodeAll(t, string(data))
+	newT(t).Expect(objs).To(gomega.HaveLen(1))
+	return expand(convert[rbacv1.ClusterRole](t, objs[0]).Rules)
 }

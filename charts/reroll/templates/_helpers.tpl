@@ -83,7 +83,8 @@ Checks that values agree with each other where the schema cannot say it.
 The RBAC rules for the watched objects: the rules controller-gen generates
 into config/rbac/role.yaml from the +kubebuilder:rbac markers, minus what the
 values make unnecessary (Namespaces without namespaceSelector or in namespace
-scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes).
+scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes),
+plus config/components/csi/role.yaml with csiIntegration.enabled.
 test/e2e compares them with role.yaml, so code and chart cannot drift.
 */}}
 {{- define "reroll.rules" -}}
@@ -126,6 +127,33 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
   resources: ["jobs"]
   verbs: ["create", "delete", "get", "list", "patch", "watch"]
 {{- end }}
+{{- if .Values.csiIntegration.enabled }}
+{{- /* config/components/csi/role.yaml, generated from cmd/reroll/csi.go. */}}
+- apiGroups: ["secrets-store.csi.x-k8s.io"]
+  resources: ["secretproviderclasspodstatuses"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- if .Values.projections.enabled }}
+{{- /* Projections: Reroll reads and writes targets only by impersonating
+the Projection's ServiceAccount (docs/projections.md#security). */}}
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["impersonate"]
+- apiGroups: ["reroll.dev"]
+  resources: ["projections"]
+  verbs: ["get", "list", "patch", "update", "watch"]
+- apiGroups: ["reroll.dev"]
+  resources: ["projections/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["reroll.dev"]
+  resources: ["projections/finalizers"]
+  verbs: ["update"]
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the HMAC key of Projections' digests. */}}
+{{- define "reroll.projectionKeySecret" -}}
+{{- default (printf "%s-projection-key" (include "reroll.fullname" .)) .Values.projections.keySecret.name }}
 {{- end }}
 
 {{/* The container image: repository@digest, else repository:tag. */}}

@@ -1,0 +1,307 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// session is one command's view of the cluster: an uncached client with the
+// user's credentials, the namespace the flags chose and Reroll's settings.
+type session struct {
+	client client.Client
+	config *rest.Config
+	mapper meta.RESTMapper
+	// namespace is -n, or the kubeconfig context's; "" with -A.
+	namespace string
+	// annotations is how Reroll reads annotations (Settings).
+	annotations annotation.Config
+	settings    Settings
+	// objects caches the ConfigMaps and Secrets read, as digests.
+	objects *objects
+}
+
+// newSession connects with the flags in o.
+func newSession(o *Options) (*session, error) {
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	mapper, err := o.ConfigFlags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("discovering the API: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client: %w", err)
+	}
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	cfgAnn, err := o.Settings.annotations()
+	if err != nil {
+		return nil, err
+	}
+	return &session{client: c, config: cfg, mapper: mapper, namespace: ns, annotations: cfgAnn, settings: o.Settings,
+		objects: &objects{c: c, read: map[objectKey]objectState{}}}, nil
+}
+
+// kinds returns the workload kinds Reroll handles that the API server
+// serves: the built-in ones, CronJobs, Jobs, and Argo Rollouts and OpenShift
+// DeploymentConfigs where installed.
+func (s *session) kinds() []workload.Kind {
+	out := append(workload.Builtin(), workload.CronJob{}, workload.Job{})
+	for _, u := range []workload.Unstructured{workload.ArgoRollout(), workload.DeploymentConfig()} {
+		if _, err := s.mapper.RESTMapping(u.GVK.GroupKind(), u.GVK.Version); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// kindFor returns the workload kind a user's KIND names ("deploy",
+// "deployments", "Rollout", ...), resolved through the API server's
+// short names.
+func (s *session) kindFor(name string) (workload.Kind, error) {
+	gvr, err := s.mapper.ResourceFor(schemaResource(name))
+	if err != nil {
+		return nil, fmt.Errorf("unknown kind %q: %w", name, err)
+	}
+	gvk, err := s.mapper.KindFor(gvr)
+	if err != nil {
+		return nil, fmt.Errorf("unknown kind %q: %w", name, err)
+	}
+	for _, k := range s.kinds() {
+		obj := k.New()
+		kgvk, err := apiutil.GVKForObject(obj, s.client.Scheme())
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			kgvk, err = u.GroupVersionKind(), nil
+		}
+		if err == nil && kgvk.GroupKind() == gvk.GroupKind() {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is not a workload kind Reroll rolls (Deployment, StatefulSet, DaemonSet, CronJob, Job, Rollout, DeploymentConfig)", gvk.Kind)
+}
+
+// workloads lists every object of the kinds in namespace ("" for all).
+// A kind the user may not list is skipped and named in the returned notes.
+func (s *session) workloads(ctx context.Context, namespace string) ([]target, []string, error) {
+	var out []target
+	var notes []string
+	for _, k := range s.kinds() {
+		list := k.NewList()
+		if err := s.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			if apierrors.IsForbidden(err) {
+				notes = append(notes, fmt.Sprintf("could not list %ss: forbidden", k.Name()))
+				continue
+			}
+			return nil, nil, fmt.Errorf("listing %ss: %w", k.Name(), err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the list of %ss: %w", k.Name(), err)
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok {
+				continue
+			}
+			if f, ok := k.(workload.Filter); ok && !f.Handles(obj) {
+				continue
+			}
+			t, err := s.target(ctx, k, obj)
+			if err != nil {
+				notes = append(notes, err.Error())
+				continue
+			}
+			out = append(out, t)
+		}
+	}
+	return out, notes, nil
+}
+
+// workload reads one workload.
+func (s *session) workload(ctx context.Context, k workload.Kind, namespace, name string) (target, error) {
+	obj := k.New()
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
+		return target{}, fmt.Errorf("reading %s %s/%s: %w", k.Name(), namespace, name, err)
+	}
+	return s.target(ctx, k, obj)
+}
+
+// target pairs a workload with its pod template (the referenced one for an
+// Argo Rollout with workloadRef).
+func (s *session) target(ctx context.Context, k workload.Kind, obj client.Object) (target, error) {
+	var t *corev1.PodTemplateSpec
+	var err error
+	if tr, ok := k.(workload.TemplateReader); ok {
+		t, err = tr.ReadPodTemplate(ctx, s.client, obj)
+	} else {
+		t, err = k.PodTemplate(obj)
+	}
+	if err != nil {
+		return target{}, fmt.Errorf("reading the pod template of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return target{kind: k, obj: obj, template: t}, nil
+}
+
+// target is one workload and the pod template its pods run.
+type target struct {
+	kind     workload.Kind
+	obj      client.Object
+	template *corev1.PodTemplateSpec
+}
+
+// String returns "Kind namespace/name".
+func (t target) String() string {
+	return t.kind.Name() + " " + t.obj.GetNamespace() + "/" + t.obj.GetName()
+}
+
+// objectKey names one ConfigMap or Secret.
+type objectKey struct {
+	kind            reference.Kind
+	namespace, name string
+}
+
+func (k objectKey) String() string { return string(k.kind) + "/" + k.name }
+
+// objectState is what the plugin knows of one ConfigMap or Secret: what
+// Reroll's cache would hold (digests, never values).
+type objectState struct {
+	// known is false when the object could not be read; err says why.
+	known bool
+	err   error
+	// exists is false for an object that is not there.
+	exists      bool
+	annotations map[string]string
+	// labels count only for whether an apply writes the object.
+	labels map[string]string
+	data   digest.Data
+	// uid and resourceVersion identify the version (pod-reloader's dialect).
+	uid, resourceVersion string
+}
+
+// objects reads ConfigMaps and Secrets once each, keeping digests only.
+type objects struct {
+	c    client.Reader
+	read map[objectKey]objectState
+	// overlay holds plan's manifests, which replace what is read.
+	overlay map[objectKey]objectState
+}
+
+// get returns the state of one object: the overlay's, else the API's. A
+// read the user is not allowed is a state with known false, not an error.
+func (o *objects) get(ctx context.Context, k objectKey) objectState {
+	if st, ok := o.overlay[k]; ok {
+		return st
+	}
+	return o.live(ctx, k)
+}
+
+// live returns the state of the object in the cluster, ignoring the overlay.
+func (o *objects) live(ctx context.Context, k objectKey) objectState {
+	if st, ok := o.read[k]; ok {
+		return st
+	}
+	var obj client.Object = &corev1.ConfigMap{}
+	if k.kind == reference.Secret {
+		obj = &corev1.Secret{}
+	}
+	st := objectState{known: true}
+	err := o.c.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		st = objectState{err: readError(err)}
+	default:
+		// What Reroll's cache keeps: digests in place of values, without
+		// the last-applied-configuration annotation (a copy of the data).
+		t, _ := digest.Transform(obj) // never fails
+		obj = t.(client.Object)
+		st.exists = true
+		st.annotations, st.labels = obj.GetAnnotations(), obj.GetLabels()
+		st.data, _ = digest.Of(obj)
+		st.uid, st.resourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
+	}
+	o.read[k] = st
+	return st
+}
+
+// names returns the names of the objects of kind in namespace, live and
+// overlaid, for list annotations that are patterns. The error wraps
+// errForbidden when the user may not list them.
+func (o *objects) names(ctx context.Context, kind reference.Kind, namespace string) (names []string, err error) {
+	seen := map[string]bool{}
+	for k := range o.overlay {
+		if k.kind == kind && k.namespace == namespace && !seen[k.name] {
+			seen[k.name] = true
+			names = append(names, k.name)
+		}
+	}
+	// Metadata only: the names are all a pattern needs.
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind) + "List"))
+	if err := o.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return names, readError(err)
+	}
+	for _, it := range list.Items {
+		if !seen[it.Name] {
+			seen[it.Name] = true
+			names = append(names, it.Name)
+		}
+	}
+	return names, nil
+}
+
+// errForbidden stands for any permission the user lacks: the plugin says
+// what it could not read and does not guess.
+var errForbidden = errors.New("forbidden")
+
+// readError shortens an API error for a person: "forbidden" for a missing
+// permission, else the error.
+func readError(err error) error {
+	if apierrors.IsForbidden(err) {
+		return errForbidden
+	}
+	return err
+}
+
+// schemaResource turns a user's "deploy" or "deployments.apps" into a
+// partial resource for the RESTMapper.
+func schemaResource(s string) (gvr schema.GroupVersionResource) {
+	s = strings.ToLower(s)
+	if res, group, ok := strings.Cut(s, "."); ok {
+		gvr.Resource, gvr.Group = res, group
+		return gvr
+	}
+	gvr.Resource = s
+	return gvr
+}

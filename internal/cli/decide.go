@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
+)
+
+// decide is Reroll's decision for t: the controller's own planner
+// (plan.Decide), given the objects the session reads (live, or plan's
+// manifests laid over them) instead of the controller's cache. It fails only
+// when reading an object fails for a reason other than a missing
+// permission.
+func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
+	in := plan.NewInput(t.kind, t.obj, t.template, time.Now())
+	p, err := plan.Decide(s.planOptions(), in, planSource{ctx: ctx, objects: s.objects})
+	if err != nil {
+		return p, fmt.Errorf("deciding for %s: %w", t, err)
+	}
+	return p, nil
+}
+
+// planOptions are the planner's options for Reroll's settings. The
+// default strategy stands for any: it chooses the trigger's form, not
+// whether a workload rolls.
+func (s *session) planOptions() plan.Options {
+	o := plan.DefaultOptions()
+	o.ReloadOnCreate, o.ReloadOnDelete = s.settings.ReloadOnCreate, s.settings.ReloadOnDelete
+	o.Annotations = s.annotations
+	return o
+}
+
+// planSource is the planner's view (plan.Source) of the objects the session
+// reads: digests, annotations, uid and resourceVersion, never values. An
+// object the user may not read is plan.ErrUnreadable, which the planner
+// counts as unchanged and names in Plan.Unreadable.
+type planSource struct {
+	ctx     context.Context
+	objects *objects
+}
+
+// Object implements plan.Source.
+func (p planSource) Object(kind reference.Kind, namespace, name string) (plan.Object, bool, error) {
+	st := p.objects.get(p.ctx, objectKey{kind: kind, namespace: namespace, name: name})
+	switch {
+	case !st.known && errors.Is(st.err, errForbidden):
+		return plan.Object{}, false, fmt.Errorf("%s %s/%s: %w", kind, namespace, name, plan.ErrUnreadable)
+	case !st.known:
+		return plan.Object{}, false, st.err
+	case !st.exists:
+		return plan.Object{}, false, nil
+	}
+	return plan.Object{Annotations: st.annotations, Data: st.data, UID: st.uid, ResourceVersion: st.resourceVersion}, true, nil
+}
+
+// Names implements plan.Source.
+func (p planSource) Names(kind reference.Kind, namespace string) ([]string, error) {
+	names, err := p.objects.names(p.ctx, kind, namespace)
+	if errors.Is(err, errForbidden) {
+		return names, fmt.Errorf("%ss in %s: %w", kind, namespace, plan.ErrUnreadable)
+	}
+	return names, err
+}
+
+// considered returns the plan's entry for the object id, if it looked at it.
+func considered(p plan.Plan, id string) (plan.Considered, bool) {
+	for _, c := range p.Considered {
+		if c.Ref.ID() == id {
+			return c, true
+		}
+	}
+	return plan.Considered{}, false
+}
+
+// undecided reports whether c's selection depends on annotations that could
+// not be read: the ignore annotation can drop a selected object, the match
+// annotation select one under search.
+func undecided(o annotation.OptIn, c plan.Considered) bool {
+	if !c.Unreadable {
+		return false
+	}
+	return c.Selected || (o.Search && !c.Listed && c.Rule == plan.RuleNoMatch)
+}
+
+// rolls reports whether the plan restarts the workload's pods.
+func rolls(p plan.Plan) bool { return p.Outcome == plan.Roll }
+
+// acts reports whether the plan acts on a change: rolls, notifies, or
+// records one the kind does not restart for.
+func acts(p plan.Plan) bool {
+	return p.Outcome == plan.Roll || p.Outcome == plan.NotRolled || p.Outcome == plan.Notify
+}

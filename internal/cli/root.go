@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/reroll/reroll/internal/annotation"
+)
+
+// ErrWouldRoll is returned by `plan --fail-on-rollout` when applying the
+// manifests would roll at least one workload; kubectl-reroll exits 2 on it.
+var ErrWouldRoll = errors.New("applying the manifests would roll workloads")
+
+// Options are the flags every command shares.
+type Options struct {
+	// ConfigFlags are kubectl's connection flags (--kubeconfig, --context,
+	// -n, ...).
+	ConfigFlags *genericclioptions.ConfigFlags
+	// AllNamespaces is -A.
+	AllNamespaces bool
+	// Settings are the behaviours Reroll runs with, which decide what rolls.
+	Settings Settings
+	genericiooptions.IOStreams
+}
+
+// Settings mirror the controller flags that change Reroll's decisions. The
+// plugin cannot read the flags of the running controller, so a user whose
+// Reroll runs with non-default ones passes the same here.
+type Settings struct {
+	// AutoReloadAll is --auto-reload-all.
+	AutoReloadAll bool
+	// ReloadOnCreate and ReloadOnDelete are --reload-on-create and
+	// --reload-on-delete.
+	ReloadOnCreate, ReloadOnDelete bool
+	// ResourcesToIgnore is --resources-to-ignore: "configMaps" or "secrets".
+	ResourcesToIgnore string
+}
+
+func (s *Settings) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.AutoReloadAll, "auto-reload-all", false, "Reroll runs with --auto-reload-all.")
+	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create.")
+	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete.")
+	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets).")
+}
+
+// annotations returns the annotation configuration the settings describe;
+// it fails on an unknown --resources-to-ignore.
+func (s Settings) annotations() (annotation.Config, error) {
+	cfg := annotation.DefaultConfig()
+	cfg.AutoReloadAll = s.AutoReloadAll
+	switch strings.ToLower(s.ResourcesToIgnore) {
+	case "":
+	case "configmaps":
+		cfg.IgnoreConfigMaps = true
+	case "secrets":
+		cfg.IgnoreSecrets = true
+	default:
+		return cfg, fmt.Errorf("--resources-to-ignore: unknown value %q (want configMaps or secrets)", s.ResourcesToIgnore)
+	}
+	return cfg, nil
+}
+
+// NewCommand returns `kubectl reroll` and its commands, writing to streams.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{ConfigFlags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "kubectl-reroll",
+		Short: "Ask Reroll which workloads read a ConfigMap or Secret, why one rolled, and what a change would roll",
+		Long: `kubectl reroll explains Reroll's decisions with your own credentials; it never writes.
+
+  who-uses configmap/NAME   every workload that reads it, how, which keys, and whether a change rolls it
+  why KIND/NAME             a workload's record, its last rollouts, its trigger, what blocks it now
+  plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
+  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations: map[string]string{
+			// kubectl shows "kubectl reroll" in the plugin's usage lines.
+			cobra.CommandDisplayNameAnnotation: "kubectl reroll",
+		},
+	}
+	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
+	o.Settings.addFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o))
+	return cmd
+}

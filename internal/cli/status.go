@@ -1,0 +1,404 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/controller"
+)
+
+// statusFlags say where Reroll runs.
+type statusFlags struct {
+	// namespace is Reroll's namespace (--reroll-namespace).
+	namespace string
+	// selector selects Reroll's Deployments and pods.
+	selector string
+	// lease is the leader election Lease's name.
+	lease string
+	// metricsURL, when set, is scraped instead of a pod through the API
+	// server's proxy.
+	metricsURL string
+}
+
+func newStatus(o *Options) *cobra.Command {
+	f := statusFlags{}
+	var out *output
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show Reroll's replicas and leader, its queue and errors, and workloads with invalid annotations",
+		Example: `  kubectl reroll status -A
+  kubectl reroll status --reroll-namespace reroll-system --metrics-url http://localhost:9090/metrics`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
+			s, err := newSession(o)
+			if err != nil {
+				return err
+			}
+			r, err := s.status(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if out.table() {
+				return r.write(o.Out)
+			}
+			return out.print(o.Out, "Status", r)
+		},
+	}
+	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in.")
+	cmd.Flags().StringVar(&f.selector, "reroll-selector", "app.kubernetes.io/name=reroll", "Label selector of Reroll's Deployment and pods.")
+	cmd.Flags().StringVar(&f.lease, "lease", "reroll-leader", "Name of Reroll's leader election Lease (--enable-ha).")
+	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here; by default a pod's metrics port is read through the API server's proxy (pods/proxy).")
+	out = newOutput(cmd)
+	return cmd
+}
+
+// statusReport is `status`'s answer.
+type statusReport struct {
+	RerollNamespace string             `json:"rerollNamespace"`
+	Deployments     []deploymentStatus `json:"deployments"`
+	Pods            []podStatus        `json:"pods"`
+	// Leader is the Lease's holder; LeaderProblem says why it is unknown.
+	Leader        *leaderStatus  `json:"leader,omitempty"`
+	LeaderProblem string         `json:"leaderProblem,omitempty"`
+	Metrics       *metricsStatus `json:"metrics,omitempty"`
+	// MetricsProblem says why the metrics could not be read.
+	MetricsProblem string `json:"metricsProblem,omitempty"`
+	// LastError is the newest RollFailed Event in the namespaces looked at.
+	LastError *workloadEvent `json:"lastError,omitempty"`
+	// InvalidAnnotations are the workloads with a current InvalidAnnotation
+	// or InvalidWorkload Warning, newest first.
+	InvalidAnnotations []workloadEvent `json:"invalidAnnotations"`
+	Notes              []string        `json:"notes,omitempty"`
+}
+
+type deploymentStatus struct {
+	Name    string `json:"name"`
+	Desired int32  `json:"desired"`
+	Ready   int32  `json:"ready"`
+}
+
+type podStatus struct {
+	Name     string `json:"name"`
+	Phase    string `json:"phase"`
+	Ready    bool   `json:"ready"`
+	Restarts int32  `json:"restarts"`
+	Leader   bool   `json:"leader"`
+}
+
+type leaderStatus struct {
+	Holder    string    `json:"holder"`
+	RenewTime time.Time `json:"renewTime"`
+}
+
+type metricsStatus struct {
+	// Source is where they were read (a URL with any credentials redacted,
+	// or "pods/NAME via the API server").
+	Source string `json:"source"`
+	// QueueDepth is the sum of workqueue_depth over Reroll's controllers.
+	QueueDepth float64 `json:"queueDepth"`
+	// ReconcileErrors is controller_runtime_reconcile_errors_total.
+	ReconcileErrors float64 `json:"reconcileErrors"`
+	// Rollouts and FailedRollouts are reroll_rollouts_total by result.
+	Rollouts       float64 `json:"rollouts"`
+	FailedRollouts float64 `json:"failedRollouts"`
+}
+
+type workloadEvent struct {
+	Workload string    `json:"workload"`
+	Reason   string    `json:"reason"`
+	Message  string    `json:"message"`
+	Time     time.Time `json:"time"`
+}
+
+func (s *session) status(ctx context.Context, f statusFlags) (statusReport, error) {
+	r := statusReport{RerollNamespace: f.namespace, Deployments: []deploymentStatus{}, Pods: []podStatus{}, InvalidAnnotations: []workloadEvent{}}
+	sel, err := labels.Parse(f.selector)
+	if err != nil {
+		return r, fmt.Errorf("--reroll-selector: %w", err)
+	}
+	var deps appsv1.DeploymentList
+	if err := s.client.List(ctx, &deps, client.InNamespace(f.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		r.Notes = append(r.Notes, "could not list Deployments in "+f.namespace+": "+readError(err).Error())
+	}
+	for _, d := range deps.Items {
+		desired := int32(1)
+		if d.Spec.Replicas != nil {
+			desired = *d.Spec.Replicas
+		}
+		r.Deployments = append(r.Deployments, deploymentStatus{Name: d.Name, Desired: desired, Ready: d.Status.ReadyReplicas})
+	}
+	var lease coordinationv1.Lease
+	leader := ""
+	switch err := s.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: f.lease}, &lease); {
+	case apierrors.IsNotFound(err):
+		r.LeaderProblem = "no Lease " + f.lease + ": Reroll runs without --enable-ha (one replica acts), or not in " + f.namespace
+	case err != nil:
+		r.LeaderProblem = "could not read Lease " + f.lease + ": " + readError(err).Error()
+	default:
+		if lease.Spec.HolderIdentity != nil {
+			leader = *lease.Spec.HolderIdentity
+		}
+		r.Leader = &leaderStatus{Holder: leader}
+		if lease.Spec.RenewTime != nil {
+			r.Leader.RenewTime = lease.Spec.RenewTime.Time
+		}
+	}
+	var pods corev1.PodList
+	if err := s.client.List(ctx, &pods, client.InNamespace(f.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		r.Notes = append(r.Notes, "could not list pods in "+f.namespace+": "+readError(err).Error())
+	}
+	scrape := ""
+	for _, p := range pods.Items {
+		ps := podStatus{Name: p.Name, Phase: string(p.Status.Phase)}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ps.Ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			ps.Restarts += c.RestartCount
+		}
+		// controller-runtime's holder identity is "<hostname>_<uuid>"; a
+		// pod's hostname is its name.
+		ps.Leader = leader != "" && (leader == p.Name || strings.HasPrefix(leader, p.Name+"_"))
+		if ps.Ready && (scrape == "" || ps.Leader) {
+			scrape = p.Name
+		}
+		r.Pods = append(r.Pods, ps)
+	}
+	switch {
+	case f.metricsURL != "":
+		r.Metrics, err = scrapeURL(ctx, f.metricsURL)
+	case scrape != "":
+		r.Metrics, err = s.scrapePod(ctx, f.namespace, pods.Items, scrape)
+	default:
+		err = fmt.Errorf("no ready Reroll pod in %s (selector %s) and no --metrics-url", f.namespace, f.selector)
+	}
+	if err != nil {
+		r.MetricsProblem = err.Error()
+	}
+	invalid, failed, err := s.warnings(ctx)
+	if err != nil {
+		r.Notes = append(r.Notes, err.Error())
+	}
+	r.InvalidAnnotations, r.LastError = invalid, failed
+	return r, nil
+}
+
+// warnings returns, in the session's namespaces, the newest
+// InvalidAnnotation or InvalidWorkload Warning per workload and the newest
+// RollFailed one.
+func (s *session) warnings(ctx context.Context) ([]workloadEvent, *workloadEvent, error) {
+	var list corev1.EventList
+	if err := s.client.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
+		return nil, nil, fmt.Errorf("could not list Warning Events: %w", readError(err))
+	}
+	evs := newestRerollEvents(list.Items)
+	invalid := []workloadEvent{}
+	seen := map[string]bool{}
+	var failed *workloadEvent
+	for _, e := range evs {
+		w := e.InvolvedObject.Kind + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		we := workloadEvent{Workload: w, Reason: e.Reason, Message: e.Message, Time: eventTime(e)}
+		switch e.Reason {
+		case controller.ReasonInvalidAnnotation, controller.ReasonInvalidWorkload:
+			if !seen[w] {
+				seen[w] = true
+				invalid = append(invalid, we)
+			}
+		case controller.ReasonRollFailed:
+			if failed == nil {
+				failed = &we
+			}
+		}
+	}
+	return invalid, failed, nil
+}
+
+// scrapePod reads the metrics of pod name through the API server's pod
+// proxy, on the container port named "metrics" (9090 without one).
+func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1.Pod, name string) (*metricsStatus, error) {
+	port := "9090"
+	for _, p := range pods {
+		if p.Name != name {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == "metrics" {
+					port = strconv.Itoa(int(cp.ContainerPort))
+				}
+			}
+		}
+	}
+	cs, err := kubernetes.NewForConfig(s.config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the client: %w", err)
+	}
+	b, err := cs.CoreV1().Pods(namespace).ProxyGet("http", name, port, "metrics", nil).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading metrics of pod %s through the API server's proxy: %w (try --metrics-url)", name, readError(err))
+	}
+	return parseMetrics("pods/"+name+" via the API server", b)
+}
+
+// scrapeURL reads the metrics at u.
+func scrapeURL(ctx context.Context, u string) (*metricsStatus, error) {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-url: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-url %s: %w", parsed.Redacted(), err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", parsed.Redacted(), unwrapURLError(err))
+	}
+	defer resp.Body.Close() //nolint:errcheck // read-only
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading %s: HTTP %d", parsed.Redacted(), resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", parsed.Redacted(), err)
+	}
+	return parseMetrics(parsed.Redacted(), b)
+}
+
+// unwrapURLError drops net/http's copy of the URL, which may hold
+// credentials.
+func unwrapURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// parseMetrics reads the Prometheus text format.
+func parseMetrics(source string, b []byte) (*metricsStatus, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the metrics of %s: %w", source, err)
+	}
+	m := &metricsStatus{Source: source}
+	m.QueueDepth = sum(fams["workqueue_depth"], nil)
+	m.ReconcileErrors = sum(fams["controller_runtime_reconcile_errors_total"], nil)
+	m.FailedRollouts = sum(fams["reroll_rollouts_total"], map[string]string{"result": "error"})
+	m.Rollouts = sum(fams["reroll_rollouts_total"], nil) - m.FailedRollouts
+	return m, nil
+}
+
+// sum adds the values of a family's series whose labels include match.
+func sum(f *dto.MetricFamily, match map[string]string) float64 {
+	if f == nil {
+		return 0
+	}
+	total := 0.0
+	for _, m := range f.Metric {
+		ok := true
+		for k, v := range match {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			ok = ok && found
+		}
+		if !ok {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			total += m.Gauge.GetValue()
+		case m.Counter != nil:
+			total += m.Counter.GetValue()
+		case m.Untyped != nil:
+			total += m.Untyped.GetValue()
+		}
+	}
+	return total
+}
+
+// write prints the report for a person.
+func (r statusReport) write(w io.Writer) error {
+	fmt.Fprintf(w, "Reroll in namespace %s\n", r.RerollNamespace)
+	if len(r.Deployments) == 0 {
+		fmt.Fprintln(w, "Deployments: none found")
+	}
+	for _, d := range r.Deployments {
+		fmt.Fprintf(w, "Deployment:  %s, %d/%d ready\n", d.Name, d.Ready, d.Desired)
+	}
+	if len(r.Pods) > 0 {
+		t := newTable(w, "  POD", "PHASE", "READY", "RESTARTS", "LEADER")
+		for _, p := range r.Pods {
+			t.row("  "+p.Name, p.Phase, yesNo(p.Ready), strconv.Itoa(int(p.Restarts)), yesNo(p.Leader))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if r.Leader != nil {
+		fmt.Fprintf(w, "Leader:      %s (renewed %s ago)\n", r.Leader.Holder, duration.HumanDuration(time.Since(r.Leader.RenewTime)))
+	} else {
+		fmt.Fprintf(w, "Leader:      %s\n", r.LeaderProblem)
+	}
+	if m := r.Metrics; m != nil {
+		fmt.Fprintf(w, "Metrics:     from %s\n", m.Source)
+		fmt.Fprintf(w, "  queue depth %g, reconcile errors %g, rollouts %g, failed rollouts %g\n", m.QueueDepth, m.ReconcileErrors, m.Rollouts, m.FailedRollouts)
+	} else {
+		fmt.Fprintf(w, "Metrics:     not read: %s\n", r.MetricsProblem)
+	}
+	if e := r.LastError; e != nil {
+		fmt.Fprintf(w, "Last error:  %s ago, %s: %s\n", duration.HumanDuration(time.Since(e.Time)), e.Workload, e.Message)
+	} else {
+		fmt.Fprintln(w, "Last error:  no RollFailed Event")
+	}
+	if len(r.InvalidAnnotations) == 0 {
+		fmt.Fprintln(w, "Invalid annotations: none")
+	} else {
+		fmt.Fprintln(w, "Invalid annotations:")
+		sort.SliceStable(r.InvalidAnnotations, func(i, j int) bool { return r.InvalidAnnotations[i].Workload < r.InvalidAnnotations[j].Workload })
+		t := newTable(w, "  WORKLOAD", "AGE", "MESSAGE")
+		for _, e := range r.InvalidAnnotations {
+			t.row("  "+e.Workload, duration.HumanDuration(time.Since(e.Time)), e.Message)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note:        %s\n", n)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package projection
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"unicode/utf8"
+
+	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
+)
+
+// digestLength is the length in hex characters of the keyed digests Reroll
+// writes: 128 bits.
+const digestLength = 32
+
+// sourceValue is the current value of one source, read from the API server
+// for one reconcile and never kept.
+type sourceValue struct {
+	// value is the key's bytes (a ConfigMap's data as UTF-8).
+	value []byte
+	// present is false when an optional object or key is absent.
+	present bool
+}
+
+// placeholder matches ${name} in a template, as Flux's post-build
+// substitution writes it.
+var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// render returns the value of field f from the sources' values, keyed by
+// source name. ok is false when the field needs an optional source that is
+// absent: the field is then not written. An error means the spec or a value
+// cannot be written (a value that is not UTF-8 written as a String, a name
+// with no source) and retrying cannot help.
+func render(f rerollv1alpha1.Field, values map[string]sourceValue, key []byte) (value string, ok bool, err error) {
+	switch {
+	case f.Source != "":
+		v, found := values[f.Source]
+		if !found {
+			return "", false, fmt.Errorf("field %s: no source named %q", f.Path, f.Source)
+		}
+		if !v.present {
+			return "", false, nil
+		}
+		if f.Encoding == rerollv1alpha1.EncodingBase64 {
+			return base64.StdEncoding.EncodeToString(v.value), true, nil
+		}
+		if !utf8.Valid(v.value) {
+			return "", false, fmt.Errorf("field %s: the value of source %s is not UTF-8; use encoding Base64", f.Path, f.Source)
+		}
+		return string(v.value), true, nil
+	case f.Template != nil:
+		var errs []string
+		absent := false
+		out := placeholder.ReplaceAllStringFunc(*f.Template, func(m string) string {
+			name := m[2 : len(m)-1]
+			v, found := values[name]
+			switch {
+			case !found:
+				errs = append(errs, name)
+			case !v.present:
+				absent = true
+			case !utf8.Valid(v.value):
+				errs = append(errs, name+" (not UTF-8)")
+			}
+			return string(v.value)
+		})
+		if len(errs) > 0 {
+			return "", false, fmt.Errorf("field %s: the template uses sources that are missing or not text: %v", f.Path, errs)
+		}
+		if absent {
+			return "", false, nil
+		}
+		return out, true, nil
+	case len(f.DigestOf) > 0:
+		for _, n := range f.DigestOf {
+			if _, found := values[n]; !found {
+				return "", false, fmt.Errorf("field %s: digestOf names no source %q", f.Path, n)
+			}
+		}
+		return keyedDigest(key, values, f.DigestOf), true, nil
+	}
+	return "", false, fmt.Errorf("field %s: set one of source, template and digestOf", f.Path)
+}
+
+// keyedDigest returns the HMAC-SHA-256 under key of the named sources'
+// values (names sorted; each name, presence and length-prefixed value, so no
+// two different inputs share an encoding), as digestLength hex characters.
+// Without the key it reveals nothing about the values, not even whether two
+// Projections read the same one.
+func keyedDigest(key []byte, values map[string]sourceValue, names []string) string {
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	mac := hmac.New(sha256.New, key)
+	var n [8]byte
+	for _, name := range sorted {
+		v := values[name]
+		binary.BigEndian.PutUint64(n[:], uint64(len(name)))
+		mac.Write(n[:])
+		mac.Write([]byte(name))
+		if !v.present {
+			mac.Write([]byte{0})
+			continue
+		}
+		mac.Write([]byte{1})
+		binary.BigEndian.PutUint64(n[:], uint64(len(v.value)))
+		mac.Write(n[:])
+		mac.Write(v.value)
+	}
+	return hex.EncodeToString(mac.Sum(nil))[:digestLength]
+}
