@@ -77,6 +77,9 @@ func parseOne(s string) (Window, error) {
 	if !strings.HasPrefix(spec, "CRON_TZ=") && !strings.HasPrefix(spec, "TZ=") {
 		// Without a zone the parser would use the process's local zone.
 		spec = "CRON_TZ=UTC " + spec
+	} else if !strings.Contains(spec, " ") {
+		// cron v3.0.1 panics on a zone with no schedule after it.
+		return Window{}, fmt.Errorf("rollout window %q: no schedule after the time zone", s)
 	}
 	sched, err := parser.Parse(spec)
 	if err != nil {

@@ -79,3 +79,30 @@ func TestParseAndAt(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParse checks that Parse never panics and that what it accepts
+// answers At without panicking, with a next opening after a closed time.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"0 2 * * MON-FRI 2h",
+		"CRON_TZ=Europe/Berlin 0 2 * * * 1h; 0 10 * * SAT 4h",
+		"TZ=UTC */15 * * * * 5m",
+		"@daily 1h",
+		"0 2 * * * -1h",
+		";;",
+		"0 0 30 2 * 1h",
+	} {
+		f.Add(seed)
+	}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		ws, err := Parse(v)
+		if err != nil {
+			return
+		}
+		open, until := ws.At(now)
+		if !open && !until.IsZero() && until.Before(now) {
+			t.Errorf("At(%s) on %q: closed, next opening %s is in the past", now, v, until)
+		}
+	})
+}
