@@ -231,3 +231,56 @@ func collect(t *testing.T, c prometheus.Collector) map[*prometheus.Desc]float64 
 	}
 	return out
 }
+
+func TestWorkloadReconciler_RolloutQueueSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	const workloads = 3
+	create(t, configMap(ns, "shared", map[string]string{"a": "1"}))
+	var ds []*appsv1.Deployment
+	for i := range workloads {
+		d := deployment(ns, fmt.Sprintf("web-%d", i), map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("shared")))
+		// Each rollout takes at least this long: Reroll is stopped during
+		// the first.
+		d.Spec.MinReadySeconds = 6
+		create(t, d)
+		ds = append(ds, d)
+	}
+	opts := Options{MaxConcurrentRollouts: 1, Recheck: time.Second}
+	first := startReroll(t, ns, opts)
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+	rolled := func() int {
+		n := 0
+		for _, d := range ds {
+			n += len(rolledEvents(t, ns, d.Name))
+		}
+		return n
+	}
+	pending := func() int {
+		n := 0
+		for _, d := range ds {
+			if _, ok := get(t, d).Annotations[plan.PendingAnnotation]; ok {
+				n++
+			}
+		}
+		return n
+	}
+
+	update(t, configMap(ns, "shared", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	most := 0
+	g.Eventually(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.BeNumerically(">=", 1))
+	g.Eventually(pending).Should(gomega.BeNumerically(">=", 1), "the others wait, recorded on the objects")
+	// Reroll stops with the queue on the objects only.
+	first.stop(t)
+	g.Expect(rolled()).To(gomega.BeNumerically("<", workloads))
+
+	startReroll(t, ns, opts)
+	g.Eventually(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.Equal(workloads))
+	g.Eventually(pending).Should(gomega.BeZero())
+	g.Consistently(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.Equal(workloads), "nothing rolls twice")
+	g.Expect(most).To(gomega.BeNumerically("<=", 1), "at no sampled moment did more than one run")
+}
