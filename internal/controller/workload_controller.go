@@ -325,7 +325,7 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 		if len(p.Annotations) > 0 {
 			l = log.V(0)
 		}
-		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "since", p.Deferral.Since, "until", p.Deferral.Until)
+		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "detail", p.Deferral.Detail, "since", p.Deferral.Since, "until", p.Deferral.Until)
 	case plan.FirstSight:
 		log.Info("Recorded consumed data on first sight", "references", len(p.References))
 	case plan.Skipped:

@@ -43,6 +43,9 @@ func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
 	var ds []*appsv1.Deployment
 	for i := range workloads {
 		d := deployment(ns, fmt.Sprintf("web-%d", i), map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("shared")))
+		// Each rollout takes at least this long, so the storm's workloads
+		// beyond the bound find every slot taken.
+		d.Spec.MinReadySeconds = 3
 		create(t, d)
 		ds = append(ds, d)
 	}
