@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
@@ -45,7 +46,7 @@ func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
 		d := deployment(ns, fmt.Sprintf("web-%d", i), map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("shared")))
 		// Each rollout takes at least this long, so the storm's workloads
 		// beyond the bound find every slot taken.
-		d.Spec.MinReadySeconds = 3
+		d.Spec.Replicas, d.Spec.MinReadySeconds = ptr.To[int32](1), 2
 		create(t, d)
 		ds = append(ds, d)
 	}
@@ -64,7 +65,7 @@ func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
 			rolled += len(rolledEvents(t, ns, d.Name))
 		}
 		return rolled
-	}).Should(gomega.Equal(workloads), "every workload rolls, once")
+	}).WithTimeout(4*time.Minute).Should(gomega.Equal(workloads), "every workload rolls, once")
 	deferred := 0
 	for _, d := range ds {
 		deferred += len(eventsWithReason(t, ns, d.Name, plan.ReasonDeferred))
@@ -246,7 +247,7 @@ func TestWorkloadReconciler_RolloutQueueSurvivesRestart(t *testing.T) {
 		d := deployment(ns, fmt.Sprintf("web-%d", i), map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("shared")))
 		// Each rollout takes at least this long: Reroll is stopped during
 		// the first.
-		d.Spec.MinReadySeconds = 6
+		d.Spec.Replicas, d.Spec.MinReadySeconds = ptr.To[int32](1), 3
 		create(t, d)
 		ds = append(ds, d)
 	}
@@ -282,7 +283,7 @@ func TestWorkloadReconciler_RolloutQueueSurvivesRestart(t *testing.T) {
 	g.Expect(rolled()).To(gomega.BeNumerically("<", workloads))
 
 	startReroll(t, ns, opts)
-	g.Eventually(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.Equal(workloads))
+	g.Eventually(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).WithTimeout(4 * time.Minute).Should(gomega.Equal(workloads))
 	g.Eventually(pending).Should(gomega.BeZero())
 	g.Consistently(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.Equal(workloads), "nothing rolls twice")
 	g.Expect(most).To(gomega.BeNumerically("<=", 1), "at no sampled moment did more than one run")
