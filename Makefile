@@ -56,7 +56,7 @@ bench-check: ## Run the built binary through the small bench profile and fail on
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
-	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/
+	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/ ./internal/eviction/ ./internal/revert/
 
 .PHONY: manifests
 manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs and deepcopy functions from api/, and deploy/reroll.yaml from config/default.
@@ -78,9 +78,17 @@ bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|
 	$(GO) build -o $(BENCH_DIR)/bench ./hack/bench
 	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) $(BENCH_FLAGS)
 
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 10s
+
 .PHONY: fuzz
-fuzz: ## Fuzz the annotation parser for 30 seconds.
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/annotation/
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10s); plain `go test` runs only their seeds.
+	@set -e; grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal | sort -u | \
+	while IFS=: read -r file fn; do \
+	  target=$${fn#func }; pkg=./$$(dirname $$file)/; \
+	  echo "fuzzing $$target in $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 .PHONY: lint
 lint: ## Check formatting and run go vet.

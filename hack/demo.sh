@@ -53,12 +53,12 @@ eval "$(bin/controlplane up --dir "$dir" --full | tail -n 1)"
 kubectl get nodes
 
 step "Starting Reroll (a local process using the generated kubeconfig)"
-# The Projection CRD and a random digest key, for the second act.
+# The Projection CRD, for the second act.
 kubectl apply --server-side -f config/crd/bases/reroll.dev_projections.yaml
 kubectl wait crd/projections.reroll.dev --for=condition=Established --timeout=60s
-head -c 32 /dev/urandom | base64 >"$dir.projection-key"
-bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 \
-  --enable-projections --projection-key-file "$dir.projection-key" >"$dir.reroll.log" 2>&1 &
+# Outside a pod there is no POD_NAMESPACE: keep the digest key in default.
+bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 --digest-key-namespace=default \
+  --enable-projections >"$dir.reroll.log" 2>&1 &
 reroll_pid=$!
 echo "reroll pid $reroll_pid, log in $dir.reroll.log"
 
@@ -69,6 +69,13 @@ kubectl -n $ns wait deployment/web --for=jsonpath='{.metadata.annotations.reroll
   fail "Reroll did not record the Deployment on first sight"
 echo "Reroll recorded, on the Deployment's metadata (not its pod template, so nothing rolled), what it consumes:"
 kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}' | sed 's/^/  /'; echo
+# The digests are keyed (HMAC-SHA-256 under the installation key in Secret
+# default/reroll-digest-key): someone who can read the Deployment cannot test
+# guesses of the password against them.
+plain=$(printf '%s' correct-horse | sha256sum | cut -c1-16)
+kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}' | grep -q "$plain" &&
+  fail "the record holds the plain SHA-256 of the password"
+echo "The password's digest is keyed: not its plain SHA-256 prefix $plain (key id $(kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed-key}'))."
 old_rs=$(kubectl -n $ns get rs -l app=web -o jsonpath='{.items[0].metadata.name}')
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 1 ]] || fail "first sight rolled the Deployment"
 

@@ -17,10 +17,12 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,6 +32,7 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/projection"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -88,12 +91,34 @@ func run(args []string) error {
 	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	mo := opts.Scope.ManagerOptions()
+	// The digest key, before the cache starts: the cache digests every value
+	// under it.
+	if f.digestKeyNamespace == "" || f.digestKeySecret == "" {
+		return errors.New("--digest-key-secret: set --digest-key-namespace or POD_NAMESPACE (Reroll keeps its digest key in a Secret there)")
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating the client: %w", err)
+	}
+	keyCtx, cancelKey := context.WithTimeout(context.Background(), time.Minute)
+	if f.jobJournal != "" {
+		opts.JobJournal = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.jobJournal}
+	}
+	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret})
+	cancelKey()
+	if err != nil {
+		return err
+	}
+	if projectionOpts.Key == nil {
+		projectionOpts.Key = opts.Key.Derive("projection")
+	}
+	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
 	mo.HealthProbeBindAddress = f.probeAddr
 	mo.LeaderElection = f.enableHA
-	mo.LeaderElectionID = "reroll-leader"
+	mo.LeaderElectionID = f.leaderElection.id
+	mo.GracefulShutdownTimeout = &f.gracefulShutdown
 	mo.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	mo.LeaseDuration = &f.leaderElection.leaseDuration
 	mo.RenewDeadline = &f.leaderElection.renewDeadline
@@ -122,6 +147,10 @@ func run(args []string) error {
 	}
 	if err := setupProjections(mgr, f.projections, projectionOpts); err != nil {
 		return err
+	}
+	if f.webhook.enabled && f.projections.enabled {
+		// Reads only its requests: served even before the CRD is installed.
+		projection.RegisterWebhook(mgr)
 	}
 	if err := freeMemoryAfterSync(mgr); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
@@ -154,7 +183,7 @@ func run(args []string) error {
 	logger.Info("Starting Reroll", "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
 		"reloadOnDelete", opts.ReloadOnDelete, "autoReloadAll", opts.Annotations.AutoReloadAll,
 		"namespaces", opts.Scope.Namespaces, "namespacesToIgnore", opts.Scope.IgnoredNamespaces,
-		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"))
+		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"), "digestKey", opts.Key.ID())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

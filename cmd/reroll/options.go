@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -43,10 +44,13 @@ type flags struct {
 	namespaceSelector  string
 	resourceSelector   string
 	webhookURL         string
+	webhookURLFile     string
 	enableHA           bool
 	leaderElection     leaderElectionFlags
+	gracefulShutdown   time.Duration
 	isArgoRollouts     bool
 	workloads          []string
+	evictOwners        []string
 	cronJobTrigger     string
 	recreateCompleted  bool
 	coalesceWindow     time.Duration
@@ -67,7 +71,12 @@ type flags struct {
 	// accepted and ignored.
 	reloaderOnly map[string]*string
 	// set is the parsed flag set, to tell which flags were given.
-	set *pflag.FlagSet
+	set                *pflag.FlagSet
+	digestKeySecret    string
+	digestKeyNamespace string
+	keyedCompatHashes  bool
+	allowCrossNS       bool
+	jobJournal         string
 }
 
 // newFlagSet binds every flag to f.
@@ -103,13 +112,17 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringSliceVar(&f.namespacesToIgnore, "namespaces-to-ignore", nil, "Namespaces never watched (filtered by the API server).")
 	fs.StringVar(&f.namespaceSelector, "namespace-selector", "", "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'.")
 	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
-	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling.")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling. The URL is a credential when it holds a token, and a flag is visible in the pod spec: prefer --webhook-url-file or the environment variable "+webhookURLEnv+" (the Helm chart fills it from a Secret). Only its scheme and host are ever shown.")
+	fs.StringVar(&f.webhookURLFile, "webhook-url-file", "", "Read --webhook-url from this file (e.g. a mounted Secret key); surrounding whitespace is ignored.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
+	fs.StringVar(&f.leaderElection.id, "leader-election-id", "reroll-leader", "With --enable-ha: name of the Lease, in POD_NAMESPACE; two installations in one namespace need two names (the Helm chart uses <release fullname>-leader).")
+	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", DefaultGracefulShutdownTimeout, "How long Reroll waits on SIGTERM for reconciles in progress to finish; keep the pod's terminationGracePeriodSeconds above it.")
 	fs.DurationVar(&f.leaderElection.leaseDuration, "leader-election-lease-duration", 15*time.Second, "With --enable-ha: how long standbys wait after the last renewal before taking the Lease; the longest fail-over when the leader dies.")
 	fs.DurationVar(&f.leaderElection.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "With --enable-ha: how long the leader keeps retrying to renew the Lease before it gives up leading (and exits); less than --leader-election-lease-duration.")
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
+	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "A kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
@@ -126,6 +139,11 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")
 	f.reloaderOnly = map[string]*string{}
 	addReloaderOnlyFlags(fs, f.reloaderOnly)
+	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
+	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret and --job-journal (default POD_NAMESPACE, else the pod's own namespace).")
+	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "ConfigMap, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists, so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
+	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
+	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
 	addProjectionFlags(fs, &f.projections)
 	f.set = fs
@@ -141,6 +159,12 @@ func (f *flags) recreateCompletedFlag() *bool {
 	v := f.recreateCompleted
 	return &v
 }
+
+// DefaultGracefulShutdownTimeout is --graceful-shutdown-timeout's default:
+// below the 30 s that Kubernetes gives a pod by default, so that Reroll
+// finishes (or abandons) its reconciles and hands over the Lease before the
+// kubelet kills it.
+const DefaultGracefulShutdownTimeout = 25 * time.Second
 
 // workloadTypes are the names --ignored-workload-types accepts.
 var workloadTypes = []string{"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs", "rollouts", "deploymentconfigs"}
@@ -185,21 +209,37 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		kinds = append(kinds, k)
 	}
+	var owners []workload.PodOwner
+	for _, v := range f.evictOwners {
+		k, err := workload.ParsePodOwner(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--evict-owner: %w", err))
+			continue
+		}
+		owners = append(owners, k)
+	}
+	hook, err := f.notificationURL(env)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	o := controller.Options{
-		Kinds:                   kinds,
-		Strategy:                strategy,
-		ReloadOnCreate:          f.reloadOnCreate,
-		ReloadOnDelete:          f.reloadOnDelete,
-		Annotations:             annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
-		WebhookURL:              f.webhookURL,
-		CoalesceWindow:          f.coalesceWindow,
-		CoalesceMaxWait:         f.coalesceMaxWait,
-		MaxConcurrentReconciles: f.maxConcurrent,
-		MaxConcurrentRollouts:   f.maxRollouts,
-		RolloutTimeout:          f.rolloutTimeout,
-		WaitForRollout:          f.waitForRollout,
-		PausePeriod:             f.pausePeriod,
-		Admission:               controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:                         kinds,
+		EvictOwners:                   owners,
+		Strategy:                      strategy,
+		ReloadOnCreate:                f.reloadOnCreate,
+		ReloadOnDelete:                f.reloadOnDelete,
+		Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
+		WebhookURL:                    hook,
+		KeyedCompatHashes:             f.keyedCompatHashes,
+		AllowCrossNamespaceReferences: f.allowCrossNS,
+		CoalesceWindow:                f.coalesceWindow,
+		CoalesceMaxWait:               f.coalesceMaxWait,
+		MaxConcurrentReconciles:       f.maxConcurrent,
+		MaxConcurrentRollouts:         f.maxRollouts,
+		RolloutTimeout:                f.rolloutTimeout,
+		WaitForRollout:                f.waitForRollout,
+		PausePeriod:                   f.pausePeriod,
+		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
@@ -273,10 +313,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	if f.enablePProf && strings.TrimSpace(f.pprofAddr) == "" {
 		errs = append(errs, errors.New("--pprof-addr: an address is required with --enable-pprof"))
 	}
-	if f.webhookURL != "" {
-		if !isHTTPURL(f.webhookURL) {
-			errs = append(errs, fmt.Errorf("--webhook-url: %q is not an http or https URL", f.webhookURL))
-		}
+	if o.WebhookURL != "" && !isHTTPURL(o.WebhookURL) {
+		// The value may be a credential: never repeat it.
+		errs = append(errs, errors.New("--webhook-url: the value is not an http or https URL"))
 	}
 	names := map[string]string{
 		"--configmap-annotation": f.names.ConfigMapReload, "--secret-annotation": f.names.SecretReload,
@@ -296,6 +335,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	errs = append(errs, f.leaderElection.validate()...)
 	errs = append(errs, f.webhook.validate(env)...)
+	if f.digestKeyNamespace == "" {
+		f.digestKeyNamespace = ownNamespace(env)
+	}
 	alerter, err := alerterFromEnv(env)
 	if err != nil {
 		errs = append(errs, err)
@@ -336,6 +378,36 @@ func alerterFromEnv(env func(string) string) (*notify.Sender, error) {
 	return notify.NewSender(cfg), nil
 }
 
+// webhookURLEnv is the environment variable that may hold --webhook-url.
+const webhookURLEnv = "REROLL_WEBHOOK_URL"
+
+// notificationURL returns the notification endpoint's URL from the one
+// source set: --webhook-url, --webhook-url-file or webhookURLEnv; "" when
+// none is. Errors never contain the URL.
+func (f *flags) notificationURL(env func(string) string) (string, error) {
+	var set []string
+	hook := f.webhookURL
+	if hook != "" {
+		set = append(set, "--webhook-url")
+	}
+	if f.webhookURLFile != "" {
+		set = append(set, "--webhook-url-file")
+		b, err := os.ReadFile(f.webhookURLFile)
+		if err != nil {
+			return "", fmt.Errorf("--webhook-url-file: %w", err)
+		}
+		hook = strings.TrimSpace(string(b))
+	}
+	if v := strings.TrimSpace(env(webhookURLEnv)); v != "" {
+		set = append(set, webhookURLEnv)
+		hook = v
+	}
+	if len(set) > 1 {
+		return "", fmt.Errorf("the notification endpoint's URL is set by %s: set one", strings.Join(set, " and "))
+	}
+	return hook, nil
+}
+
 // isHTTPURL reports whether s is an absolute http or https URL with a host.
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
@@ -346,6 +418,8 @@ func isHTTPURL(s string) bool {
 // controller-runtime's LeaseDuration, RenewDeadline and RetryPeriod. The
 // defaults are controller-runtime's (and client-go's usual 15s/10s/2s).
 type leaderElectionFlags struct {
+	// id is the name of the Lease (--leader-election-id).
+	id                                        string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
 
@@ -365,6 +439,9 @@ func (l leaderElectionFlags) validate() []error {
 	if len(errs) > 0 {
 		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return errs
+	}
+	if problems := validation.IsDNS1123Subdomain(l.id); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-election-id: %q is not a valid Lease name: %s", l.id, strings.Join(problems, "; ")))
 	}
 	if l.renewDeadline >= l.leaseDuration {
 		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be less than --leader-election-lease-duration (%s)", l.renewDeadline, l.leaseDuration))
@@ -389,7 +466,25 @@ func clean(in []string) []string {
 
 // inCluster reports whether the process runs in a pod, where
 // controller-runtime finds the leader election namespace itself.
+// serviceAccountNamespaceFile is where the kubelet puts the pod's namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace returns Reroll's own namespace: POD_NAMESPACE (the chart and
+// the Kustomize manifests set it), else the namespace of the pod's
+// ServiceAccount token (so the image starts under any chart, Reloader's
+// included), else "" outside a pod.
+func ownNamespace(env func(string) string) string {
+	if ns := env("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	b, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func inCluster() bool {
-	_, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	_, err := os.Stat(serviceAccountNamespaceFile)
 	return err == nil
 }

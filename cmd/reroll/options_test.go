@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/reroll/reroll/internal/annotation"
@@ -41,6 +42,7 @@ func TestOptions_Values(t *testing.T) {
 		"--ignored-workload-types=jobs,cronjobs", "--namespaces-to-ignore=kube-system,flux-system",
 		"--namespace-selector=team=a", "--resource-label-selector=reroll!=off",
 		"--auto-annotation=example.com/auto", "--webhook-url=https://hooks.example/reroll",
+		"--evict-owner=kafka.strimzi.io/v1beta2/StrimziPodSet",
 	})).To(gomega.Succeed())
 	o, err := f.options(func(k string) string { return map[string]string{"KUBERNETES_NAMESPACE": "apps"}[k] })
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -54,6 +56,7 @@ func TestOptions_Values(t *testing.T) {
 	g.Expect(o.Scope.NamespaceSelector.String()).To(gomega.Equal("team=a"))
 	g.Expect(o.Scope.ResourceSelector.String()).To(gomega.Equal("reroll!=off"))
 	g.Expect(o.WebhookURL).To(gomega.Equal("https://hooks.example/reroll"))
+	g.Expect(o.EvictOwners).To(gomega.Equal([]workload.PodOwner{{GVK: schema.GroupVersionKind{Group: "kafka.strimzi.io", Version: "v1beta2", Kind: "StrimziPodSet"}}}))
 }
 
 func TestOptions_RejectsMalformedValues(t *testing.T) {
@@ -70,13 +73,17 @@ func TestOptions_RejectsMalformedValues(t *testing.T) {
 		"unknown workload type":     {args: []string{"--ignored-workload-types=pods"}, want: `--ignored-workload-types: unknown workload type "pods"`},
 		"bad namespace selector":    {args: []string{"--namespace-selector=a in ("}, want: "--namespace-selector:"},
 		"bad resource selector":     {args: []string{"--resource-label-selector=!!"}, want: "--resource-label-selector:"},
-		"bad webhook URL":           {args: []string{"--webhook-url=ftp://x"}, want: `--webhook-url: "ftp://x" is not an http or https URL`},
+		"bad webhook URL":           {args: []string{"--webhook-url=ftp://x"}, want: `--webhook-url: the value is not an http or https URL`},
+		"two webhook URL sources":   {args: []string{"--webhook-url=https://a.example"}, env: map[string]string{"REROLL_WEBHOOK_URL": "https://b.example"}, want: "set by --webhook-url and REROLL_WEBHOOK_URL: set one"},
+		"unreadable webhook URL":    {args: []string{"--webhook-url-file=/nonexistent/url"}, want: "--webhook-url-file: open /nonexistent/url"},
 		"empty annotation name":     {args: []string{"--auto-annotation="}, want: "--auto-annotation: an annotation name is required"},
 		"namespace watched+ignored": {args: []string{"--namespaces=a", "--namespaces-to-ignore=a"}, want: "namespace a is both watched and ignored"},
 		"env and flag disagree":     {args: []string{"--namespaces=a"}, env: map[string]string{"KUBERNETES_NAMESPACE": "b"}, want: "KUBERNETES_NAMESPACE=b and --namespaces=a disagree"},
 		"HA without a namespace":    {args: []string{"--enable-ha"}, want: "--enable-ha: set POD_NAMESPACE"},
 		"renew not under lease":     {args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=4s"}, want: "--leader-election-renew-deadline (4s) must be less than --leader-election-lease-duration (4s)"},
 		"retry not under renew":     {args: []string{"--leader-election-renew-deadline=3s", "--leader-election-retry-period=3s"}, want: "--leader-election-renew-deadline (3s) must be more than 1.2 times --leader-election-retry-period (3s)"},
+		"invalid Lease name":        {args: []string{"--leader-election-id=Not_A_Name"}, want: "--leader-election-id: \"Not_A_Name\" is not a valid Lease name"},
+		"evict owner without group": {args: []string{"--evict-owner=v1/Thing"}, want: `--evict-owner: evict owner "v1/Thing": want <group>/<version>/<Kind>`},
 		"zero lease":                {args: []string{"--leader-election-lease-duration=0s"}, want: "--leader-election-lease-duration: 0s is not positive"},
 	}
 	for name, tc := range cases {
@@ -95,10 +102,14 @@ func TestOptions_LeaderElectionTimings(t *testing.T) {
 		// want are the timings passed to the manager.
 		want leaderElectionFlags
 	}{
-		"controller-runtime defaults": {want: leaderElectionFlags{leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second}},
+		"controller-runtime defaults": {want: leaderElectionFlags{id: "reroll-leader", leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second}},
 		"short fail-over": {
 			args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s"},
-			want: leaderElectionFlags{leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: time.Second},
+			want: leaderElectionFlags{id: "reroll-leader", leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: time.Second},
+		},
+		"a Lease per release": {
+			args: []string{"--leader-election-id=team-a-reroll-leader"},
+			want: leaderElectionFlags{id: "team-a-reroll-leader", leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second},
 		},
 	}
 	for name, tc := range cases {
@@ -190,6 +201,35 @@ func TestOptions_BatchFlagsUnsetLetTheDialectDecide(t *testing.T) {
 			_, o, err := configure(tc.args, func(string) string { return "" })
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			g.Expect(o.Kinds).To(gomega.ContainElements(workload.CronJob{Trigger: tc.trigger}, workload.Job{RecreateCompleted: tc.recreate}))
+		})
+	}
+}
+
+func TestOptions_WebhookURLFromFileOrEnvironment(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "url")
+	if err := os.WriteFile(file, []byte("https://hooks.example/from-file?token=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		// args and env are the command line and environment.
+		args []string
+		env  map[string]string
+		// want is the notification endpoint's URL.
+		want string
+	}{
+		"flag":        {args: []string{"--webhook-url=https://hooks.example/flag"}, want: "https://hooks.example/flag"},
+		"file":        {args: []string{"--webhook-url-file=" + file}, want: "https://hooks.example/from-file?token=x"},
+		"environment": {env: map[string]string{"REROLL_WEBHOOK_URL": "https://hooks.example/env"}, want: "https://hooks.example/env"},
+		"none":        {want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			var f flags
+			g.Expect(newFlagSet(&f).Parse(tc.args)).To(gomega.Succeed())
+			o, err := f.options(func(k string) string { return tc.env[k] })
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(o.WebhookURL).To(gomega.Equal(tc.want))
 		})
 	}
 }

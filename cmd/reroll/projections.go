@@ -28,15 +28,16 @@ type projectionFlags struct {
 
 func addProjectionFlags(fs *pflag.FlagSet, f *projectionFlags) {
 	d := projection.DefaultOptions()
-	fs.BoolVar(&f.enabled, "enable-projections", false, "Reconcile reroll.dev/v1alpha1 Projections, which keep fields of custom resources equal to ConfigMap and Secret values (see docs/projections.md). Needs the Projection CRD, impersonate on serviceaccounts and --projection-key-file.")
+	fs.BoolVar(&f.enabled, "enable-projections", false, "Reconcile reroll.dev/v1alpha1 Projections, which keep fields of custom resources equal to ConfigMap and Secret values (see docs/projections.md). Needs the Projection CRD and impersonate on serviceaccounts.")
 	fs.StringVar(&f.serviceAccount, "projection-service-account", d.DefaultServiceAccount, "ServiceAccount, in each Projection's namespace, that Reroll impersonates for Projections without spec.serviceAccountName.")
-	fs.StringVar(&f.keyFile, "projection-key-file", "", "File holding the key (at least 32 bytes) of the HMAC-SHA-256 digests that Projections write; a change of key changes every digest once.")
+	fs.StringVar(&f.keyFile, "projection-key-file", "", "File holding the key (at least 32 bytes) of the HMAC-SHA-256 digests that Projections write; empty derives it from the installation key (--digest-key-secret). A change of key changes every digest once.")
 	fs.IntVar(&f.rewrites, "projection-conflict-rewrites", d.Conflict.Rewrites, "How many rewrites of a projected field by another field manager Reroll writes back within --projection-conflict-window; one more stops the Projection with Ready=False, reason Conflict.")
 	fs.DurationVar(&f.window, "projection-conflict-window", d.Conflict.Window, "The window over which rewrites of a projected field by another field manager are counted.")
 }
 
 // options validates the flags and returns the controller's options; the
-// key is read from --projection-key-file.
+// key is read from --projection-key-file, or left nil for main to derive
+// from the installation key.
 func (f *projectionFlags) options() (projection.Options, error) {
 	o := projection.DefaultOptions()
 	if !f.enabled {
@@ -53,7 +54,7 @@ func (f *projectionFlags) options() (projection.Options, error) {
 		errs = append(errs, fmt.Errorf("--projection-conflict-window: %s is not positive", f.window))
 	}
 	if f.keyFile == "" {
-		errs = append(errs, errors.New("--enable-projections: set --projection-key-file"))
+		// Derived from the installation key once it is loaded (main).
 	} else if key, err := os.ReadFile(f.keyFile); err != nil {
 		errs = append(errs, fmt.Errorf("--projection-key-file: %w", err))
 	} else if key = bytes.TrimRight(key, "\r\n"); len(key) < 32 {

@@ -23,14 +23,14 @@ func TestProjectionFlags_Options(t *testing.T) {
 		wantErr string   // part of the error; empty for none
 		keyLen  int      // length of the key read
 	}{
-		"off needs nothing":    {args: nil},
-		"on with a key":        {args: []string{"--enable-projections", "--projection-key-file", good}, keyLen: 32},
-		"on without a key":     {args: []string{"--enable-projections"}, wantErr: "set --projection-key-file"},
-		"short key":            {args: []string{"--enable-projections", "--projection-key-file", short}, wantErr: "holds 16 bytes"},
-		"missing key file":     {args: []string{"--enable-projections", "--projection-key-file", filepath.Join(dir, "nope")}, wantErr: "no such file"},
-		"no service account":   {args: []string{"--enable-projections", "--projection-key-file", good, "--projection-service-account="}, wantErr: "a name is required"},
-		"zero rewrites":        {args: []string{"--enable-projections", "--projection-key-file", good, "--projection-conflict-rewrites=0"}, wantErr: "not positive"},
-		"zero conflict window": {args: []string{"--enable-projections", "--projection-key-file", good, "--projection-conflict-window=0s"}, wantErr: "not positive"},
+		"off needs nothing":     {args: nil},
+		"on with a key":         {args: []string{"--enable-projections", "--projection-key-file", good}, keyLen: 32},
+		"on without a key file": {args: []string{"--enable-projections"}, keyLen: 0}, // main derives it from the installation key
+		"short key":             {args: []string{"--enable-projections", "--projection-key-file", short}, wantErr: "holds 16 bytes"},
+		"missing key file":      {args: []string{"--enable-projections", "--projection-key-file", filepath.Join(dir, "nope")}, wantErr: "no such file"},
+		"no service account":    {args: []string{"--enable-projections", "--projection-key-file", good, "--projection-service-account="}, wantErr: "a name is required"},
+		"zero rewrites":         {args: []string{"--enable-projections", "--projection-key-file", good, "--projection-conflict-rewrites=0"}, wantErr: "not positive"},
+		"zero conflict window":  {args: []string{"--enable-projections", "--projection-key-file", good, "--projection-conflict-window=0s"}, wantErr: "not positive"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -29,10 +32,15 @@ type webhookFlags struct {
 	selfSignedCerts bool
 	// extraDNSNames are added to the self-signed serving certificate.
 	extraDNSNames []string
+	// clientCA is a PEM file of the CAs whose client certificates the
+	// webhook requires (--webhook-client-ca); "" accepts any client.
+	clientCA string
+	// clientCAs is clientCA loaded by validate.
+	clientCAs *x509.CertPool
 }
 
 func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
-	fs.BoolVar(&f.enabled, "enable-webhook", false, "Serve the mutating admission webhook that keeps Reroll's fields on workloads that kubectl replace, Argo CD Replace=true or helm --force rewrite, and keep the label reroll.dev/managed on the workloads Reroll manages (see docs/gitops.md).")
+	fs.BoolVar(&f.enabled, "enable-webhook", false, "Serve the mutating admission webhook that keeps Reroll's fields on workloads that kubectl replace, Argo CD Replace=true or helm --force rewrite, and keep the label reroll.dev/managed on the workloads Reroll manages (see docs/gitops.md). With --enable-projections it also serves /mutate-projected, which keeps the fields Projections wrote on their targets (see docs/projections.md).")
 	fs.IntVar(&f.port, "webhook-port", 9443, "Port of the admission webhook's HTTPS server.")
 	fs.StringVar(&f.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory where the webhook's serving certificate (tls.crt, tls.key) is mounted from --webhook-cert-secret.")
 	fs.StringVar(&f.certSecret, "webhook-cert-secret", "reroll-webhook-cert", "Secret, in --webhook-namespace, where Reroll keeps the webhook's self-signed CA and serving certificate and rotates them.")
@@ -40,6 +48,7 @@ func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
 	fs.StringVar(&f.namespace, "webhook-namespace", "", "Namespace of --webhook-service and --webhook-cert-secret (default POD_NAMESPACE).")
 	fs.StringVar(&f.configurationName, "webhook-configuration-name", "reroll", "MutatingWebhookConfiguration (installed by the Helm chart or config/components/webhook) whose caBundle Reroll fills in.")
 	fs.BoolVar(&f.selfSignedCerts, "webhook-self-signed-certs", true, "Generate the webhook's CA and serving certificate, keep them in --webhook-cert-secret, renew them 90 days before they expire and write the CA into the caBundle of --webhook-configuration-name. false: serve the certificate that something else (cert-manager) mounts at --webhook-cert-dir, reloaded when it changes; Reroll then touches neither the Secret nor the configuration.")
+	fs.StringVar(&f.clientCA, "webhook-client-ca", "", "PEM file of the CA that signs the client certificate the API server presents to admission webhooks (its --admission-control-config-file kubeconfig); when set, the webhook answers only clients with a certificate it signed. Empty accepts any client (the webhook's answers hold nothing but what the request holds).")
 	fs.StringSliceVar(&f.extraDNSNames, "webhook-extra-dns-names", nil, "More DNS names for the self-signed serving certificate, e.g. the host of a webhook configuration that reaches Reroll by url: instead of through --webhook-service.")
 }
 
@@ -70,6 +79,13 @@ func (f *webhookFlags) validate(env func(string) string) []error {
 			errs = append(errs, fmt.Errorf("--webhook-extra-dns-names: %q is not a DNS name: %s", n, strings.Join(problems, "; ")))
 		}
 	}
+	if f.clientCA != "" {
+		pool, err := loadCAs(f.clientCA)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--webhook-client-ca: %w", err))
+		}
+		f.clientCAs = pool
+	}
 	for name, v := range required {
 		if v == "" {
 			errs = append(errs, fmt.Errorf("%s: a value is required with --enable-webhook", name))
@@ -82,11 +98,38 @@ func (f *webhookFlags) validate(env func(string) string) []error {
 // certificates it starts serving only once ready is closed (the certificate
 // is on disk); ready is nil otherwise.
 func (f *webhookFlags) server(ready <-chan struct{}) webhook.Server {
-	s := webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir})
+	o := webhook.Options{Port: f.port, CertDir: f.certDir}
+	if f.clientCAs != nil {
+		o.TLSOpts = append(o.TLSOpts, requireClientCert(f.clientCAs))
+	}
+	s := webhook.NewServer(o)
 	if ready == nil {
 		return s
 	}
 	return &readyServer{Server: s, ready: ready}
+}
+
+// loadCAs reads a PEM file of CA certificates.
+func loadCAs(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// requireClientCert makes the webhook's TLS server refuse every client
+// without a certificate that one of cas signed: with the API server set up
+// to present one, nothing else in the cluster can call the webhook.
+func requireClientCert(cas *x509.CertPool) func(*tls.Config) {
+	return func(c *tls.Config) {
+		c.ClientCAs = cas
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+	}
 }
 
 // addRotator makes Reroll keep a self-signed CA and a serving certificate

@@ -1,7 +1,20 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 )
@@ -52,4 +65,51 @@ func TestOptions_WebhookExtraDNSNames(t *testing.T) {
 
 	_, err = parse(t, map[string]string{"POD_NAMESPACE": "ns"}, "--enable-webhook", "--webhook-extra-dns-names=Not_A_Name")
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring(`--webhook-extra-dns-names: "Not_A_Name" is not a DNS name`)))
+}
+
+func TestWebhookClientCA_RefusesClientsWithoutItsCertificate(t *testing.T) {
+	g := gomega.NewWithT(t)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "api-server-client-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	g.Expect(os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600)).To(gomega.Succeed())
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	ca, err := x509.ParseCertificate(caDER)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	clientDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}, ca, &clientKey.PublicKey, caKey)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+
+	f, err := parse(t, map[string]string{"POD_NAMESPACE": "ns"}, "--enable-webhook", "--webhook-client-ca="+caFile)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	requireClientCert(f.webhook.clientCAs)(srv.TLS)
+	srv.StartTLS()
+	defer srv.Close()
+
+	anonymous := srv.Client()
+	_, err = anonymous.Get(srv.URL)
+	g.Expect(err).To(gomega.HaveOccurred(), "a client without a certificate is refused")
+
+	withCert := srv.Client()
+	withCert.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{{Certificate: [][]byte{clientDER}, PrivateKey: clientKey}}
+	resp, err := withCert.Get(srv.URL)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(resp.Body.Close()).To(gomega.Succeed())
+	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
+
+	_, err = parse(t, map[string]string{"POD_NAMESPACE": "ns"}, "--enable-webhook", "--webhook-client-ca="+filepath.Join(t.TempDir(), "missing"))
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("--webhook-client-ca: reading the CA bundle")))
 }

@@ -1,6 +1,7 @@
 package annotation
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -277,4 +278,48 @@ func TestParse_SecretProviderClasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParse_BoundsLists(t *testing.T) {
+	many := strings.Repeat("a,", MaxListEntries) + "last"
+	cases := map[string]struct {
+		// annotations are the workload's.
+		annotations map[string]string
+		// wantEntries is how many entries of reroll.dev/configmaps are kept.
+		wantEntries int
+		// wantErr is a substring of the one error reported.
+		wantErr string
+	}{
+		"a value over the length limit is ignored whole": {
+			annotations: map[string]string{ConfigMaps: strings.Repeat("a", MaxListLength+1)},
+			wantEntries: 0,
+			wantErr:     "longer than the limit",
+		},
+		"entries past the count limit are dropped": {
+			annotations: map[string]string{ConfigMaps: many},
+			wantEntries: MaxListEntries,
+			wantErr:     "more than 64 entries",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			o, errs := DefaultConfig().Parse(tc.annotations, nil)
+			g.Expect(o.ConfigMaps).To(gomega.HaveLen(tc.wantEntries))
+			g.Expect(errs).To(gomega.HaveLen(1))
+			g.Expect(errs[0].Error()).To(gomega.ContainSubstring(tc.wantErr))
+		})
+	}
+}
+
+func TestCompile_OncePerDistinctPattern(t *testing.T) {
+	g := gomega.NewWithT(t)
+	a, err := compile("db-.*")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	b, _ := compile("db-.*")
+	g.Expect(b).To(gomega.BeIdenticalTo(a))
+	_, err = compile("[")
+	g.Expect(err).To(gomega.HaveOccurred())
+	_, again := compile("[")
+	g.Expect(again).To(gomega.BeIdenticalTo(err))
 }

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/lru"
 
 	"github.com/reroll/reroll/internal/reference"
 )
@@ -223,11 +224,7 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 // entries; invalid ones are reported and dropped.
 func (p *parser) namespaced(annotations map[string]string, key string) []types.NamespacedName {
 	var out []types.NamespacedName
-	for _, entry := range strings.Split(annotations[key], ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
+	for _, entry := range p.entries(annotations, key) {
 		nn := types.NamespacedName{Name: entry}
 		if ns, name, ok := strings.Cut(entry, "/"); ok {
 			nn = types.NamespacedName{Namespace: ns, Name: name}
@@ -249,11 +246,7 @@ func (p *parser) namespaced(annotations map[string]string, key string) []types.N
 // and duplicates as written; invalid names are reported and dropped.
 func (p *parser) ordered(annotations map[string]string, key string) []string {
 	var out []string
-	for _, entry := range strings.Split(annotations[key], ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
+	for _, entry := range p.entries(annotations, key) {
 		if problems := validation.IsDNS1123Subdomain(entry); len(problems) > 0 {
 			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid object name: %s", key, entry, strings.Join(problems, "; ")))
 			continue
@@ -394,11 +387,7 @@ func (p *parser) anyTrue(annotations map[string]string, keys ...string) bool {
 // object name (Reroll's).
 func (p *parser) list(annotations map[string]string, key string, regex bool) List {
 	var out List
-	for _, entry := range strings.Split(annotations[key], ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
+	for _, entry := range p.entries(annotations, key) {
 		problems := validation.IsDNS1123Subdomain(entry)
 		if !regex {
 			if len(problems) > 0 {
@@ -408,7 +397,7 @@ func (p *parser) list(annotations map[string]string, key string, regex bool) Lis
 			out = append(out, Pattern{Text: entry, Name: true})
 			continue
 		}
-		re, err := regexp.Compile("^(?:" + entry + ")$")
+		re, err := compile(entry)
 		if err != nil {
 			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid regular expression: %w", key, entry, err))
 			continue
@@ -422,6 +411,65 @@ func (p *parser) list(annotations map[string]string, key string, regex bool) Lis
 		out = append(out, pat)
 	}
 	return out
+}
+
+// Limits on list annotations, so that a workload's annotations cannot make
+// every reconcile of it expensive. A list value longer than MaxListLength
+// bytes is ignored whole (with an error); entries past MaxListEntries are
+// dropped (with an error). Kubernetes allows 256 KiB of annotations per
+// object; real lists are a few names long.
+const (
+	// MaxListLength is the longest list annotation value read, in bytes.
+	MaxListLength = 4096
+	// MaxListEntries is the most entries read from one list annotation.
+	MaxListEntries = 64
+)
+
+// entries splits a comma-separated list annotation into its trimmed,
+// non-empty entries, within MaxListLength and MaxListEntries.
+func (p *parser) entries(annotations map[string]string, key string) []string {
+	v := annotations[key]
+	if len(v) > MaxListLength {
+		p.errs = append(p.errs, fmt.Errorf("annotation %s: value of %d bytes is longer than the limit of %d; ignoring it", key, len(v), MaxListLength))
+		return nil
+	}
+	var out []string
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if len(out) == MaxListEntries {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: more than %d entries; ignoring the rest", key, MaxListEntries))
+			break
+		}
+		out = append(out, entry)
+	}
+	return out
+}
+
+// compiled memoizes compile: Parse runs on every reconcile of a workload,
+// and most lists repeat the same few patterns. It is bounded (least recently
+// used entries go first) because the patterns come from users' annotations.
+// A regexp.Regexp is safe for concurrent use.
+var compiled = lru.New(1024)
+
+// compiledPattern is one entry of compiled.
+type compiledPattern struct {
+	re  *regexp.Regexp
+	err error
+}
+
+// compile returns entry as a regular expression anchored at both ends
+// (Reloader's list syntax), compiling each distinct entry once.
+func compile(entry string) (*regexp.Regexp, error) {
+	if v, ok := compiled.Get(entry); ok {
+		c := v.(compiledPattern)
+		return c.re, c.err
+	}
+	re, err := regexp.Compile("^(?:" + entry + ")$")
+	compiled.Add(entry, compiledPattern{re: re, err: err})
+	return re, err
 }
 
 func hasAny(annotations map[string]string, keys []string) bool {

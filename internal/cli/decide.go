@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
@@ -23,6 +26,34 @@ func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 		return p, fmt.Errorf("deciding for %s: %w", t, err)
 	}
 	return p, nil
+}
+
+// rebased returns t with Reroll's record replaced by the record the planner
+// makes of the live objects, when Reroll's record is keyed: its digests are
+// HMACs under the installation key, which the plugin never reads, so they
+// cannot be compared with the digests the plugin computes. plan then
+// compares the manifests with the live objects, not with what Reroll last
+// recorded (a change Reroll has not yet acted on is not shown). A workload
+// with no record, or an unkeyed one, is returned as it is. It must be called
+// with no overlay.
+func (s *session) rebased(ctx context.Context, t target) (target, error) {
+	ann := t.obj.GetAnnotations()
+	if ann[plan.RecordAnnotation] == "" || ann[plan.KeyAnnotation] == s.planOptions().Key.ID() {
+		return t, nil
+	}
+	live := maps.Clone(ann)
+	delete(live, plan.RecordAnnotation)
+	delete(live, plan.KeyAnnotation)
+	obj := t.obj.DeepCopyObject().(client.Object)
+	obj.SetAnnotations(live)
+	rt := target{kind: t.kind, obj: obj, template: t.template}
+	first, err := s.decide(ctx, rt)
+	if err != nil || first.Outcome != plan.FirstSight {
+		return t, err
+	}
+	live[plan.RecordAnnotation] = first.Record.String()
+	obj.SetAnnotations(live)
+	return rt, nil
 }
 
 // planOptions are the planner's options for Reroll's settings. The

@@ -207,6 +207,9 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 		r.Notes = append(r.Notes, notes...)
 		for _, t := range targets {
 			s.objects.overlay = nil
+			if t, err = s.rebased(ctx, t); err != nil {
+				return r, err
+			}
 			before, err := s.decide(ctx, t)
 			if err != nil {
 				return r, err

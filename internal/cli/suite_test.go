@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/internal/digest"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -50,15 +52,8 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	root, err := controlplane.RepoRoot()
-	if err == nil {
-		var bins controlplane.Binaries
-		if bins, err = controlplane.BinariesFrom(root); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			plane, err = controlplane.Start(ctx, controlplane.Options{Binaries: bins, Full: true, Log: os.Stderr})
-			cancel()
-		}
-	}
+	var err error
+	plane, err = controlplane.StartFromRepo(controlplane.Options{Full: true, Log: os.Stderr}, 3*time.Minute)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1
@@ -103,7 +98,14 @@ func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*
 	g := newT(t)
 	logs := &syncBuffer{}
 	opts.Scope.Namespaces = []string{ns}
-	mo := opts.Scope.ManagerOptions()
+	// An installation key, as cmd/reroll loads: the records are keyed, and
+	// the plugin, which never reads the key, must still answer.
+	secret := make([]byte, digest.MinKeyBytes)
+	_, _ = rand.Read(secret)
+	key, err := digest.NewKey(secret)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opts.Key = key
+	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: "0"}
 	mo.HealthProbeBindAddress = "0"

@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -45,6 +46,12 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		// Fuzzing (each worker is a process of its own) runs only the fuzz
+		// targets, which need no control plane.
+		return m.Run()
+	}
 	// Logs of client-go's informers outside any manager: errors only.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
@@ -55,15 +62,8 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	root, err := controlplane.RepoRoot()
-	if err == nil {
-		var bins controlplane.Binaries
-		if bins, err = controlplane.BinariesFrom(root); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			plane, err = controlplane.Start(ctx, controlplane.Options{Binaries: bins, Full: true, Log: os.Stderr})
-			cancel()
-		}
-	}
+	var err error
+	plane, err = controlplane.StartFromRepo(controlplane.Options{Full: true, Log: os.Stderr}, 3*time.Minute)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1
@@ -144,7 +144,7 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	if len(opts.Scope.Namespaces) == 0 {
 		opts.Scope.Namespaces = []string{ns}
 	}
-	mo := opts.Scope.ManagerOptions()
+	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: "0"}
 	mo.HealthProbeBindAddress = "0"

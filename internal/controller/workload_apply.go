@@ -54,6 +54,7 @@ func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p pla
 		if err := r.Kind.SetPodTemplate(desired, t); err != nil {
 			return err
 		}
+		r.recordPatch(obj, desired, r.now())
 	case workload.ByWorkloadRef:
 		if err := r.rollWorkloadRef(ctx, obj, p.Roll); err != nil {
 			return err
@@ -76,7 +77,11 @@ func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p pla
 			return fmt.Errorf("%w: kind %s cannot re-create its objects", workload.ErrShape, r.Kind.Name())
 		}
 		// The Job's write step persists desired itself, on the new Job.
-		_, err := roller.Roll(ctx, r.Client, workload.Rollout{Original: obj, Desired: desired, Patch: write})
+		ro := workload.Rollout{Original: obj, Desired: desired, Patch: write}
+		if r.journal != nil {
+			ro.Journal = r.journal
+		}
+		_, err := roller.Roll(ctx, r.Client, ro)
 		return err
 	}
 	return write(ctx, obj, desired)
@@ -104,7 +109,7 @@ func (r *WorkloadReconciler) setTrigger(ctx context.Context, tr plan.Trigger, t 
 		if err != nil {
 			return err
 		}
-		tr.Value = h
+		tr.Value = r.planOptions().Compat(h)
 	}
 	return tr.Set(t)
 }

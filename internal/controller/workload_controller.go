@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
@@ -31,6 +33,9 @@ const FieldManager = workload.FieldManager
 // records what it last saw of the data the workload consumes; see
 // plan.RecordAnnotation.
 const ObservedAnnotation = plan.RecordAnnotation
+
+// KeyAnnotation names the digest key of the record; see plan.KeyAnnotation.
+const KeyAnnotation = plan.KeyAnnotation
 
 // Event reasons, on the workload; plan.Reason* document the planned ones.
 const (
@@ -113,6 +118,28 @@ type Options struct {
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
+	// AllowCrossNamespaceReferences follows references to ConfigMaps and
+	// Secrets of other namespaces (--allow-cross-namespace-references;
+	// plan.Options).
+	AllowCrossNamespaceReferences bool
+	// JobJournal is the ConfigMap, in Reroll's own namespace, that keeps the
+	// manifest of each Job being re-created between its delete and its
+	// create (--job-journal); an empty Name keeps it in memory only, and a
+	// crash in between loses the Job.
+	JobJournal types.NamespacedName
+	// Key is the installation key of every digest Reroll computes: the cache
+	// holds values digested under it (ManagerOptions), and records name it
+	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
+	Key digest.Key
+	// KeyedCompatHashes writes keyed values in place of the hashes other
+	// tools define over the data (--keyed-compat-hashes; plan.Options).
+	KeyedCompatHashes bool
+	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
+	// eviction (--evict-owner).
+	EvictOwners []workload.PodOwner
+	// noEviction is set by Setup when Reroll may not list and watch pods
+	// or evict them.
+	noEviction bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
@@ -158,6 +185,9 @@ type WorkloadReconciler struct {
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations set rollout windows and bounds.
 	readNamespaces bool
+	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
+	// without Options.JobJournal).
+	journal *jobJournal
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -178,6 +208,10 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.NamespacedName)
 			r.deliveries.drop(req.NamespacedName)
+			if r.journal != nil {
+				// A Job Reroll deleted and could not create again yet.
+				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -228,7 +262,8 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in := plan.NewInput(r.Kind, obj, template, r.now())
+	now := r.now()
+	in := plan.NewInput(r.Kind, obj, template, now)
 	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -253,6 +288,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if p.DamagedRecord != nil {
 		log.Info("Replacing unreadable record", "error", p.DamagedRecord.Error())
 	}
+	if p.RecordKeyChanged {
+		log.Info("Recording again under the current digest key", "recordKey", obj.GetAnnotations()[KeyAnnotation], "key", r.Options.Key.ID())
+	}
 	for _, e := range p.Warnings {
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
@@ -269,6 +307,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		if err != nil || !accepted {
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
+	}
+	ev, evict, err := r.restart(ctx, obj, template, &p, now)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.apply(ctx, obj, p); err != nil {
 		if len(p.Changes) > 0 && !apierrors.IsConflict(err) {
@@ -293,6 +335,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	r.recordOutcome(obj, p)
 	r.tell(ctx, obj, p)
+	if evict {
+		return r.evict(ctx, obj, ev, p.Change.Summary(), now)
+	}
 	return ctrl.Result{RequeueAfter: minPositive(p.Pause.RequeueAfter, p.Recheck)}, nil
 }
 
@@ -304,6 +349,8 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
 		MaxConcurrentRollouts: o.MaxConcurrentRollouts, RolloutTimeout: o.RolloutTimeout,
 		WaitForRollout: o.WaitForRollout, PausePeriod: o.PausePeriod, Recheck: o.Recheck,
+		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
+		NoEviction: o.noEviction,
 	}
 }
 
@@ -348,6 +395,9 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 // podTemplate returns the pod template obj's pods run: its own, or the one
 // of the object it refers to (workload.TemplateReader).
 func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if o, ok := r.Kind.(workload.PodOwner); ok {
+		return o.ReadPodTemplate(ctx, r.Client, obj)
+	}
 	if tr, ok := r.Kind.(workload.TemplateReader); ok {
 		return tr.ReadPodTemplate(ctx, r.Client, obj)
 	}

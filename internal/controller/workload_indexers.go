@@ -51,6 +51,15 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	if err != nil {
 		return nil
 	}
+	if _, ok := r.Kind.(workload.PodOwner); ok {
+		// A pod owner may opt in through its pods' annotations, which only
+		// Reconcile reads: any ConfigMap or Secret of the namespace may
+		// matter.
+		return []string{
+			reference.Reference{Kind: reference.ConfigMap, Name: anyName}.ID(),
+			reference.Reference{Kind: reference.Secret, Name: anyName}.ID(),
+		}
+	}
 	optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), template.Annotations)
 	if !optIn.Enabled() {
 		return nil

@@ -76,6 +76,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the alert sender: %w", err)
 		}
 	}
+	var journal *jobJournal
+	if opts.JobJournal.Name != "" {
+		journal = &jobJournal{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.JobJournal}
+		// Once leading, re-create the Jobs a previous leader left deleted.
+		if err := mgr.Add(journal); err != nil {
+			return fmt.Errorf("adding the Job journal: %w", err)
+		}
+	}
 	var endpoint *notify.Sender
 	if opts.WebhookURL != "" {
 		endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
@@ -104,6 +112,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if kinds == nil {
 		kinds = workload.Builtin()
 	}
+	if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
+		log.Error(err, "Not restarting any workload by eviction")
+		opts.noEviction = true
+	} else {
+		for _, o := range opts.EvictOwners {
+			kinds = append(kinds, o)
+		}
+	}
 	for _, kind := range kinds {
 		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
 			log.Info("Not handling ignored workload kind", "kind", kind.Name())
@@ -125,7 +141,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorderFor(FieldManager), //nolint:staticcheck // see WorkloadReconciler.Recorder
+			Recorder:  boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 			Kind:      kind,
 			Options:   opts,
 			endpoint:  endpoint,
@@ -135,6 +151,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 			readNamespaces: readNamespaces,
 		}
+		if _, isJob := kind.(workload.Job); isJob {
+			r.journal = journal
+		}
 		if endpoint != nil {
 			r.deliveries = newDeliveries()
 			r.delivered = make(chan event.GenericEvent, deliveredBuffer)
@@ -142,7 +161,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}
-		if opts.Admission.Enabled {
+		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
 			r.registerWebhook(mgr)
 		}
 	}
@@ -153,6 +172,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
 	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p)); err != nil {
@@ -211,6 +233,12 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Deliveries to the notification endpoint that ended: the workload's
 		// record waits for them (see deliver).
 		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
+	}
+	// Pods (stripped by eviction.TransformPod): a restart by eviction
+	// evicts the next pod when the replacement of the last is Ready, and a
+	// --evict-owner kind reads its references from its pods.
+	if !r.Options.noEviction {
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
@@ -313,8 +341,10 @@ func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope 
 
 // permitted checks, with SelfSubjectAccessReviews, that Reroll may use verbs
 // on resource of group in each namespace of the scope (or cluster-wide); the
-// error names the first missing permission.
+// error names the first missing permission. A resource "pods/eviction"
+// names a subresource.
 func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource string, verbs ...string) error {
+	resource, subresource, _ := strings.Cut(resource, "/")
 	namespaces := scope.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -323,7 +353,7 @@ func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resour
 		for _, verb := range verbs {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: verb, Group: group, Resource: resource,
+					Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: subresource,
 				},
 			}}
 			if err := mgr.GetClient().Create(ctx, review); err != nil {
@@ -334,11 +364,25 @@ func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resour
 				if ns != "" {
 					where = "in namespace " + ns
 				}
-				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, resource, group, where)
+				name := resource
+				if subresource != "" {
+					name += "/" + subresource
+				}
+				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, name, group, where)
 			}
 		}
 	}
 	return nil
+}
+
+// evictionAllowed checks the permissions a restart by eviction needs: list
+// and watch pods, create pods/eviction. Without them Reroll does not watch
+// pods, and workloads that ask for eviction are told so by an Event.
+func evictionAllowed(ctx context.Context, mgr ctrl.Manager, scope Scope) error {
+	if err := permitted(ctx, mgr, scope, "", "pods", "list", "watch"); err != nil {
+		return err
+	}
+	return permitted(ctx, mgr, scope, "", "pods/eviction", "create")
 }
 
 // controllerName is unique per kind: "deployment" for the built-in kinds,

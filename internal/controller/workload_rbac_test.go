@@ -45,6 +45,8 @@ func TestWorkloadReconciler_KindWithoutPermissionIsSkippedOthersWork(t *testing.
 		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	})
 	r := startRerollAs(t, cfg, ns, Options{Kinds: []workload.Kind{workload.CronJob{}, workload.Deployment{}}})
 	g.Expect(r.logs.String()).To(gomega.ContainSubstring(`missing RBAC permission: list on cronjobs (group \"batch\") in namespace ` + ns))
@@ -63,4 +65,25 @@ func expectDeploymentRolls(t *testing.T, ns string) {
 	recorded(t, d)
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	newT(t).Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+}
+
+func TestEviction_WithoutPodPermissionsTemplatesStillRollAndEvictionWaits(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	// Everything Reroll needs for Deployments, but no pods.
+	cfg := serviceAccountConfig(t, ns, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+	evicted := deployment(ns, "evicted", evictOn, podSpec(envFrom("cfg")))
+	create(t, evicted)
+	r := startRerollAs(t, cfg, ns, Options{Kinds: []workload.Kind{workload.Deployment{}}})
+	g.Expect(r.logs.String()).To(gomega.ContainSubstring(`missing RBAC permission: list on pods (group \"\") in namespace ` + ns))
+
+	expectDeploymentRolls(t, ns)
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonNotRolled) }).Should(gomega.ContainElement(
+		gomega.ContainSubstring("Reroll may not list, watch or evict pods")))
+	g.Expect(get(t, evicted).Spec.Template.Annotations).NotTo(gomega.HaveKey("reroll.dev/config-hash"), "a workload restarted by eviction keeps its template")
 }

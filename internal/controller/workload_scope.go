@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
 )
 
 // Scope limits what Reroll watches. Where the API server can filter (a
@@ -61,11 +62,21 @@ func (s Scope) CacheOptions() cache.Options {
 		// selector, rollout windows and bounds) would never sync.
 		o.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
 	}
+	// Pods keep only what a restart by eviction reads.
+	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: eviction.TransformPod}}
 	if s.ResourceSelector != nil && !s.ResourceSelector.Empty() {
 		o.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: s.ResourceSelector}
 		o.ByObject[&corev1.Secret{}] = cache.ByObject{Label: s.ResourceSelector}
 	}
 	return o
+}
+
+// ManagerOptions returns the manager settings of Scope.ManagerOptions, with
+// the cache digesting values under o.Key.
+func (o Options) ManagerOptions() ctrl.Options {
+	mo := o.Scope.ManagerOptions()
+	mo.Cache.DefaultTransform = o.Key.Transform
+	return mo
 }
 
 // ManagerOptions returns the manager settings Reroll needs: the scope's
@@ -77,6 +88,22 @@ func (s Scope) ManagerOptions() ctrl.Options {
 		Cache:  s.CacheOptions(),
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
+}
+
+// watches reports whether ConfigMaps and Secrets of namespace are watched
+// (--namespaces, --namespaces-to-ignore). Reads that bypass the cache
+// (Wave's hash) check it, so that they see no more than the watches.
+func (s Scope) watches(namespace string) bool {
+	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
+		return false
+	}
+	return !slices.Contains(s.IgnoredNamespaces, namespace)
+}
+
+// selects reports whether a ConfigMap or Secret read from the API server
+// matches --resource-label-selector, as the watches require.
+func (s Scope) selects(obj client.Object) bool {
+	return s.ResourceSelector == nil || s.ResourceSelector.Empty() || s.ResourceSelector.Matches(labels.Set(obj.GetLabels()))
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

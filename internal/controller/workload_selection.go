@@ -80,6 +80,11 @@ func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, ref
 	secrets := map[string]map[string][]byte{}
 	for _, ref := range refs {
 		key := types.NamespacedName{Namespace: plan.RefNamespace(ref, namespace), Name: ref.Name}
+		if !r.Options.Scope.watches(key.Namespace) {
+			// The same scope as the watches: outside it, an object counts
+			// as absent, as it does in the cache.
+			continue
+		}
 		values := map[string][]byte{}
 		if ref.Kind == reference.Secret {
 			var s corev1.Secret
@@ -88,6 +93,9 @@ func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, ref
 					continue
 				}
 				return "", fmt.Errorf("reading Secret %s for Wave's hash: %w", key, err)
+			}
+			if !r.Options.Scope.selects(&s) {
+				continue
 			}
 			for k, v := range s.Data {
 				if ref.Consumes(k) {
@@ -103,6 +111,9 @@ func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, ref
 				continue
 			}
 			return "", fmt.Errorf("reading ConfigMap %s for Wave's hash: %w", key, err)
+		}
+		if !r.Options.Scope.selects(&cm) {
+			continue
 		}
 		for k, v := range cm.Data {
 			if ref.Consumes(k) {

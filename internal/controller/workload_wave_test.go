@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -60,7 +61,8 @@ func TestWorkloadReconciler_WaveDialect(t *testing.T) {
 	create(t, switched, waiting)
 	waitFirstReplicaSet(t, switched)
 
-	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
+	// Wave's cross-namespace lists need the opt-in.
+	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}, AllowCrossNamespaceReferences: true})
 	recorded(t, switched)
 	g.Consistently(func() []string { return rolledEvents(t, ns, "switched") }).Should(gomega.BeEmpty())
 	g.Expect(replicaSets(t, ns, "switched")).To(gomega.HaveLen(1), "switching from Wave rolls nothing")
@@ -81,4 +83,36 @@ func TestWorkloadReconciler_WaveDialect(t *testing.T) {
 
 	g.Consistently(func() map[string]string { return get(t, waiting).Annotations }).ShouldNot(gomega.HaveKey(ObservedAnnotation))
 	g.Expect(get(t, waiting).Spec.Template.Annotations).To(gomega.BeEmpty())
+}
+
+func TestWorkloadReconciler_CrossNamespaceReferenceRefused(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns, other := newNamespace(t), newNamespace(t)
+	create(t, secret(other, "payments-db", map[string]string{"password": "p1"}), configMap(ns, "cfg", map[string]string{"a": "1"}))
+	d := deployment(ns, "tenant", map[string]string{
+		"wave.pusher.com/update-on-config-change": "true",
+		"wave.pusher.com/extra-secrets":           other + "/payments-db",
+	}, podSpec(envFrom("cfg")))
+	create(t, d)
+	waitFirstReplicaSet(t, d)
+	// Reroll watches both namespaces: only the boundary keeps the Secret out.
+	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
+
+	recorded(t, d)
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "tenant", plan.ReasonCrossNamespaceReference) }).Should(
+		gomega.ConsistOf(gomega.ContainSubstring("Secret " + other + "/payments-db")))
+	g.Expect(get(t, d).Annotations[ObservedAnnotation]).To(gomega.ContainSubstring("ConfigMap/cfg"), "the rest still applies")
+	g.Expect(get(t, d).Annotations[ObservedAnnotation]).NotTo(gomega.ContainSubstring("payments-db"))
+
+	update(t, secret(other, "payments-db", nil), func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	g.Consistently(func() []string { return rolledEvents(t, ns, "tenant") }).Should(gomega.BeEmpty())
+	g.Expect(get(t, d).Annotations[ObservedAnnotation]).NotTo(gomega.ContainSubstring("payments-db"))
+	g.Expect(replicaSets(t, ns, "tenant")).To(gomega.HaveLen(1))
+	g.Expect(eventsWithReason(t, ns, "tenant", plan.ReasonCrossNamespaceReference)).To(gomega.HaveLen(1))
+
+	// Positive check: its own data still rolls it.
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "tenant") }).Should(gomega.HaveLen(1))
+	g.Expect(get(t, d).Annotations[ObservedAnnotation]).NotTo(gomega.ContainSubstring("payments-db"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -13,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -63,8 +66,9 @@ const envVarPrefix = "STAKATER_"
 // A replace (kubectl replace, Argo CD Replace=true, helm --force) writes the
 // workload without the fields Reroll added; without the handler the pod
 // template loses the trigger and the workload rolls once. The handler puts
-// the fields back in the same write, and records a new workload on creation
-// so that the reconciler's first sight has nothing to do.
+// the fields back in the same write, from the request's oldObject only, and
+// labels a new opted-in workload. It never reads the cluster: its answer
+// holds nothing the request did not.
 type workloadAdmission struct {
 	r *WorkloadReconciler
 }
@@ -115,7 +119,7 @@ func (h *workloadAdmission) handle(ctx context.Context, req admission.Request) (
 			return admission.Response{}, err
 		}
 	case admissionv1.Create:
-		if err := h.record(ctx, obj); err != nil {
+		if err := h.label(obj); err != nil {
 			return admission.Response{}, err
 		}
 	default:
@@ -138,21 +142,11 @@ func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
 
 // restore copies from old to obj each field Reroll manages that old has and
 // obj lacks; a value obj carries is never overwritten. It makes no API call.
+//
+// The record and ManagedLabel come back only while obj is opted in: the
+// reconciler removes both from a workload that opted out, and that write
+// passes through here too; restoring them would undo it.
 func (h *workloadAdmission) restore(old, obj client.Object) error {
-	// The record, and the rollout gates' state: a replace must not drop a
-	// deferred change's place in the queue or a running rollout's slot.
-	for _, key := range []string{ObservedAnnotation, plan.PendingAnnotation, plan.RolledAtAnnotation} {
-		if v, ok := old.GetAnnotations()[key]; ok {
-			if _, has := obj.GetAnnotations()[key]; !has {
-				setAnnotation(obj, key, v)
-			}
-		}
-	}
-	if v, ok := old.GetLabels()[ManagedLabel]; ok {
-		if _, has := obj.GetLabels()[ManagedLabel]; !has {
-			setLabel(obj, ManagedLabel, v)
-		}
-	}
 	oldT, err := h.r.Kind.PodTemplate(old)
 	if err != nil {
 		return err
@@ -160,6 +154,23 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 	t, err := h.r.Kind.PodTemplate(obj)
 	if err != nil {
 		return err
+	}
+	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
+		// With the record, the rollout gates' state: a replace must not
+		// drop a deferred change's place in the queue or a running
+		// rollout's slot.
+		for _, k := range []string{ObservedAnnotation, KeyAnnotation, eviction.ProgressAnnotation, revert.RevertedAnnotation, revert.PatchAnnotation, plan.PendingAnnotation, plan.RolledAtAnnotation} {
+			if v, ok := old.GetAnnotations()[k]; ok {
+				if _, has := obj.GetAnnotations()[k]; !has {
+					setAnnotation(obj, k, v)
+				}
+			}
+		}
+		if v, ok := old.GetLabels()[ManagedLabel]; ok {
+			if _, has := obj.GetLabels()[ManagedLabel]; !has {
+				setLabel(obj, ManagedLabel, v)
+			}
+		}
 	}
 	changed := false
 	for _, k := range templateTriggers {
@@ -209,22 +220,21 @@ func hasEnv(c *corev1.Container, name string) bool {
 	return false
 }
 
-// record writes on a new opted-in workload what the reconciler would record
-// on first sight (the planner's record, from the cache only), so that data
-// that existed before the workload never rolls it, and the planner's start
-// trigger (plan.Plan.Start) unless the manifest sets that annotation. A
-// workload that already carries a record, or whose Wave-dialect references
-// are incomplete (the reconciler waits then), is left alone. Kinds that roll
-// by their own action (CronJob, Job, custom kinds; workload.Actor), whose
-// trigger may not be in the template, get no start trigger. It makes no API
-// call.
-func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error {
+// label sets ManagedLabel on a new opted-in workload, so that the writes
+// that follow its creation reach the webhook before the reconciler first
+// labels it. It reads only the request: the answer to a CREATE carries
+// nothing of the cluster's state (no record, no digest, no Secret name), so
+// that anything able to reach the webhook's port learns nothing by sending
+// it an AdmissionReview. The reconciler records the new workload on first
+// sight, as a metadata patch that rolls nothing. Out-of-scope namespaces by
+// --namespaces or --namespaces-to-ignore are left alone; the namespace
+// selector is not read (a label on an out-of-scope workload changes
+// nothing).
+func (h *workloadAdmission) label(obj client.Object) error {
 	r := h.r
-	if _, ok := obj.GetAnnotations()[ObservedAnnotation]; ok {
+	if len(r.Options.Scope.Namespaces) > 0 && !slices.Contains(r.Options.Scope.Namespaces, obj.GetNamespace()) ||
+		slices.Contains(r.Options.Scope.IgnoredNamespaces, obj.GetNamespace()) {
 		return nil
-	}
-	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
-		return err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
 		return nil
@@ -233,22 +243,10 @@ func (h *workloadAdmission) record(ctx context.Context, obj client.Object) error
 	if err != nil {
 		return err
 	}
-	p, err := plan.Decide(r.planOptions(), plan.NewInput(r.Kind, obj, t, r.now()), cacheSource{ctx: ctx, c: r.Client})
-	if err != nil || p.Outcome != plan.FirstSight {
-		return err
+	if optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
+		setLabel(obj, ManagedLabel, "true")
 	}
-	setAnnotation(obj, ObservedAnnotation, p.Record.String())
-	setLabel(obj, ManagedLabel, "true")
-	if _, ok := r.Kind.(workload.Actor); ok || p.Start == nil {
-		return nil
-	}
-	if _, ok := t.Annotations[p.Start.Annotation]; ok {
-		return nil
-	}
-	if err := p.Start.Set(t); err != nil {
-		return err
-	}
-	return r.Kind.SetPodTemplate(obj, t)
+	return nil
 }
 
 // Ensure the handler matches controller-runtime's interface.

@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"bytes"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +20,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -331,8 +336,7 @@ func TestWorkloadWebhook_ServerSideApplyKeepsTrigger(t *testing.T) {
 
 // webhookWithConfigMap runs Reroll with the webhook in a new namespace,
 // creates ConfigMap name there with data and waits until Reroll's cache
-// holds it: the webhook reads the cache, like the reconciler. It returns the
-// namespace.
+// holds it. It returns the namespace.
 func webhookWithConfigMap(t *testing.T, name string, data map[string]string) string {
 	t.Helper()
 	ns := newNamespace(t)
@@ -343,44 +347,37 @@ func webhookWithConfigMap(t *testing.T, name string, data map[string]string) str
 	return ns
 }
 
-func TestWorkloadWebhook_CreateRecordsFirstSight(t *testing.T) {
+func TestWorkloadWebhook_CreateSetsOnlyTheLabel(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := webhookWithConfigMap(t, "cfg", map[string]string{"a": "1"})
 
+	// Labelled, as a manifest Reroll once managed is (the objectSelector
+	// sends only such creates to the webhook).
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	d.Labels = map[string]string{ManagedLabel: "true"}
 	create(t, d)
-	// The object the create returned: written before the reconciler saw it.
-	g.Expect(d.Annotations).To(gomega.HaveKey(ObservedAnnotation))
-	g.Expect(d.Annotations[ObservedAnnotation]).To(gomega.ContainSubstring(`"ConfigMap/cfg"`))
-	observedAtCreate := d.Annotations[ObservedAnnotation]
-	g.Consistently(func() string { return get(t, d).Annotations[ObservedAnnotation] }).Should(gomega.Equal(observedAtCreate), "the reconciler found nothing to record")
-	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
+	// The object the create returned: the webhook's answer, before the
+	// reconciler saw it, holds nothing from the cluster.
+	g.Expect(d.Annotations).NotTo(gomega.HaveKey(ObservedAnnotation))
+	g.Expect(d.Spec.Template.Annotations).To(gomega.BeEmpty())
 
-	// It starts with the hash of the data it was created with.
-	startHash := d.Spec.Template.Annotations[trigger.ConfigHashAnnotation]
-	g.Expect(startHash).NotTo(gomega.BeEmpty())
+	// The reconciler records it right after, as a metadata patch: no
+	// rollout.
+	recorded(t, d)
+	g.Expect(get(t, d).Annotations[ObservedAnnotation]).To(gomega.ContainSubstring(`"ConfigMap/cfg"`))
 	waitFirstReplicaSet(t, d)
+	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
-	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
-	g.Expect(get(t, d).Spec.Template.Annotations[trigger.ConfigHashAnnotation]).NotTo(gomega.Equal(startHash))
 	g.Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(2))
-
-	// Back to the data it was created with: the reconciler computes the
-	// start hash again, so the pod template is the first ReplicaSet's and
-	// the Deployment scales that one up instead of creating a third.
-	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "1" })
-	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
-	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKeyWithValue(trigger.ConfigHashAnnotation, startHash))
-	g.Eventually(func() int { return maxRevision(t, ns, "web") }).Should(gomega.Equal(3))
-	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(2))
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 }
 
-func TestWorkloadWebhook_CreateStartsWithPodReloaderHash(t *testing.T) {
+func TestWorkloadWebhook_PodReloaderHashComesWithTheFirstRollout(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := webhookWithConfigMap(t, "a", map[string]string{"k": "1"})
@@ -388,30 +385,95 @@ func TestWorkloadWebhook_CreateStartsWithPodReloaderHash(t *testing.T) {
 	d := deployment(ns, "web", map[string]string{"pod-reloader.cs.sap.com/configmaps": "a,missing"}, podSpec())
 	d.Labels = map[string]string{ManagedLabel: "true"}
 	create(t, d)
-	g.Expect(d.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(trigger.PodReloaderHashAnnotation, podReloaderHash(t, ns, []string{"a", "missing"}, nil)),
-		"pod-reloader's hash of the objects as they are, as pod-reloader's own webhook writes it")
+	g.Expect(d.Spec.Template.Annotations).NotTo(gomega.HaveKey(trigger.PodReloaderHashAnnotation), "the hash depends on the cluster's state, which the webhook does not read")
+	recorded(t, d)
 	waitFirstReplicaSet(t, d)
 	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(1))
-	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 
 	update(t, configMap(ns, "a", nil), func(cm *corev1.ConfigMap) { cm.Data["k"] = "2" })
 	g.Eventually(func() string { return get(t, d).Spec.Template.Annotations[trigger.PodReloaderHashAnnotation] }).Should(gomega.Equal(podReloaderHash(t, ns, []string{"a", "missing"}, nil)))
 	g.Eventually(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(2))
 }
 
-func TestWorkloadWebhook_CreateLeavesTriggersThatNameAChange(t *testing.T) {
+func TestWorkloadWebhook_ForgedReviewLearnsNothing(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	ns := webhookWithConfigMap(t, "cfg", map[string]string{"a": "1"})
+	ns := newNamespace(t)
+	_, srv := startRerollWithWebhook(t, ns, Options{})
+	secrets := map[string]string{"db-credentials": "db-password", "tls-serving": "tls-private-key", "payments-token": "bearer-token"}
+	for name, key := range secrets {
+		create(t, secret(ns, name, map[string]string{key: "value-of-" + name}))
+	}
+	// Positive check first: the reconciler sees these Secrets (a workload
+	// that lists them is recorded with them).
+	probe := deployment(ns, "probe", map[string]string{"secret.reloader.stakater.com/reload": ".*"}, podSpec())
+	create(t, probe)
+	g.Eventually(func() string { return get(t, probe).Annotations[ObservedAnnotation] }).Should(gomega.ContainSubstring("Secret/db-credentials"))
 
-	// Reloader's dialect: last-reloaded-from names the object that changed;
-	// there is none yet, so only the record is written, as Reloader writes
-	// nothing either.
-	d := deployment(ns, "web", map[string]string{"reloader.stakater.com/auto": "true"}, podSpec(envFrom("cfg")))
-	d.Labels = map[string]string{ManagedLabel: "true"}
-	create(t, d)
-	g.Expect(d.Annotations).To(gomega.HaveKey(ObservedAnnotation))
-	g.Expect(d.Spec.Template.Annotations).To(gomega.BeEmpty())
+	// Anything that reaches the port sends a CREATE of its own making for
+	// that namespace, with a list that matches every Secret.
+	forged := deployment(ns, "forged", map[string]string{"secret.reloader.stakater.com/reload": ".*", "reroll.dev/auto": "true"}, podSpec())
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "forged", Operation: admissionv1.Create, Namespace: ns, Name: "forged",
+			Kind:     metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+			Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+			Object:   runtime.RawExtension{Raw: mustJSON(t, forged)},
+		},
+	})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	port := srv.Server.(*webhook.DefaultServer).Options.Port
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test's own server
+	resp, err := hc.Post("https://127.0.0.1:"+strconv.Itoa(port)+WebhookPath(workload.Deployment{}), "application/json", bytes.NewReader(body))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var review admissionv1.AdmissionReview
+	g.Expect(json.Unmarshal(answer, &review)).To(gomega.Succeed())
+	g.Expect(review.Response).NotTo(gomega.BeNil())
+	g.Expect(review.Response.Allowed).To(gomega.BeTrue())
+	g.Expect(string(review.Response.Patch)).To(gomega.ContainSubstring(ManagedLabel), "the answer is the label")
+	for name, key := range secrets {
+		g.Expect(string(answer)).NotTo(gomega.ContainSubstring(name), "no Secret name")
+		g.Expect(string(answer)).NotTo(gomega.ContainSubstring(key), "no key")
+		g.Expect(string(review.Response.Patch)).NotTo(gomega.ContainSubstring(name))
+	}
+	var patch []map[string]any
+	g.Expect(json.Unmarshal(review.Response.Patch, &patch)).To(gomega.Succeed())
+	g.Expect(patch).To(gomega.HaveLen(1))
+	g.Expect(patch[0]).To(gomega.HaveKeyWithValue("path", gomega.HavePrefix("/metadata/labels")))
+	g.Expect(string(review.Response.Patch)).NotTo(gomega.MatchRegexp(`[0-9a-f]{16}`), "no digest")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return b
+}
+
+func TestWorkloadWebhook_OptOutSticks(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	_, srv := startRerollWithWebhook(t, ns, Options{})
+	_, d := rolledOnce(t, ns)
+	n := srv.requests.Load()
+
+	// Opt out: Reroll removes its record and label, and that write passes
+	// through its own webhook, which must not put them back.
+	update(t, d, func(d *appsv1.Deployment) { delete(d.Annotations, "reroll.dev/auto") })
+	g.Eventually(func() map[string]string { return get(t, d).Labels }).ShouldNot(gomega.HaveKey(ManagedLabel))
+	g.Expect(srv.requests.Load()).To(gomega.BeNumerically(">", n), "the writes reached the webhook")
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(ObservedAnnotation))
+	g.Consistently(func() map[string]string { return get(t, d).Labels }).ShouldNot(gomega.HaveKey(ManagedLabel))
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(ObservedAnnotation))
+
+	// And a data change no longer rolls it.
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "3" })
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 }
 
 func TestWorkloadWebhook_UnlabelledObjectsNeverReachIt(t *testing.T) {

@@ -45,7 +45,8 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 	}
 
 	ns := newNamespace(t)
-	startReroll(t, ns, Options{WebhookURL: srv.URL})
+	// The URL carries a token, as Slack's and most endpoints' do.
+	rr := startReroll(t, ns, Options{WebhookURL: srv.URL + "/hooks/SECRET-IN-PATH?token=SECRET-IN-QUERY"})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
@@ -64,4 +65,13 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 	// Nothing rolled: the pod template is untouched.
 	g.Consistently(func() map[string]string { return get(t, d).Spec.Template.Annotations }).ShouldNot(gomega.HaveKey(trigger.ConfigHashAnnotation))
 	g.Expect(payloads()).To(gomega.HaveLen(1), "once accepted, the change is not sent again")
+
+	// No output names more of the URL than its scheme and host.
+	events := append(eventsWithReason(t, ns, "web", ReasonNotified), eventsWithReason(t, ns, "web", ReasonRollFailed)...)
+	g.Expect(events).To(gomega.ContainElement(gomega.ContainSubstring(srv.URL)))
+	for _, e := range events {
+		g.Expect(e).NotTo(gomega.ContainSubstring("SECRET"))
+	}
+	g.Expect(rr.logs.String()).To(gomega.ContainSubstring("Notified the notification endpoint"))
+	g.Expect(rr.logs.String()).NotTo(gomega.ContainSubstring("SECRET"))
 }

@@ -3,12 +3,14 @@ package controlplane
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // modulePath is the module that RepoRoot looks for in go.mod files.
@@ -151,4 +153,22 @@ func isModuleRoot(path string) bool {
 		}
 	}
 	return false
+}
+
+// StartFromRepo starts a control plane from the binaries of the repository
+// this process runs in (RepoRoot, BinariesFrom; opts.Binaries is filled in),
+// waiting at most timeout for it to be ready. It returns the plane, and an
+// error naming what is missing (a binary: run `make tools`) or what failed
+// to start. The test suites' TestMain use it.
+func StartFromRepo(opts Options, timeout time.Duration) (*Plane, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Binaries, err = BinariesFrom(root); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return Start(ctx, opts)
 }

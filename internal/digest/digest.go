@@ -2,7 +2,6 @@ package digest
 
 import (
 	"crypto/sha1" //nolint:gosec // Reloader's hash; used for compatibility, not security.
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -40,8 +39,12 @@ type Data struct {
 
 // Of returns the digests of a ConfigMap or Secret, reading them from an
 // object that Transform already converted or computing them from the raw
-// values otherwise. It returns false for any other type.
-func Of(obj any) (Data, bool) {
+// values with the zero Key otherwise. It returns false for any other type.
+func Of(obj any) (Data, bool) { return Key{}.Of(obj) }
+
+// Of is Of with the raw values digested under k; an object that a Transform
+// converted keeps the digests that Transform made.
+func (k Key) Of(obj any) (Data, bool) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		if sha, ok := o.Data[digestedKey]; ok {
@@ -55,11 +58,11 @@ func Of(obj any) (Data, bool) {
 			return Data{Keys: keys, ReloaderSHA1: sha}, true
 		}
 		keys := make(map[string]string, len(o.Data)+len(o.BinaryData))
-		for k, v := range o.Data {
-			keys[k] = Value([]byte(v))
+		for name, v := range o.Data {
+			keys[name] = k.Value([]byte(v))
 		}
-		for k, v := range o.BinaryData {
-			keys[k] = Value(v)
+		for name, v := range o.BinaryData {
+			keys[name] = k.Value(v)
 		}
 		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)}, true
 	case *corev1.Secret:
@@ -72,19 +75,17 @@ func Of(obj any) (Data, bool) {
 			}
 			return Data{Keys: keys, ReloaderSHA1: string(sha)}, true
 		}
-		for k, v := range o.Data {
-			keys[k] = Value(v)
+		for name, v := range o.Data {
+			keys[name] = k.Value(v)
 		}
 		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfSecret(o.Data)}, true
 	}
 	return Data{}, false
 }
 
-// Value returns the lowercase hex SHA-256 of one value (64 characters).
-func Value(v []byte) string {
-	sum := sha256.Sum256(v)
-	return hex.EncodeToString(sum[:])
-}
+// Value returns the lowercase hex SHA-256 of one value (64 characters):
+// the zero Key's Value.
+func Value(v []byte) string { return Key{}.Value(v) }
 
 // ReloaderSHA1OfConfigMap returns the hash that Stakater Reloader computes
 // for a ConfigMap: the strings "key=value" for each data entry and
@@ -130,7 +131,12 @@ func sha1OfEntries(entries []string) string {
 // it twice to the same object, and the second call changes nothing. Objects
 // of other types, and tombstones, pass through unchanged. It never returns an
 // error.
-func Transform(obj any) (any, error) {
+func Transform(obj any) (any, error) { return Key{}.Transform(obj) }
+
+// Transform is Transform with each value digested under k
+// (HMAC-SHA-256), so that the cache, and everything Reroll writes from it,
+// holds only keyed digests.
+func (k Key) Transform(obj any) (any, error) {
 	if o, ok := obj.(*csiv1.SecretProviderClassPodStatus); ok {
 		// Before managedFields go: they hold the time of the last write.
 		transformCSI(o)
@@ -156,11 +162,11 @@ func Transform(obj any) (any, error) {
 		if o.Data == nil {
 			o.Data = make(map[string]string, len(o.BinaryData)+1)
 		}
-		for k, v := range o.Data {
-			o.Data[k] = Value([]byte(v))
+		for name, v := range o.Data {
+			o.Data[name] = k.Value([]byte(v))
 		}
-		for k, v := range o.BinaryData {
-			o.Data[k] = Value(v)
+		for name, v := range o.BinaryData {
+			o.Data[name] = k.Value(v)
 		}
 		o.BinaryData = nil
 		o.Data[digestedKey] = sha
@@ -172,11 +178,13 @@ func Transform(obj any) (any, error) {
 		if o.Data == nil {
 			o.Data = make(map[string][]byte, 1)
 		}
-		for k, v := range o.Data {
-			sum := sha256.Sum256(v)
-			d := make([]byte, hex.EncodedLen(len(sum)))
-			hex.Encode(d, sum[:])
-			o.Data[k] = d
+		h := k.hash()
+		for name, v := range o.Data {
+			h.Reset()
+			h.Write(v)
+			d := make([]byte, hex.EncodedLen(h.Size()))
+			hex.Encode(d, h.Sum(nil))
+			o.Data[name] = d
 		}
 		o.StringData = nil
 		o.Data[digestedKey] = []byte(sha)

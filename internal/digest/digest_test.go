@@ -1,11 +1,14 @@
 package digest
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The expected hashes below were computed outside Go, with
@@ -177,5 +180,63 @@ func TestTransform_EmptyObjectsStillHaveKeys(t *testing.T) {
 			g.Expect(d.Keys).NotTo(gomega.BeNil())
 			g.Expect(d.Keys).To(gomega.BeEmpty())
 		})
+	}
+}
+
+// FuzzTransform checks the cache transform: applying it twice changes
+// nothing (client-go may call it twice), and Of reads the same digests from
+// the converted object as from the raw one.
+func FuzzTransform(f *testing.F) {
+	f.Add("k", []byte("v"), "bin", []byte{0xff, 0x00})
+	f.Add("", []byte(nil), "x", []byte(""))
+	f.Add("reroll.dev:digested", []byte("forged"), "a", []byte("b"))
+	f.Fuzz(func(t *testing.T, key string, value []byte, binKey string, binValue []byte) {
+		cm := &corev1.ConfigMap{Data: map[string]string{key: string(value)}}
+		if binKey != key {
+			cm.BinaryData = map[string][]byte{binKey: binValue}
+		}
+		s := &corev1.Secret{Data: map[string][]byte{key: value, binKey: binValue}}
+		for _, obj := range []interface {
+			DeepCopyObject() runtime.Object
+		}{cm, s} {
+			raw, _ := Of(obj)
+			once, _ := Transform(obj.DeepCopyObject())
+			fromOnce, _ := Of(once)
+			twice, _ := Transform(once.(runtime.Object).DeepCopyObject())
+			if !equality.Semantic.DeepEqual(once, twice) {
+				t.Fatalf("second transform changed %#v to %#v", once, twice)
+			}
+			if key == digestedKey {
+				// No object from the API server has this key (keys must
+				// match [-._a-zA-Z0-9]+).
+				continue
+			}
+			if !equality.Semantic.DeepEqual(raw, fromOnce) {
+				t.Fatalf("Of after Transform = %#v, want %#v", fromOnce, raw)
+			}
+		}
+	})
+}
+
+func TestKey_DeriveSeparatesUsesAndKeys(t *testing.T) {
+	a, err := NewKey(bytes.Repeat([]byte("a"), MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewKey(bytes.Repeat([]byte("b"), MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(a.Derive("projection")); got != 32 {
+		t.Errorf("derived key has %d bytes, want 32", got)
+	}
+	if string(a.Derive("projection")) != string(a.Derive("projection")) {
+		t.Error("the same key and purpose derive different keys")
+	}
+	if string(a.Derive("projection")) == string(b.Derive("projection")) {
+		t.Error("two installation keys derive the same key")
+	}
+	if string(a.Derive("projection")) == string(a.Derive("other")) {
+		t.Error("two purposes derive the same key")
 	}
 }

@@ -39,6 +39,11 @@ const (
 	// ReasonInvalidAnnotation is a Warning Event: an annotation is
 	// malformed; the rest of the workload's annotations still apply.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonCrossNamespaceReference is a Warning Event: the workload names a
+	// ConfigMap or Secret of another namespace, which Reroll does not
+	// follow without --allow-cross-namespace-references; the rest of its
+	// references still apply. It is emitted with each new record.
+	ReasonCrossNamespaceReference = "CrossNamespaceReference"
 )
 
 // Options are the behaviours that Reroll's flags choose; the zero value is
@@ -73,6 +78,33 @@ type Options struct {
 	// Recheck is how soon a rollout deferred by the bound or by the previous
 	// rollout is decided again; 0 means DefaultRecheck.
 	Recheck time.Duration
+	// AllowCrossNamespaceReferences follows references to ConfigMaps and
+	// Secrets of other namespaces (Wave's "namespace/name" extra lists;
+	// --allow-cross-namespace-references). Without it they are refused with
+	// a Warning Event (ReasonCrossNamespaceReference) and never read.
+	AllowCrossNamespaceReferences bool
+	// Key is the installation key: its ID is written beside the record
+	// (KeyAnnotation), and a record made under another key is made again
+	// without a rollout. The Source's digests must be made under it.
+	Key digest.Key
+	// KeyedCompatHashes writes, in place of the hashes other tools define
+	// over the data (Reloader's SHA-1 in STAKATER_* env vars, in
+	// last-reloaded-from and in notifications; Wave's and pod-reloader's
+	// hashes), their HMAC-SHA-256 under Key (--keyed-compat-hashes).
+	KeyedCompatHashes bool
+	// NoEviction is set when Reroll may not list, watch or evict pods:
+	// workloads that restart ByEviction are then NotRestarted.
+	NoEviction bool
+}
+
+// Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
+// Wave's or pod-reloader's hash), or with KeyedCompatHashes its
+// HMAC-SHA-256 under Key.
+func (o Options) Compat(h string) string {
+	if !o.KeyedCompatHashes {
+		return h
+	}
+	return o.Key.Value([]byte(h))
 }
 
 // DefaultOptions are Reroll's defaults: the annotations strategy, Reloader's
@@ -199,6 +231,9 @@ type Plan struct {
 	// DamagedRecord is the error reading the old record, when it was
 	// unreadable.
 	DamagedRecord error
+	// RecordKeyChanged is true when the old record was made under another
+	// digest key (or none): it is made again, as on first sight.
+	RecordKeyChanged bool
 
 	// Record is the new value of RecordAnnotation.
 	Record Record
@@ -217,11 +252,6 @@ type Plan struct {
 
 	// Roll says how the workload rolls, for Outcome Roll and NotRolled.
 	Roll Rolling
-	// Start is the trigger a new workload starts with, on first sight, when
-	// its value depends on the current data only (reroll.dev/config-hash in
-	// Reroll's dialect with the annotations strategy, pod-reloader's hash);
-	// the admission webhook sets it on CREATE. Nil otherwise.
-	Start *Trigger
 	// Pause is the pause-period change (Deployments).
 	Pause Pause
 	// Deferral says why and until when a DeferredRollout waits.
@@ -319,6 +349,7 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		// a pause Reroll started.
 		p.Outcome = NotOptedIn
 		p.Annotations[RecordAnnotation] = ""
+		p.Annotations[KeyAnnotation] = ""
 		if o.Managed {
 			p.Labels[ManagedLabel] = ""
 		}
@@ -326,7 +357,7 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		return p, nil
 	}
 
-	sel, err := selectReferences(o.Annotations, src, in.Namespace, optIn, in.Template)
+	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, in.Template)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -347,15 +378,34 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.DamagedRecord = err
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error() + "; recording the current state without a rollout"})
 	}
+	if id := in.Annotations[KeyAnnotation]; prev != nil && id != o.Key.ID() {
+		// Made under another key, or unkeyed by an older Reroll: its
+		// digests cannot be compared with the current ones. Record again, as
+		// on first sight, without a rollout (a change made meanwhile is not
+		// rolled).
+		p.RecordKeyChanged = true
+		prev = nil
+	}
 	for _, id := range sel.unreadable {
 		// What could not be read counts as unchanged.
 		if v, ok := prev[id]; ok {
 			cur[id] = v
 		}
 	}
-	p.Record = cur
-	p.Key = key(in.UID, prevValue, cur.String())
-	p.Annotations[RecordAnnotation] = cur.String()
+	record, cur, prevCmp, tooLarge := bounded(cur, prev)
+	if tooLarge && !prev.perObject() {
+		// Once per fall-back, not per record written.
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
+			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", maxRecordBytes)})
+	}
+	if len(sel.refused) > 0 && record.String() != prevValue {
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
+			"Not following references to other namespaces (--allow-cross-namespace-references is off): " + strings.Join(sel.refused, ", ")})
+	}
+	p.Record = record
+	p.Key = key(in.UID, prevValue, record.String())
+	p.Annotations[RecordAnnotation] = record.String()
+	p.Annotations[KeyAnnotation] = o.Key.ID()
 	if o.Managed {
 		// The webhook's objectSelector: only managed workloads reach it.
 		p.Labels[ManagedLabel] = "true"
@@ -366,9 +416,8 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Outcome = DamagedRecord
 	case prev == nil:
 		p.Outcome = FirstSight
-		p.Start = startTrigger(o, in, optIn, cur, sel)
 	default:
-		for _, d := range diff(sel.refs, prev, cur) {
+		for _, d := range diff(sel.refs, prevCmp, cur) {
 			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
 			if held := heldBy(o, d); held != "" {
 				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
@@ -388,7 +437,9 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 
 	p.Change = change.Change{Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}
 	for _, d := range p.Changes {
-		p.Change.Objects = append(p.Change.Objects, d.object())
+		obj := d.object()
+		obj.Hash = o.Compat(obj.Hash)
+		p.Change.Objects = append(p.Change.Objects, obj)
 	}
 	summary := p.Change.Summary()
 	if o.WebhookURL != "" {
@@ -477,6 +528,12 @@ func rolling(o Options, in Input, optIn annotation.OptIn, cur Record, sel select
 	case workload.ByRestartAt:
 		r.RestartAt = in.Now.UTC().Format("2006-01-02T15:04:05Z")
 		r.Note = "set spec.restartAt"
+	case workload.ByEviction:
+		if o.NoEviction {
+			r.Way, r.Why = workload.NotRestarted, "Reroll may not list, watch or evict pods (see its log), so it cannot restart them by eviction"
+			break
+		}
+		r.Note = "evicting its pods one by one (the Evicting and Evicted Events follow)"
 	case workload.ByWorkloadRef:
 		r.Target = in.Action.Ref
 		r.Trigger = templateTrigger(o, in, optIn, cur, sel, changes)
@@ -497,11 +554,11 @@ func templateTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, se
 	case optIn.Dialect == annotation.DialectWave:
 		return Trigger{Annotation: trigger.WaveHashAnnotation, Deferred: DeferredWaveHash, Wave: sel.refs, Namespace: in.Namespace}
 	case optIn.Dialect == annotation.DialectPodReloader:
-		return Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: digest.PodReloaderHash(sel.podReloader)}
+		return Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: o.Compat(digest.PodReloaderHash(sel.podReloader))}
 	case o.Strategy == trigger.EnvVars:
 		var t Trigger
 		for _, d := range changes {
-			t.Env = append(t.Env, EnvVar{Ref: d.Ref, Name: trigger.EnvVarName(d.Ref.Kind, d.Ref.Name), Value: d.ReloaderSHA1})
+			t.Env = append(t.Env, EnvVar{Ref: d.Ref, Name: trigger.EnvVarName(d.Ref.Kind, d.Ref.Name), Value: o.Compat(d.ReloaderSHA1)})
 		}
 		return t
 	case optIn.Dialect == annotation.DialectReloader:
@@ -513,30 +570,12 @@ func templateTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, se
 			Type:          strings.ToUpper(string(d.Ref.Kind)),
 			Name:          d.Ref.Name,
 			Namespace:     in.Namespace,
-			Hash:          d.ReloaderSHA1,
+			Hash:          o.Compat(d.ReloaderSHA1),
 			ContainerRefs: d.Ref.Containers,
 			ObservedAt:    in.Now.Unix(),
 		}}
 	}
 	return Trigger{Annotation: trigger.ConfigHashAnnotation, Value: cur.ConfigHash()}
-}
-
-// startTrigger is Plan.Start: the trigger whose value depends only on the
-// current data, for a workload that rolls by its own template. Reloader's
-// triggers name a change and have no value before the first one, as with
-// Reloader; Wave's hashes values, which the cache does not hold (the first
-// rollout writes it).
-func startTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, sel selection) *Trigger {
-	if in.Action.Way != workload.ByTemplate {
-		return nil
-	}
-	switch {
-	case optIn.Dialect == annotation.DialectPodReloader:
-		return &Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: digest.PodReloaderHash(sel.podReloader)}
-	case optIn.Dialect == annotation.DialectReroll && o.Strategy == trigger.Annotations:
-		return &Trigger{Annotation: trigger.ConfigHashAnnotation, Value: cur.ConfigHash()}
-	}
-	return nil
 }
 
 // pause decides Reloader's pause period for a Deployment. A rollout Reroll

@@ -100,9 +100,6 @@ func TestDecide(t *testing.T) {
 				if p.Annotations[RecordAnnotation] != `{"ConfigMap/cfg":{"a":"6b86b273ff34fce1"}}` {
 					t.Errorf("record = %s", p.Annotations[RecordAnnotation])
 				}
-				if p.Start == nil || p.Start.Annotation != trigger.ConfigHashAnnotation || p.Start.Value != p.Record.ConfigHash() {
-					t.Errorf("start trigger = %+v, want the config hash", p.Start)
-				}
 				if len(p.Events) != 0 || p.Alert != nil {
 					t.Errorf("first sight tells nothing: %+v", p.Events)
 				}
@@ -141,6 +138,36 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
+		"restart by eviction: the plan rolls ByEviction, with no template trigger": {
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        Roll,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				if p.Roll.Way != workload.ByEviction || p.Roll.Trigger.Annotation != "" {
+					t.Errorf("roll = %+v", p.Roll)
+				}
+				if len(p.Events) != 1 || !strings.HasPrefix(p.Events[0].Note, "Rolled after ConfigMap/cfg changed keys a: evicting its pods") {
+					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
+		"restart by eviction without permission on pods: nothing restarts, and the Event says why": {
+			opts:        func(o *Options) { o.NoEviction = true },
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2")},
+			want:        NotRolled,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				if len(p.Events) != 1 || !strings.Contains(p.Events[0].Note, "Reroll may not list, watch or evict pods") {
+					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
 		"a change to a key the template does not read rolls nothing": {
 			annotations: auto,
 			template:    template(nil, secretKey("db", "password")),
@@ -173,9 +200,6 @@ func TestDecide(t *testing.T) {
 				rf := p.Roll.Trigger.ReloadedFrom
 				if rf == nil || rf.Name != "b-cfg" || rf.Type != "CONFIGMAP" || rf.Namespace != "ns" || rf.ObservedAt != now.Unix() || rf.Hash != digest.ReloaderSHA1OfSecret(map[string][]byte{"k": []byte("2")}) {
 					t.Errorf("last-reloaded-from = %+v", rf)
-				}
-				if p.Start != nil {
-					t.Errorf("Reloader's trigger has no start value")
 				}
 			},
 		},
@@ -223,9 +247,6 @@ func TestDecide(t *testing.T) {
 				tr := p.Roll.Trigger
 				if tr.Annotation != trigger.WaveHashAnnotation || tr.Deferred != DeferredWaveHash || len(tr.Wave) != 1 || tr.Namespace != "ns" {
 					t.Errorf("trigger = %+v", tr)
-				}
-				if p.Start != nil {
-					t.Errorf("Wave's hash has no start value from digests")
 				}
 			},
 		},

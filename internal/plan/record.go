@@ -17,7 +17,8 @@ import (
 // pod template (metadata changes roll nothing).
 //
 // The value is JSON: {"<Kind>/<name>": {"<key>": "<digest>"}}, where a digest
-// is the first 16 hex characters of the SHA-256 of the value, "" for a
+// is the first 16 hex characters of the HMAC-SHA-256 of the value under the
+// installation key named by KeyAnnotation, "" for a
 // consumed key the object does not have, and null in place of the key map
 // for an object that does not exist.
 const RecordAnnotation = "reroll.dev/observed"
@@ -26,6 +27,12 @@ const RecordAnnotation = "reroll.dev/observed"
 // it manages while the admission webhook is enabled; the webhook's
 // objectSelector selects on it. Labels on a workload's metadata roll nothing.
 const ManagedLabel = "reroll.dev/managed"
+
+// KeyAnnotation is the workload metadata annotation, beside
+// RecordAnnotation, that names the installation key the record's digests
+// were made under (digest.Key.ID, 8 hex characters; absent for the zero key
+// and for records of Reroll versions before keyed digests).
+const KeyAnnotation = "reroll.dev/observed-key"
 
 // digestLen is how many hex characters of a key's SHA-256 are recorded: 64
 // bits, far more than enough to tell two versions of one value apart.
@@ -151,6 +158,11 @@ func changedKeys(ref reference.Reference, before, after map[string]string) []str
 			if _, ok := before[k]; !ok {
 				keys = append(keys, k)
 			}
+		}
+	} else if d, ok := before[objectDigestKey]; ok && len(before) == 1 {
+		// One digest per object (bounded): any consumed key may have changed.
+		if after[objectDigestKey] != d {
+			keys = append(keys, objectDigestKey)
 		}
 	} else {
 		for _, k := range ref.Keys {

@@ -89,6 +89,9 @@ type selection struct {
 	considered []Considered
 	// unreadable names objects or lists the Source could not read.
 	unreadable []string
+	// refused names references to other namespaces that were not
+	// followed ("Secret other/name"; --allow-cross-namespace-references).
+	refused []string
 }
 
 // WrittenKey is the single pseudo-key of an object in SAP pod-reloader's
@@ -127,7 +130,10 @@ type selector struct {
 	cfg       annotation.Config
 	src       Source
 	namespace string
-	sel       selection
+	// allowCross lets Wave's extra lists name other namespaces
+	// (--allow-cross-namespace-references).
+	allowCross bool
+	sel        selection
 }
 
 // lookup reads one object; a missing or unreadable one yields nil data.
@@ -177,8 +183,8 @@ func dataOf(o *Object) *digest.Data {
 // decide its rollouts. In Reloader's and Reroll's dialects the references
 // are sorted by kind, then name; pod-reloader's and Wave's keep their
 // annotation and template order.
-func selectReferences(cfg annotation.Config, src Source, namespace string, optIn annotation.OptIn, template *corev1.PodTemplateSpec) (selection, error) {
-	s := &selector{cfg: cfg, src: src, namespace: namespace, sel: selection{data: map[string]*digest.Data{}}}
+func selectReferences(cfg annotation.Config, src Source, namespace string, allowCross bool, optIn annotation.OptIn, template *corev1.PodTemplateSpec) (selection, error) {
+	s := &selector{cfg: cfg, src: src, namespace: namespace, allowCross: allowCross, sel: selection{data: map[string]*digest.Data{}}}
 	var err error
 	switch optIn.Dialect {
 	case annotation.DialectPodReloader:
@@ -347,7 +353,14 @@ func (s *selector) wave(optIn annotation.OptIn, template *corev1.PodTemplateSpec
 	}{{reference.ConfigMap, optIn.WaveExtraConfigMaps}, {reference.Secret, optIn.WaveExtraSecrets}} {
 		for _, nn := range extra.names {
 			ref := reference.Reference{Kind: extra.kind, Name: nn.Name, All: true}
-			if nn.Namespace != s.namespace {
+			if nn.Namespace != "" && nn.Namespace != s.namespace {
+				if !s.allowCross {
+					// A tenant must not learn of, nor roll on, data in a
+					// namespace it may not read: the workload's own
+					// namespace is the boundary.
+					s.sel.refused = append(s.sel.refused, string(extra.kind)+" "+nn.Namespace+"/"+nn.Name)
+					continue
+				}
 				ref.Namespace = nn.Namespace
 			}
 			refs = append(refs, ref)

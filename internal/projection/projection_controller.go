@@ -36,6 +36,13 @@ const FieldManager = "reroll-projection"
 // ManagerFor returns the field manager of Projection name's writes.
 func ManagerFor(name string) string { return FieldManager + "/" + name }
 
+// ProjectedLabel is the label every Projection's apply sets to "true" on its
+// target, in the same server-side apply and under the same field manager as
+// the projected fields, so it goes when the last Projection of the target
+// prunes. The admission webhook of projected fields selects on it
+// (objectSelector), so writes of every other object never reach Reroll.
+const ProjectedLabel = "reroll.dev/projected"
+
 // Finalizer holds a Projection with prune: true until its fields are
 // removed from the target.
 const Finalizer = "reroll.dev/projection-prune"
@@ -270,7 +277,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 		names = append(names, s.Name)
 	}
 	digest := keyedDigest(r.Options.Key, values, names)
-	if !needsWrite(target, want, parsed, st.Fields) {
+	if target.GetLabels()[ProjectedLabel] == "true" && !needsWrite(target, want, parsed, st.Fields) {
 		st.SourcesDigest = digest
 		return outcome{reason: ReasonProjected, synced: ReasonUpToDate, target: target, rewrite: rewrite, requeue: interval,
 			message: fmt.Sprintf("%s %s holds the current values", gvk.Kind, target.GetName())}
@@ -284,6 +291,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	// target when it was deleted after the read (an apply creates what does
 	// not exist), and when it changed since: the next reconcile reads again.
 	apply.SetResourceVersion(target.GetResourceVersion())
+	apply.SetLabels(map[string]string{ProjectedLabel: "true"})
 	written := slices.Sorted(maps.Keys(want))
 	for _, path := range written {
 		if err := unstructured.SetNestedField(apply.Object, want[path], parsed[path]...); err != nil {

@@ -71,15 +71,8 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 	}
-	root, err := controlplane.RepoRoot()
-	if err == nil {
-		var bins controlplane.Binaries
-		if bins, err = controlplane.BinariesFrom(root); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			plane, err = controlplane.Start(ctx, controlplane.Options{Binaries: bins, Log: os.Stderr})
-			cancel()
-		}
-	}
+	var err error
+	plane, err = controlplane.StartFromRepo(controlplane.Options{Log: os.Stderr}, 3*time.Minute)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1
@@ -95,6 +88,11 @@ func runTests(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := setUp(ctx, root); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the cluster:", err)
 		return 1
@@ -259,7 +257,9 @@ type run struct {
 // startProjections runs a manager with the Projection controller as
 // cmd/reroll builds it (the digest cache transform included), as Reroll's
 // ServiceAccount, watching namespace ns, until the test ends or stop.
-func startProjections(t *testing.T, ns string, opts Options) *run {
+// mutate, when given, changes the manager's options; with a webhook server
+// set, the admission handler of projected fields is served on it.
+func startProjections(t *testing.T, ns string, opts Options, mutate ...func(*ctrl.Options)) *run {
 	t.Helper()
 	g := newT(t)
 	logs := &syncBuffer{}
@@ -272,9 +272,15 @@ func startProjections(t *testing.T, ns string, opts Options) *run {
 	mo.HealthProbeBindAddress = "0"
 	mo.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
 	mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	for _, m := range mutate {
+		m(&mo)
+	}
 	mgr, err := ctrl.NewManager(rerollConfig, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(Setup(mgr, opts, prometheus.NewRegistry())).To(gomega.Succeed())
+	if mo.WebhookServer != nil {
+		RegisterWebhook(mgr)
+	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	r := &run{cancel: cancel, done: make(chan error, 1), logs: logs, cache: mgr.GetCache()}
 	go func() { r.done <- mgr.Start(ctx) }()

@@ -109,6 +109,13 @@ func (k Job) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, 
 		fresh.Spec.Template.Labels = withoutKeys(fresh.Spec.Template.Labels, jobControllerLabels)
 	}
 	uid := old.UID
+	if r.Journal != nil {
+		// Durable before the delete: from here on, a Job that is gone is
+		// re-created from the journal by whoever reconciles it next.
+		if err := r.Journal.Save(ctx, fresh, uid); err != nil {
+			return RollResult{Handled: true}, fmt.Errorf("journaling Job %s/%s before re-creating it: %w", old.Namespace, old.Name, err)
+		}
+	}
 	err := c.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return RollResult{Handled: true}, fmt.Errorf("deleting Job %s/%s to re-create it: %w", old.Namespace, old.Name, err)
@@ -121,6 +128,13 @@ func (k Job) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, 
 	})
 	if err != nil {
 		return RollResult{Handled: true}, fmt.Errorf("re-creating deleted Job %s/%s: %w", fresh.Namespace, fresh.Name, err)
+	}
+	if r.Journal != nil {
+		if err := r.Journal.Done(ctx, fresh.Namespace, fresh.Name); err != nil {
+			// The Job exists: a later recovery finds it and only drops the
+			// entry.
+			return RollResult{Handled: true, Rolled: true, Note: "deleted and re-created the Job"}, fmt.Errorf("clearing the journal of Job %s/%s: %w", fresh.Namespace, fresh.Name, err)
+		}
 	}
 	return RollResult{Handled: true, Rolled: true, Note: "deleted and re-created the Job"}, nil
 }

@@ -3,10 +3,15 @@ package workload
 import (
 	"context"
 	"errors"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/revert"
 )
 
 // Kind is one kind of workload with a pod template.
@@ -39,6 +44,21 @@ type Rollout struct {
 	// Patch writes Desired over Original, guarded by resourceVersion; it is
 	// Patch of this package.
 	Patch func(ctx context.Context, original, desired client.Object) error
+	// Journal, when set, keeps a Job's manifest durably between its delete
+	// and its re-creation (see JobJournal); nil keeps it in memory only.
+	Journal JobJournal
+}
+
+// JobJournal keeps the manifest of a Job that Reroll re-creates, outside the
+// Job, from before the delete until the new Job exists, so that a crash, a
+// leader change, a failed create or a cancelled context in between never
+// loses the Job: whoever reconciles next re-creates it from the journal.
+type JobJournal interface {
+	// Save records fresh, the Job to create, in place of the Job with UID
+	// old. It must be durable when it returns.
+	Save(ctx context.Context, fresh *batchv1.Job, old types.UID) error
+	// Done forgets the entry of the Job namespace/name.
+	Done(ctx context.Context, namespace, name string) error
 }
 
 // TemplateReader is a Kind whose objects may keep their pod template in
@@ -99,6 +119,10 @@ const (
 	// ByRecreate deletes a Job and creates it again (a Job's pod template
 	// cannot change), as Reloader does.
 	ByRecreate Way = "recreate-job"
+	// ByEviction evicts the pods through the Eviction API, one at a time by
+	// default, honouring PodDisruptionBudgets (reroll.dev/restart: evict,
+	// --evict-owner); see internal/eviction.
+	ByEviction Way = "evict"
 	// NotRestarted restarts nothing, by design; only the record is written.
 	NotRestarted Way = "none"
 )
@@ -126,11 +150,27 @@ type Actor interface {
 
 // ActionOf returns how obj, of kind k, rolls: the kind's Actor decides, and
 // every other kind rolls ByTemplate.
+//
+// Whatever the kind's way of changing pods, an object annotated
+// reroll.dev/restart: evict restarts ByEviction, and an object whose
+// template change another field manager put back
+// (reroll.dev/reverted) is NotRestarted until that annotation is removed.
+// Kinds that create Jobs keep their way.
 func ActionOf(k Kind, obj client.Object, reloaderDefaults bool) Action {
-	if a, ok := k.(Actor); ok {
-		return a.Action(obj, reloaderDefaults)
+	a := Action{Way: ByTemplate}
+	if ac, ok := k.(Actor); ok {
+		a = ac.Action(obj, reloaderDefaults)
 	}
-	return Action{Way: ByTemplate}
+	switch a.Way {
+	case ByTemplate, ByWorkloadRef, ByRestartAt:
+		if obj.GetAnnotations()[eviction.RestartAnnotation] == eviction.RestartEvict {
+			return Action{Way: ByEviction}
+		}
+		if v, ok := obj.GetAnnotations()[revert.RevertedAnnotation]; ok && a.Way == ByTemplate {
+			return Action{Way: NotRestarted, Why: revert.Why(v)}
+		}
+	}
+	return a
 }
 
 // Filter is a Kind that leaves some of its objects alone, such as Jobs

@@ -77,3 +77,38 @@ func TestJobName(t *testing.T) {
 	long := JobName("a-very-long-cronjob-name-that-is-at-the-limit-of-52-c", "0123456789")
 	g.Expect(len(long)).To(gomega.BeNumerically("<=", 63))
 }
+
+func TestActionOf_RestartAnnotations(t *testing.T) {
+	reverted := `{"manager":"my-operator","at":"2026-11-22T12:00:00Z"}`
+	cases := map[string]struct {
+		// kind is the workload kind; annotations the object's.
+		kind        Kind
+		annotations map[string]string
+		// want is the way it rolls; why a part of the reason, when set.
+		want Way
+		why  string
+	}{
+		"a Deployment rolls by its template":          {kind: Deployment{}, want: ByTemplate},
+		"reroll.dev/restart: evict evicts its pods":   {kind: Deployment{}, annotations: map[string]string{"reroll.dev/restart": "evict"}, want: ByEviction},
+		"reroll.dev/restart: template is the default": {kind: StatefulSet{}, annotations: map[string]string{"reroll.dev/restart": "template"}, want: ByTemplate},
+		"a reverted template is no longer changed": {
+			kind: Deployment{}, annotations: map[string]string{"reroll.dev/reverted": reverted},
+			want: NotRestarted, why: `Field manager "my-operator" put back the pod template Reroll changed`,
+		},
+		"eviction wins over a reverted template": {
+			kind: Deployment{}, annotations: map[string]string{"reroll.dev/reverted": reverted, "reroll.dev/restart": "evict"}, want: ByEviction,
+		},
+		"a pod owner always evicts": {kind: PodOwner{}, want: ByEviction},
+		"a Job keeps its way":       {kind: Job{}, annotations: map[string]string{"reroll.dev/restart": "evict"}, want: ByRecreate},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			obj := tc.kind.New()
+			obj.SetAnnotations(tc.annotations)
+			a := ActionOf(tc.kind, obj, false)
+			g.Expect(a.Way).To(gomega.Equal(tc.want))
+			g.Expect(a.Why).To(gomega.ContainSubstring(tc.why))
+		})
+	}
+}

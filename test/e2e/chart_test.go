@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/projection"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -85,7 +86,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081"}
+	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal"}
 	cases := map[string]struct {
 		// values are the chart values set.
 		values map[string]any
@@ -103,8 +104,10 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 				"reloadOnCreate": true, "reloadOnDelete": true, "ignoreSecrets": true,
 				"ignoredWorkloadTypes": []string{"jobs", "cronjobs"}, "webhookUrl": "https://hooks.example/x?a=b",
 				"logFormat": "json", "logLevel": "debug", "extraArgs": []string{"--auto-annotation=example.com/auto"},
+				"allowCrossNamespaceReferences": true, "digestKey.keyedCompatHashes": true,
 			},
 			want: []string{
+				"--allow-cross-namespace-references", "--keyed-compat-hashes",
 				"--namespaces-to-ignore=kube-system,kube-public", "--namespace-selector=team in (a,b),env!=dev",
 				"--resource-label-selector=reroll=on", "--reload-strategy=env-vars", "--auto-reload-all",
 				"--reload-on-create", "--reload-on-delete", "--resources-to-ignore=secrets",
@@ -131,11 +134,11 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 		},
 		"several replicas elect a leader": {
 			values: map[string]any{"replicas": 3},
-			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha"},
+			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha", "--leader-election-id=r-reroll-leader"},
 		},
 		"lease timings with leader election": {
 			values: map[string]any{"replicas": 2, "leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s"}},
-			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha",
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-ha", "--leader-election-id=r-reroll-leader",
 				"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=4s"},
 		},
 		"lease timings without leader election": {
@@ -195,8 +198,20 @@ func TestHelmChart_LeaderElectionGetsPodIdentity(t *testing.T) {
 	g.Expect(leases).To(gomega.ContainElements("coordination.k8s.io|leases|get", "coordination.k8s.io|leases|create", "coordination.k8s.io|leases|update"))
 	g.Expect(leases).NotTo(gomega.ContainElement("coordination.k8s.io|leases|delete"))
 
+	g.Expect(deploymentOf(t, objs).Spec.Strategy.Type).NotTo(gomega.Equal(appsv1.RecreateDeploymentStrategyType))
+
 	one := renderChart(t, nil)
-	g.Expect(only(one, "Role")).To(gomega.BeEmpty(), "one replica needs no Lease")
+	g.Expect(withoutDigestKeyRole(only(one, "Role"))).To(gomega.BeEmpty(), "one replica needs no Lease")
+	g.Expect(deploymentOf(t, one).Spec.Strategy.Type).To(gomega.Equal(appsv1.RecreateDeploymentStrategyType), "one replica without leader election never runs two")
+}
+
+func TestHelmChart_GracePeriodAboveShutdownTimeout(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	pod := deploymentOf(t, renderChart(t, nil)).Spec.Template.Spec
+	g.Expect(*pod.TerminationGracePeriodSeconds).To(gomega.BeNumerically(">", 25))
+	_, err := run(helmEnv, helmBin, append([]string{"template", "r", chartDir}, setFlags(map[string]any{"terminationGracePeriodSeconds": 25})...)...)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("terminationGracePeriodSeconds must be larger than gracefulShutdownTimeoutSeconds")))
 }
 
 func TestHelmChart_GoMemLimitIsAShareOfTheMemoryLimit(t *testing.T) {
@@ -335,14 +350,14 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 			g := newT(t)
 			objs := renderChart(t, tc.values)
 			if tc.kind == "ClusterRole" {
-				g.Expect(only(objs, "Role")).To(gomega.BeEmpty())
+				g.Expect(withoutDigestKeyRole(only(objs, "Role"))).To(gomega.BeEmpty())
 				g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(tc.want))
 				return
 			}
 			g.Expect(only(objs, "ClusterRole")).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
 			g.Expect(only(objs, "ClusterRoleBinding")).To(gomega.BeEmpty())
 			var in []string
-			for _, r := range only(objs, "Role") {
+			for _, r := range withoutDigestKeyRole(only(objs, "Role")) {
 				in = append(in, r.GetNamespace())
 			}
 			g.Expect(in).To(gomega.ConsistOf(tc.namespaces), "Roles in exactly the watched namespaces")
@@ -350,6 +365,9 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 				g.Expect(rulesOf(t, objs, "Role", ns)).To(gomega.ConsistOf(tc.want), "Role in %s", ns)
 			}
 			for _, b := range only(objs, "RoleBinding") {
+				if strings.HasSuffix(b.GetName(), "-digest-key") {
+					continue
+				}
 				g.Expect(tc.namespaces).To(gomega.ContainElement(b.GetNamespace()))
 			}
 		})
@@ -404,7 +422,7 @@ func allGeneratedRules(t *testing.T) []string {
 func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace string) []string {
 	t.Helper()
 	var found []*unstructured.Unstructured
-	for _, o := range only(objs, kind) {
+	for _, o := range withoutDigestKeyRole(only(objs, kind)) {
 		if o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
 			continue
 		}
@@ -417,6 +435,19 @@ func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace st
 		return expand(convert[rbacv1.ClusterRole](t, found[0]).Rules)
 	}
 	return expand(convert[rbacv1.Role](t, found[0]).Rules)
+}
+
+// withoutDigestKeyRole drops the Role of the digest key, which every install
+// has in the release namespace (TestHelmChart_DigestKeyRole checks it).
+func withoutDigestKeyRole(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Role" && strings.Contains(o.GetName(), "digest-key") {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // expand flattens rules into sorted, distinct group|resource|verb triples,
@@ -526,6 +557,55 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 			}
 		}
 		g.Expect(open).To(gomega.ContainElement("webhook"))
+	})
+	t.Run("projection targets", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		rules := []map[string]any{{"apiGroups": []string{"goharbor.io"}, "resources": []string{"harborclusters"}}, {"apiGroups": []string{"example.com"}, "resources": []string{"a", "b"}}}
+		projected := func(values map[string]any) []admissionregistrationv1.MutatingWebhook {
+			var out []admissionregistrationv1.MutatingWebhook
+			for _, c := range only(renderChart(t, values), "MutatingWebhookConfiguration") {
+				for _, w := range convert[admissionregistrationv1.MutatingWebhookConfiguration](t, c).Webhooks {
+					if w.ObjectSelector.MatchLabels[projection.ProjectedLabel] != "" {
+						out = append(out, w)
+					}
+				}
+			}
+			return out
+		}
+		hooks := projected(map[string]any{"webhook.enabled": true, "projections.enabled": true, "projections.webhookRules": rules, "namespaces": []string{"a"}})
+		g.Expect(hooks).To(gomega.HaveLen(1))
+		w := hooks[0]
+		g.Expect(*w.ClientConfig.Service.Path).To(gomega.Equal(projection.WebhookPath))
+		g.Expect(w.ObjectSelector.MatchLabels).To(gomega.Equal(map[string]string{projection.ProjectedLabel: "true"}))
+		g.Expect(w.NamespaceSelector.MatchExpressions[0].Values).To(gomega.Equal([]string{"a"}))
+		g.Expect(w.Rules).To(gomega.HaveLen(2))
+		for _, r := range w.Rules {
+			g.Expect(r.Operations).To(gomega.Equal([]admissionregistrationv1.OperationType{admissionregistrationv1.Update}), "CREATE gets nothing")
+			g.Expect(r.APIVersions).To(gomega.Equal([]string{"*"}))
+		}
+		g.Expect(w.Rules[1].Resources).To(gomega.Equal([]string{"a", "b"}))
+		// None without rules, without Projections, or without the webhook.
+		g.Expect(projected(map[string]any{"webhook.enabled": true, "projections.enabled": true})).To(gomega.BeEmpty())
+		g.Expect(projected(map[string]any{"webhook.enabled": true, "projections.webhookRules": rules})).To(gomega.BeEmpty())
+		g.Expect(projected(map[string]any{"projections.enabled": true, "projections.webhookRules": rules})).To(gomega.BeEmpty())
+	})
+	t.Run("webhook sources and client CA", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		objs := renderChart(t, map[string]any{"webhook.enabled": true, "networkPolicy.enabled": true,
+			"networkPolicy.webhookFrom": []string{"10.0.0.0/28"}, "webhook.clientCA.secretName": "apiserver-client-ca"})
+		np := convert[networkingv1.NetworkPolicy](t, only(objs, "NetworkPolicy")[0])
+		var from []networkingv1.NetworkPolicyPeer
+		for _, r := range np.Spec.Ingress {
+			if len(r.Ports) == 1 && r.Ports[0].Port.String() == "webhook" {
+				from = r.From
+			}
+		}
+		g.Expect(from).To(gomega.ConsistOf(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/28"}}))
+		c := container(t, objs)
+		g.Expect(c.Args).To(gomega.ContainElement("--webhook-client-ca=/var/run/reroll/webhook-client-ca/ca.crt"))
+		g.Expect(c.VolumeMounts).To(gomega.ContainElement(corev1.VolumeMount{Name: "webhook-client-ca", MountPath: "/var/run/reroll/webhook-client-ca", ReadOnly: true}))
 	})
 	t.Run("cert-manager", func(t *testing.T) {
 		t.Parallel()
@@ -726,4 +806,48 @@ func objectsByID(objs []*unstructured.Unstructured) map[string]map[string]any {
 		out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o.Object
 	}
 	return out
+}
+
+func TestHelmChart_WebhookURLFromASecret(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	c := container(t, renderChart(t, map[string]any{"webhookUrlSecret": map[string]any{"name": "notify", "key": "endpoint"}}))
+	var hook *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "REROLL_WEBHOOK_URL" {
+			hook = &c.Env[i]
+		}
+	}
+	g.Expect(hook).NotTo(gomega.BeNil())
+	g.Expect(hook.Value).To(gomega.BeEmpty(), "the URL is a credential: never in the pod spec")
+	g.Expect(hook.ValueFrom.SecretKeyRef.Name).To(gomega.Equal("notify"))
+	g.Expect(hook.ValueFrom.SecretKeyRef.Key).To(gomega.Equal("endpoint"))
+	for _, a := range c.Args {
+		g.Expect(a).NotTo(gomega.HavePrefix("--webhook-url"))
+	}
+	_, err := run(helmEnv, helmBin, append([]string{"template", "r", chartDir}, setFlags(map[string]any{"webhookUrl": "https://a.example", "webhookUrlSecret.name": "notify"})...)...)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("webhookUrl and webhookUrlSecret.name are both set")))
+}
+
+func TestHelmChart_DigestKeyRole(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	for _, values := range []map[string]any{nil, {"watchGlobally": false}, {"namespaces": []string{"a"}}} {
+		objs := renderChart(t, values)
+		var roles []rbacv1.Role
+		for _, o := range only(objs, "Role") {
+			if strings.HasSuffix(o.GetName(), "-digest-key") {
+				roles = append(roles, *convert[rbacv1.Role](t, o))
+			}
+		}
+		g.Expect(roles).To(gomega.HaveLen(1))
+		g.Expect(roles[0].Namespace).To(gomega.Equal("reroll-system"))
+		g.Expect(roles[0].Rules).To(gomega.ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-job-journal"}, Verbs: []string{"get", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		))
+		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))
+	}
 }

@@ -192,6 +192,8 @@ func serviceAccountKubeconfig(t *testing.T, ns, name string) (string, kubernetes
 // resource (group/resource, "" group for the core API) in namespace ("" for
 // cluster-wide)?
 type access struct {
+	// resource may end in "#<name>" for a permission on one object
+	// (resourceNames).
 	verb, group, resource, namespace string
 }
 
@@ -207,11 +209,12 @@ func (a access) String() string {
 // whether ServiceAccount ns/name may do a.
 func allowed(t *testing.T, ns, name string, a access) bool {
 	t.Helper()
+	resource, objName, _ := strings.Cut(a.resource, "#")
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   "system:serviceaccount:" + ns + ":" + name,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace,
+			Verb: a.verb, Group: a.group, Resource: resource, Name: objName, Namespace: a.namespace,
 		},
 	}}
 	res, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})

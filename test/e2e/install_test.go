@@ -59,12 +59,14 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"patch", "apps", "deployments", app}, {"list", "apps", "statefulsets", ""}, {"watch", "apps", "daemonsets", ""},
 			{"create", "", "events", app}, {"patch", "", "events", app},
 			{"list", "", "namespaces", ""}, // namespaceSelector
-			{"get", "coordination.k8s.io", "leases", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases", sys},
+			{"get", "coordination.k8s.io", "leases#reroll-leader", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
+			{"get", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
+			{"list", "", "pods", app}, {"watch", "", "pods", app}, // restart by eviction
 		},
 		[]access{
 			{"update", "apps", "deployments", app}, {"delete", "apps", "deployments", app}, {"create", "apps", "deployments", app},
 			{"update", "", "configmaps", app}, {"patch", "", "secrets", app}, {"delete", "", "configmaps", app},
-			{"list", "", "pods", app}, {"create", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
+			{"create", "", "pods", app}, {"delete", "", "pods", app}, {"patch", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
 			{"get", "coordination.k8s.io", "leases", app}, {"delete", "coordination.k8s.io", "leases", sys},
 			{"list", "apps", "replicasets", app}, {"delete", "batch", "cronjobs", app},
 		})
@@ -129,7 +131,7 @@ func TestHelmChart_NamespaceScope(t *testing.T) {
 	expectAccess(t, sys, "reroll",
 		[]access{
 			{"list", "", "configmaps", appA}, {"watch", "", "secrets", appB}, {"patch", "apps", "deployments", appB},
-			{"create", "", "events", appB}, {"update", "coordination.k8s.io", "leases", sys},
+			{"create", "", "events", appB}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
 		},
 		[]access{
 			{"list", "", "configmaps", ""}, {"list", "", "secrets", ""}, {"list", "", "secrets", other}, {"list", "", "secrets", sys},

@@ -29,7 +29,9 @@ func TestBinary_StartsWithReloadersChartArguments(t *testing.T) {
 		"--reload-on-create=true", "--reload-on-delete=true", "--sync-after-restart=true",
 		"--auto-reload-all=true",
 		"--configmap-auto-by-annotation=example.com/auto-by",
-	}, nil)
+		// A pod knows its namespace (POD_NAMESPACE, or the ServiceAccount
+		// token's); this process outside a pod is told it.
+	}, map[string]string{"POD_NAMESPACE": selected})
 
 	g.Eventually(func() (int, error) {
 		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/cmdline")

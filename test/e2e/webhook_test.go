@@ -18,7 +18,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +35,8 @@ const managedLabel = "reroll.dev/managed"
 // ServiceAccount. Reroll must replace the expiring CA it finds in the
 // chart's Secret with a new one, write it into the caBundle of the chart's
 // MutatingWebhookConfiguration, serve the certificate the Secret holds, and
-// keep the trigger on a Deployment that a replace rewrites.
+// keep the trigger on a Deployment that a replace rewrites, and the fields
+// a Projection wrote on a custom resource that a replace rewrites.
 //
 // The local plane has no pod network, so two things a cluster does are done
 // here: the configuration reaches Reroll by url: at localhost (a DNS name
@@ -44,13 +48,16 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	sys := newNamespace(t, "e2e-wh-sys-", restricted)
 	app := newNamespace(t, "e2e-wh-app-", nil)
 	const release = "reroll-wh"
-	helmInstall(t, release, sys, map[string]any{"namespaces": []string{app}, "webhook.enabled": true})
+	createWidgetCRD(t)
+	helmInstall(t, release, sys, map[string]any{"namespaces": []string{app}, "webhook.enabled": true,
+		"projections.enabled": true, "projections.webhookRules": []map[string]any{{"apiGroups": []string{widgetGroup}, "resources": []string{"widgets"}}}})
 
 	// Least privilege: the certificate rotation may update its own Secret
-	// and its own configuration, nothing else of either kind.
+	// and its own configuration, nothing else of either kind (create on
+	// Secrets of its own namespace is the digest key's).
 	expectAccess(t, sys, release,
 		[]access{{"list", "", "secrets", sys}, {"watch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""}},
-		[]access{{"update", "", "secrets", sys}, {"create", "", "secrets", sys}, {"update", "", "secrets", app},
+		[]access{{"update", "", "secrets", sys}, {"create", "", "secrets", app}, {"update", "", "secrets", app},
 			{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""},
 			{"update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", ""}})
 
@@ -65,6 +72,7 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	g.Expect(paths).To(gomega.HaveKeyWithValue("deployments", "/mutate-deployment"))
 	g.Expect(paths).To(gomega.HaveKeyWithValue("statefulsets", "/mutate-statefulset"))
 	g.Expect(paths).To(gomega.HaveKeyWithValue("rollouts", "/mutate-rollout.argoproj.io"))
+	g.Expect(paths).To(gomega.HaveKeyWithValue("widgets", "/mutate-projected"))
 
 	port := freeAddr(t)[len("127.0.0.1:"):]
 	for i := range cfg.Webhooks {
@@ -85,7 +93,11 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	mountSecret(t, secretKey, certDir)
 	createWorkload(t, app)
 	kubeconfig, _ := serviceAccountKubeconfig(t, sys, release)
-	args := append(podArgs(t, sys, release), "--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-extra-dns-names=localhost")
+	keyDir := t.TempDir()
+	mountSecret(t, client.ObjectKey{Namespace: sys, Name: release + "-projection-key"}, keyDir)
+	g.Eventually(func() error { _, err := os.Stat(filepath.Join(keyDir, "key")); return err }).Should(gomega.Succeed())
+	args := append(podArgs(t, sys, release), "--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-extra-dns-names=localhost",
+		"--projection-key-file="+filepath.Join(keyDir, "key"))
 	g.Expect(args).To(gomega.ContainElements("--enable-webhook", "--webhook-cert-secret="+release+"-webhook-cert", "--webhook-configuration-name="+release))
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
 
@@ -154,6 +166,8 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	g.Expect(p.sample(t, "controller_runtime_webhook_requests_total", requests)).To(gomega.BeNumerically(">", served), "the API server called Reroll over TLS")
 	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, app) }).Should(gomega.HaveLen(2))
 
+	projectionSurvivesReplace(t, app, p)
+
 	// A Secret emptied by a replace (helm upgrade --force) is filled in
 	// again at once: Reroll watches it.
 	g.Expect(k8s.Get(t.Context(), secretKey, secret)).To(gomega.Succeed())
@@ -161,6 +175,110 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	g.Expect(k8s.Update(t.Context(), secret)).To(gomega.Succeed())
 	rotated(ca)
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough")
+}
+
+const widgetGroup = "e2e.reroll.dev"
+
+// createWidgetCRD registers widgets.e2e.reroll.dev, a namespaced kind with
+// a free-form spec, the target of projectionSurvivesReplace.
+func createWidgetCRD(t *testing.T) {
+	t.Helper()
+	g := newT(t)
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets." + widgetGroup},
+		"spec": map[string]any{
+			"group": widgetGroup, "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}},
+		},
+	}}
+	g.Expect(k8s.Create(t.Context(), crd)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), crd) })
+	g.Eventually(func() error { return k8s.List(t.Context(), widgetList(), client.InNamespace("default")) }).Should(gomega.Succeed())
+}
+
+func widgetList() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(widgetGroup + "/v1")
+	l.SetKind("WidgetList")
+	return l
+}
+
+// projectionSurvivesReplace has a Projection write the Secret db's password
+// into a Widget of ns, as a ServiceAccount that may read it and patch
+// widgets, then replaces the Widget with its manifest: the webhook
+// (/mutate-projected, served by the process p) puts the field back in that
+// write.
+func projectionSurvivesReplace(t *testing.T, ns string, p *process) {
+	t.Helper()
+	g := newT(t)
+	manifest := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"size": "1"}}}
+		u.SetAPIVersion(widgetGroup + "/v1")
+		u.SetKind("Widget")
+		u.SetNamespace(ns)
+		u.SetName("w")
+		return u
+	}
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "projector"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "projector"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"db"}, Verbs: []string{"get"}},
+			{APIGroups: []string{widgetGroup}, Resources: []string{"widgets"}, Verbs: []string{"get", "patch"}},
+		}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "projector"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "projector"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "projector", Namespace: ns}},
+		},
+		manifest(),
+		&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "reroll.dev/v1alpha1", "kind": "Projection",
+			"metadata": map[string]any{"namespace": ns, "name": "db-password"},
+			"spec": map[string]any{
+				"serviceAccountName": "projector",
+				"sources":            []any{map[string]any{"name": "password", "secretKeyRef": map[string]any{"name": "db", "key": "password"}}},
+				"target":             map[string]any{"apiVersion": widgetGroup + "/v1", "kind": "Widget", "name": "w"},
+				"fields":             []any{map[string]any{"path": "spec.password", "source": "password"}},
+			},
+		}},
+	}
+	for _, o := range objs {
+		g.Expect(k8s.Create(t.Context(), o)).To(gomega.Succeed())
+	}
+	live := func() *unstructured.Unstructured {
+		u := manifest()
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(u), u)).To(gomega.Succeed())
+		return u
+	}
+	password := func(u *unstructured.Unstructured) string {
+		v, _, _ := unstructured.NestedString(u.Object, "spec", "password")
+		return v
+	}
+	g.Eventually(func() string { return password(live()) }).Should(gomega.Equal("one"))
+	g.Expect(live().GetLabels()).To(gomega.HaveKeyWithValue("reroll.dev/projected", "true"))
+	// replace writes the manifest at the live resourceVersion, as kubectl
+	// replace does, and returns what the API server stored (or, with
+	// opts, would store).
+	replace := func(opts ...client.UpdateOption) *unstructured.Unstructured {
+		var u *unstructured.Unstructured
+		g.Eventually(func() error {
+			u = manifest()
+			u.SetResourceVersion(live().GetResourceVersion())
+			return k8s.Update(t.Context(), u, opts...)
+		}).Should(gomega.Succeed())
+		return u
+	}
+	g.Eventually(func() string { return password(replace(client.DryRunAll)) }).Should(gomega.Equal("one"))
+	requests := map[string]string{"webhook": "/mutate-projected", "code": "200"}
+	served := p.sample(t, "controller_runtime_webhook_requests_total", requests)
+	stored := replace()
+	g.Expect(password(stored)).To(gomega.Equal("one"))
+	g.Expect(stored.GetLabels()).To(gomega.HaveKeyWithValue("reroll.dev/projected", "true"))
+	g.Expect(p.sample(t, "controller_runtime_webhook_requests_total", requests)).To(gomega.BeNumerically(">", served), "the API server called Reroll over TLS")
 }
 
 // keyPair is a PEM certificate and its PEM private key.

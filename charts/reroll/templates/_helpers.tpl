@@ -53,6 +53,11 @@ ClusterRole.
 {{- end }}
 {{- end }}
 
+{{/* The Secret of the digest key (--digest-key-secret). */}}
+{{- define "reroll.digestKeySecret" -}}
+{{- default (printf "%s-digest-key" (include "reroll.fullname" .)) .Values.digestKey.secretName }}
+{{- end }}
+
 {{/* Leader election is on with more than one replica. */}}
 {{- define "reroll.leaderElection" -}}
 {{- if gt (int .Values.replicas) 1 }}true{{ end }}
@@ -62,6 +67,12 @@ ClusterRole.
 Checks that values agree with each other where the schema cannot say it.
 */}}
 {{- define "reroll.validate" -}}
+{{- if and .Values.webhookUrl .Values.webhookUrlSecret.name }}
+{{- fail "webhookUrl and webhookUrlSecret.name are both set: set one" }}
+{{- end }}
+{{- if le (int .Values.terminationGracePeriodSeconds) (int .Values.gracefulShutdownTimeoutSeconds) }}
+{{- fail "terminationGracePeriodSeconds must be larger than gracefulShutdownTimeoutSeconds, or the kubelet kills Reroll before it has shut down" }}
+{{- end }}
 {{- if and .Values.ignoreSecrets .Values.ignoreConfigMaps }}
 {{- fail "ignoreSecrets and ignoreConfigMaps are both true: that leaves nothing to watch" }}
 {{- end }}
@@ -102,6 +113,12 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch"]
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
 {{- if $workloads }}
 - apiGroups: ["apps"]
   resources: {{ toJson $workloads }}

@@ -1,0 +1,353 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// Event reasons of restarts by eviction, on the workload (or pod owner).
+const (
+	// ReasonEvicting is a Normal Event: a restart by eviction started (or a
+	// new change was folded into one); the note has the number of pods.
+	ReasonEvicting = "Evicting"
+	// ReasonEvicted is a Normal Event: every pod of the restart was evicted
+	// and the replacements are Ready.
+	ReasonEvicted = "Evicted"
+	// ReasonEvictionBlocked is a Warning Event: a PodDisruptionBudget
+	// refused an eviction; the note names it. Reroll retries with backoff.
+	ReasonEvictionBlocked = "EvictionBlocked"
+	// ReasonNotEvicted is a Warning Event: a pod that reads the changed data
+	// has no owner to re-create it, so Reroll never evicts it.
+	ReasonNotEvicted = "NotEvicted"
+	// ReasonEvictionFailed is a Warning Event: an eviction failed for
+	// another reason; Reroll retries with backoff.
+	ReasonEvictionFailed = "EvictionFailed"
+)
+
+// evictingIndex is the field index, on every workload kind, of the
+// workloads with a restart by eviction under way ("true"): the pod watch
+// looks them up to find which workload a pod event concerns, a cache lookup
+// that finds nothing for all the other workloads.
+const evictingIndex = "reroll.dev/evicting"
+
+// restartUnderWay is how often a workload with a restart by eviction under
+// way is reconciled even when no pod event arrives, as a safety net.
+const restartUnderWay = time.Minute
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// restartMode returns how obj restarts: by eviction for a --evict-owner
+// kind and for a workload annotated reroll.dev/restart: evict; by its pod
+// template otherwise. Kinds whose rollout is not a pod restart (CronJob,
+// Job) always use their own way.
+func (r *WorkloadReconciler) restartMode(obj client.Object) (eviction.Mode, []error) {
+	switch r.Kind.(type) {
+	case workload.CronJob, workload.Job:
+		return eviction.Mode{MaxUnavailable: 1}, nil
+	}
+	m, problems := eviction.ParseMode(obj.GetAnnotations(), workload.DesiredPods(obj))
+	if _, ok := r.Kind.(workload.PodOwner); ok {
+		m.Evict = true
+	}
+	return m, problems
+}
+
+// restart completes plan p with how the workload restarts beyond the
+// planner's trigger, and returns the decision of a restart by eviction and
+// whether one applies (evict must then run once p is written). For a
+// restart by eviction (p rolls ByEviction, or one is under way) it puts the
+// record of the restart into p's annotations, so that it is written with
+// the record of the change; for a workload restarted by its template it
+// checks whether an operator put Reroll's last template change back.
+func (r *WorkloadReconciler) restart(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec, p *plan.Plan, now time.Time) (eviction.Decision, bool, error) {
+	mode, problems := r.restartMode(obj)
+	if len(problems) > 0 {
+		msg := errors.Join(problems...).Error()
+		ctrl.LoggerFrom(ctx).Info("Ignoring malformed annotations", "error", msg)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", msg)
+	}
+	switch {
+	case p.Outcome == plan.NotOptedIn:
+		// Opted out: a restart under way ends with the record.
+		p.Annotations[eviction.ProgressAnnotation] = ""
+		return eviction.Decision{}, false, nil
+	case !mode.Evict:
+		p.Annotations[eviction.ProgressAnnotation] = ""
+		return eviction.Decision{}, false, r.checkRevert(ctx, obj, template, now, p.Annotations)
+	case r.Options.noEviction:
+		// The planner said why nothing restarts.
+		p.Annotations[eviction.ProgressAnnotation] = ""
+		return eviction.Decision{}, false, nil
+	}
+	var c *eviction.Change
+	if p.Outcome == plan.Roll && p.Roll.Way == workload.ByEviction {
+		c = &eviction.Change{Hash: p.Record.ConfigHash(), At: now}
+	}
+	ev, err := r.decideEviction(ctx, obj, mode, c)
+	if err != nil {
+		return eviction.Decision{}, false, err
+	}
+	if len(ev.Evict) > 0 || ev.Done {
+		// Evict and finish only from the current record: a cache behind
+		// Reroll's last write would evict a pod again or report the end
+		// twice. A conflict re-reads the workload.
+		if err := r.ensureCurrent(ctx, obj); err != nil {
+			return eviction.Decision{}, false, err
+		}
+	}
+	p.Annotations[eviction.ProgressAnnotation] = ev.Progress.String()
+	return ev, true, nil
+}
+
+// ensureCurrent returns a conflict error, which makes Reconcile re-read the
+// workload from the API server, when obj is older than the stored version.
+func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Object) error {
+	cur := r.Kind.New()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return err
+	}
+	if cur.GetResourceVersion() != obj.GetResourceVersion() {
+		return apierrors.NewConflict(schema.GroupResource{Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
+	}
+	return nil
+}
+
+// decideEviction reads the workload's pods from the cache and returns the
+// decision of a restart by eviction; change is the change seen now, nil
+// when none.
+func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Object, mode eviction.Mode, change *eviction.Change) (eviction.Decision, error) {
+	progress, err := eviction.ParseProgress(obj.GetAnnotations()[eviction.ProgressAnnotation])
+	if err != nil {
+		// A damaged record cannot say which pods are left; a restart is
+		// started again only by the next change, never guessed.
+		ctrl.LoggerFrom(ctx).Info("Dropping unreadable eviction record", "error", err.Error())
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; dropping it", err.Error())
+	}
+	if progress == nil && change == nil {
+		return eviction.Decision{}, nil
+	}
+	pods, err := r.podsOf(ctx, obj)
+	if err != nil {
+		return eviction.Decision{}, err
+	}
+	in := eviction.Input{Progress: progress, Change: change, Desired: workload.DesiredPods(obj), MaxUnavailable: mode.MaxUnavailable}
+	for i := range pods {
+		in.Pods = append(in.Pods, eviction.FromPod(&pods[i]))
+	}
+	return eviction.Decide(in), nil
+}
+
+// podsOf returns, from the cache, the pods a restart by eviction of obj
+// concerns: for a --evict-owner kind, the pods obj controls and the bare
+// pods its spec.selector matches; for other workloads, the pods their
+// spec.selector matches.
+func (r *WorkloadReconciler) podsOf(ctx context.Context, obj client.Object) ([]corev1.Pod, error) {
+	var sel labels.Selector
+	if ls := workload.Selector(obj); ls != nil {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return nil, fmt.Errorf("reading spec.selector of %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
+		}
+		sel = s
+	}
+	if owner, ok := r.Kind.(workload.PodOwner); ok {
+		pods, err := owner.Pods(ctx, r.Client, obj)
+		if err != nil || sel == nil {
+			return pods, err
+		}
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing pods of %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
+		}
+		for _, p := range list.Items {
+			if metav1.GetControllerOf(&p) == nil {
+				pods = append(pods, p)
+			}
+		}
+		return pods, nil
+	}
+	if sel == nil || sel.Empty() {
+		// Without a selector no pod can be told to be the workload's.
+		return nil, nil
+	}
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing pods of %s %s/%s: %w", r.Kind.Name(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return list.Items, nil
+}
+
+// evict carries out a decision whose record was written (obj is the
+// workload as read; the record's patch below carries only what changed): it evicts the decided pods, writes the record again
+// without them, and reports. Evicting before recording is what makes a kill
+// between the two harmless: the next decision finds the pod terminating or
+// gone and never evicts it again (and the UID precondition keeps a
+// replacement of the same name safe).
+func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d eviction.Decision, changes string, now time.Time) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if d.Started > 0 {
+		log.Info("Restarting workload by eviction", "pods", d.Started, "changes", changes)
+		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonEvicting, "Evicting %d pods after %s", d.Started, changes)
+	}
+	for _, name := range d.Bare {
+		log.Info("Not evicting pod without owner", "pod", name)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonNotEvicted, "Not evicting pod %s: it has no owner that would re-create it; restart it by hand to read the new data", name)
+	}
+	if d.Done {
+		log.Info("Restarted workload by eviction")
+		r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonEvicted, "Evicted every pod that read the old data; the replacements are Ready")
+	}
+	if d.Progress == nil {
+		return ctrl.Result{}, nil
+	}
+	progress := d.Progress
+	var result ctrl.Result
+	var failure error
+	for _, ref := range d.Evict {
+		err := eviction.Evict(ctx, r.Client, obj.GetNamespace(), ref)
+		var blocked *eviction.BlockedError
+		switch {
+		case errors.As(err, &blocked):
+			metrics.Eviction(r.Kind.Name(), metrics.EvictionBlocked)
+			if progress.BlockedSince == nil {
+				progress = progress.Without()
+				progress.BlockedSince = &now
+				log.Info("Eviction blocked by a PodDisruptionBudget", "pod", ref.Name, "detail", blocked.Budget)
+				r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
+			}
+			result.RequeueAfter = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
+		case err != nil:
+			metrics.Eviction(r.Kind.Name(), metrics.EvictionError)
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
+			failure = err
+		default:
+			metrics.Eviction(r.Kind.Name(), metrics.EvictionEvicted)
+			if progress.BlockedSince != nil {
+				metrics.EvictionUnblocked(r.Kind.Name(), now.Sub(*progress.BlockedSince))
+			}
+			log.Info("Evicted pod", "pod", ref.Name)
+			progress = progress.Without(ref.UID)
+		}
+		if err != nil {
+			// One refusal or failure at a time: the next pods wait for the
+			// retry, so that the order stays one by one.
+			break
+		}
+	}
+	desired := obj.DeepCopyObject().(client.Object)
+	setAnnotation(desired, eviction.ProgressAnnotation, progress.String())
+	if err := r.patch(ctx, obj, desired); err != nil {
+		return ctrl.Result{}, err
+	}
+	if failure != nil {
+		return ctrl.Result{}, failure
+	}
+	if result.RequeueAfter == 0 {
+		result.RequeueAfter = restartUnderWay
+	}
+	if d.Waiting != "" {
+		log.V(1).Info("Restart by eviction waiting", "reason", d.Waiting)
+	}
+	return result, nil
+}
+
+// blockerOf names what refused an eviction, for the Event.
+func blockerOf(b *eviction.BlockedError) string {
+	if name := eviction.BudgetName(b.Budget); name != "" {
+		return fmt.Sprintf("PodDisruptionBudget %s (%s)", name, b.Budget)
+	}
+	if b.Budget != "" {
+		return "a PodDisruptionBudget (" + b.Budget + ")"
+	}
+	return "the API server (too many requests)"
+}
+
+// indexEvicting is the evictingIndex function.
+func indexEvicting(obj client.Object) []string {
+	if _, ok := obj.GetAnnotations()[eviction.ProgressAnnotation]; ok {
+		return []string{"true"}
+	}
+	return nil
+}
+
+// requestsForPod maps a pod event to the workloads of r's kind it may
+// concern: those in the pod's namespace with a restart by eviction under
+// way whose pods include it, and, for a --evict-owner kind, the pod's
+// controller (its references live in its pods, so a new pod may change
+// what it reads).
+func (r *WorkloadReconciler) requestsForPod(ctx context.Context, pod client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	seen := map[types.NamespacedName]bool{}
+	add := func(nn types.NamespacedName) {
+		if !seen[nn] {
+			seen[nn] = true
+			out = append(out, reconcile.Request{NamespacedName: nn})
+		}
+	}
+	owner, isOwner := r.Kind.(workload.PodOwner)
+	ref := metav1.GetControllerOf(pod)
+	if isOwner && ref != nil && ref.Kind == owner.GVK.Kind && ref.APIVersion == owner.GVK.GroupVersion().String() {
+		add(types.NamespacedName{Namespace: pod.GetNamespace(), Name: ref.Name})
+	}
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{evictingIndex: "true"}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads with a restart by eviction under way", "namespace", pod.GetNamespace())
+		return out
+	}
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		w, ok := item.(client.Object)
+		if !ok {
+			return nil
+		}
+		if ls := workload.Selector(w); ls != nil {
+			if sel, err := metav1.LabelSelectorAsSelector(ls); err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.GetLabels())) {
+				add(client.ObjectKeyFromObject(w))
+			}
+		}
+		if ref != nil && ref.UID == w.GetUID() {
+			add(client.ObjectKeyFromObject(w))
+		}
+		return nil
+	})
+	return out
+}
+
+// podChanged passes the pod events a restart by eviction waits for:
+// creation, deletion, a change of the Ready condition, and the start of
+// termination.
+func podChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok1 := e.ObjectOld.(*corev1.Pod)
+			after, ok2 := e.ObjectNew.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return true
+			}
+			b, a := eviction.FromPod(before), eviction.FromPod(after)
+			return b.Ready != a.Ready || b.Terminating != a.Terminating
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

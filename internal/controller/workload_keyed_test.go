@@ -1,0 +1,122 @@
+package controller
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/trigger"
+
+	"github.com/reroll/reroll/internal/plan"
+)
+
+func testKey(t *testing.T, b byte) digest.Key {
+	t.Helper()
+	k, err := digest.NewKey(bytes.Repeat([]byte{b}, digest.MinKeyBytes))
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return k
+}
+
+func TestLoadDigestKey_CreatedOnceAndSharedByReplicas(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	name := types.NamespacedName{Namespace: ns, Name: "reroll-digest-key"}
+
+	// Two replicas starting at once.
+	keys := make([]digest.Key, 4)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := LoadDigestKey(t.Context(), k8s, name)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			keys[i] = k
+		}()
+	}
+	wg.Wait()
+	var s corev1.Secret
+	g.Expect(k8s.Get(t.Context(), name, &s)).To(gomega.Succeed())
+	g.Expect(s.Data[DigestKeyData]).To(gomega.HaveLen(digest.MinKeyBytes))
+	for _, k := range keys {
+		g.Expect(k.ID()).NotTo(gomega.BeEmpty())
+		g.Expect(k.ID()).To(gomega.Equal(keys[0].ID()))
+	}
+	again, err := LoadDigestKey(t.Context(), k8s, name)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(again.ID()).To(gomega.Equal(keys[0].ID()), "a restart reads the same key")
+}
+
+func TestWorkloadReconciler_RecordsKeyedDigests(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, secret(ns, "db", map[string]string{"password": "correct-horse"}))
+	d := deployment(ns, "web", autoOn, podSpec(func(s *corev1.PodSpec) {
+		s.Containers[0].Env = []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}}
+	}))
+	create(t, d)
+	key := testKey(t, 1)
+	startReroll(t, ns, Options{Key: key})
+
+	recorded(t, d)
+	rec, err := plan.ParseRecord(get(t, d).Annotations[ObservedAnnotation])
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(rec["Secret/db"]["password"]).To(gomega.Equal(key.Value([]byte("correct-horse"))[:16]))
+	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Equal(digest.Value([]byte("correct-horse"))[:16]), "not the plain SHA-256 (9dca666eb5473071)")
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(KeyAnnotation, key.ID()))
+}
+
+func TestWorkloadReconciler_NewKeyRecordsAgainWithoutRollout(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
+	create(t, d)
+	waitFirstReplicaSet(t, d)
+
+	// An older Reroll: unkeyed digests, no key id.
+	legacy := startReroll(t, ns, Options{})
+	recorded(t, d)
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(KeyAnnotation))
+	legacy.stop(t)
+
+	for _, key := range []digest.Key{testKey(t, 1), testKey(t, 2)} {
+		before := get(t, d).Annotations[ObservedAnnotation]
+		rr := startReroll(t, ns, Options{Key: key})
+		g.Eventually(func() map[string]string { return get(t, d).Annotations }).Should(gomega.HaveKeyWithValue(KeyAnnotation, key.ID()))
+		g.Expect(get(t, d).Annotations[ObservedAnnotation]).NotTo(gomega.Equal(before), "digests made under the new key")
+		g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())
+		g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(1))
+		rr.stop(t)
+	}
+
+	// Under the current key, a change rolls as usual.
+	startReroll(t, ns, Options{Key: testKey(t, 2)})
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/cfg changed keys a")))
+}
+
+func TestWorkloadReconciler_KeyedCompatHashes(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "foo", map[string]string{"a": "1"}))
+	d := deployment(ns, "web", reloaderAutoOn, podSpec(envFrom("foo")))
+	create(t, d)
+	key := testKey(t, 3)
+	startReroll(t, ns, Options{Key: key, Strategy: trigger.EnvVars, KeyedCompatHashes: true})
+	recorded(t, d)
+
+	update(t, configMap(ns, "foo", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []corev1.EnvVar { return get(t, d).Spec.Template.Spec.Containers[0].Env }).Should(gomega.ConsistOf(
+		corev1.EnvVar{Name: "STAKATER_FOO_CONFIGMAP", Value: key.Value([]byte(reloaderSHA1("a=2")))}), "keyed in place of Reloader's SHA-1")
+}

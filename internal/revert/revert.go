@@ -1,0 +1,164 @@
+package revert
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/eviction"
+)
+
+// PatchAnnotation is the workload metadata annotation where Reroll records
+// its last change of the pod template, as JSON:
+//
+//	{"before":"<fingerprint>","after":"<fingerprint>","at":"<RFC 3339 UTC>"}
+//
+// A fingerprint is the first 16 hex characters of the SHA-256 of the
+// template's JSON encoding (Fingerprint): it tells templates apart and
+// says nothing of their content.
+const PatchAnnotation = "reroll.dev/template-patch"
+
+// RevertedAnnotation is the workload metadata annotation Reroll sets once
+// it saw another field manager put back the template it changed:
+//
+//	{"manager":"<field manager>","at":"<RFC 3339 UTC>"}
+//
+// While it is set Reroll does not change the workload's pod template. It is
+// removed by hand (or by choosing reroll.dev/restart: evict) to let Reroll
+// patch again.
+const RevertedAnnotation = "reroll.dev/reverted"
+
+// Window is how soon after Reroll's patch a template put back counts as a
+// revert. Operators put their template back within seconds; a template
+// restored much later is a deliberate change, such as a rollback.
+const Window = 5 * time.Minute
+
+// Patch is PatchAnnotation decoded.
+type Patch struct {
+	// Before and After fingerprint the template before and after Reroll's
+	// change.
+	Before string `json:"before"`
+	After  string `json:"after"`
+	// At is when Reroll made the change.
+	At time.Time `json:"at"`
+}
+
+// Reverted is RevertedAnnotation decoded.
+type Reverted struct {
+	// Manager is the field manager that put the template back; "" when
+	// managedFields did not tell.
+	Manager string `json:"manager"`
+	// At is when Reroll saw the revert.
+	At time.Time `json:"at"`
+}
+
+// Fingerprint returns the fingerprint of a pod template (see
+// PatchAnnotation).
+func Fingerprint(t *corev1.PodTemplateSpec) string {
+	b, _ := json.Marshal(t) // a PodTemplateSpec always encodes
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// String encodes p for PatchAnnotation.
+func (p Patch) String() string {
+	p.At = p.At.UTC().Truncate(time.Second)
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// String encodes r for RevertedAnnotation.
+func (r Reverted) String() string {
+	r.At = r.At.UTC().Truncate(time.Second)
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// ParsePatch reads PatchAnnotation's value; "" yields nil.
+func ParsePatch(v string) (*Patch, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var p Patch
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return nil, fmt.Errorf("annotation %s is not valid JSON: %w", PatchAnnotation, err)
+	}
+	return &p, nil
+}
+
+// ParseReverted reads RevertedAnnotation's value; "" yields nil. A value
+// that is not JSON still counts as a revert (with no manager), so a damaged
+// annotation never restarts a patch war.
+func ParseReverted(v string) *Reverted {
+	if v == "" {
+		return nil
+	}
+	var r Reverted
+	_ = json.Unmarshal([]byte(v), &r)
+	return &r
+}
+
+// Detect reports whether the template whose fingerprint is current is the
+// one Reroll changed (p.Before) put back within Window of the change. It is
+// pure. A template that differs from both (someone changed something else)
+// or that came back later is not a revert.
+func Detect(p *Patch, current string, now time.Time) bool {
+	if p == nil || current == p.After || current != p.Before {
+		return false
+	}
+	return now.Sub(p.At) <= Window
+}
+
+// Manager returns the field manager that most recently wrote the object's
+// pod template, other than self, from managedFields: the entry with the
+// latest time whose fields include a pod template ("f:template"), status
+// writes aside. "" when none is found.
+func Manager(fields []metav1.ManagedFieldsEntry, self string) string {
+	var best string
+	var bestTime time.Time
+	for _, f := range fields {
+		if f.Manager == self || f.Subresource != "" || f.FieldsV1 == nil {
+			continue
+		}
+		if !strings.Contains(string(f.FieldsV1.Raw), `"f:template"`) {
+			continue
+		}
+		var at time.Time
+		if f.Time != nil {
+			at = f.Time.Time
+		}
+		if best == "" || !at.Before(bestTime) {
+			best, bestTime = f.Manager, at
+		}
+	}
+	return best
+}
+
+// Advice is the remedy that the Events about a reverted template suggest.
+const Advice = "Annotate the workload " + eviction.RestartAnnotation + ": " + eviction.RestartEvict +
+	" to restart its pods by eviction instead, or remove " + RevertedAnnotation + " once the template may be changed again"
+
+// ManagerName names a field manager for an Event: `Field manager "NAME"`,
+// or "Another field manager" when managedFields did not tell.
+func ManagerName(m string) string {
+	if m == "" {
+		return "Another field manager"
+	}
+	return fmt.Sprintf("Field manager %q", m)
+}
+
+// Why says, for a workload with RevertedAnnotation value v, why Reroll no
+// longer changes its template.
+func Why(v string) string {
+	m := ""
+	if r := ParseReverted(v); r != nil {
+		m = r.Manager
+	}
+	return ManagerName(m) + " put back the pod template Reroll changed. " + Advice
+}
