@@ -66,12 +66,12 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs a
 docs: ## Regenerate docs/flags.md from the flags in the code.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
 
-# The bench's profile: small (seconds to create), large (10,000 Secrets) or fanout (2,000 Deployments read one ConfigMap).
+# The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments) or safety (500 Deployments share one Secret, --max-concurrent-rollouts=20).
 PROFILE ?= small
 BENCH_DIR ?= .run/bench
 
 .PHONY: bench
-bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout); see docs/benchmarks.md.
+bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety); see docs/benchmarks.md.
 	hack/tools.sh etcd kube
 	@mkdir -p $(BENCH_DIR)
 	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll

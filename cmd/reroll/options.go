@@ -18,6 +18,7 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -55,6 +56,10 @@ type flags struct {
 	coalesceWindow     time.Duration
 	coalesceMaxWait    time.Duration
 	maxConcurrent      int
+	maxRollouts        int
+	rolloutTimeout     time.Duration
+	waitForRollout     bool
+	pausePeriod        time.Duration
 	kubeAPIQPS         float32
 	kubeAPIBurst       int
 	webhook            webhookFlags
@@ -123,6 +128,10 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many workloads of each kind are reconciled at once.")
+	fs.IntVar(&f.maxRollouts, "max-concurrent-rollouts", 0, "How many rollouts Reroll started may run at once, cluster-wide (until the workload's status reports them complete, or their deadline passes); further changes wait, oldest first. 0 is no bound; a Namespace's reroll.dev/max-concurrent-rollouts bounds its own.")
+	fs.DurationVar(&f.rolloutTimeout, "rollout-timeout", plan.DefaultRolloutTimeout, "How long a rollout of a kind without progressDeadlineSeconds (StatefulSet, DaemonSet) counts as running at most for --max-concurrent-rollouts.")
+	fs.BoolVar(&f.waitForRollout, "wait-for-rollout", false, "A change that arrives while the workload's previous rollout is in progress waits for it, then rolls once; the annotation reroll.dev/wait-for-rollout overrides it per workload.")
+	fs.DurationVar(&f.pausePeriod, "pause-period", 0, "Pause period of every workload that sets none: a Deployment stays paused this long after each rollout Reroll triggers; other kinds hold the rollout this long after the first change. 0 is none.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, `Whether Jobs that have finished are deleted and re-created too (running Jobs always are). Unset: yes for Jobs opted in with Reloader's annotations, as Reloader does, no for reroll.dev ones. The annotation reroll.dev/recreate-completed overrides it per Job.`)
@@ -228,6 +237,10 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		CoalesceWindow:                f.coalesceWindow,
 		CoalesceMaxWait:               f.coalesceMaxWait,
 		MaxConcurrentReconciles:       f.maxConcurrent,
+		MaxConcurrentRollouts:         f.maxRollouts,
+		RolloutTimeout:                f.rolloutTimeout,
+		WaitForRollout:                f.waitForRollout,
+		PausePeriod:                   f.pausePeriod,
 		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
@@ -238,6 +251,15 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	if f.maxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles: %d is not a positive number", f.maxConcurrent))
+	}
+	if f.maxRollouts < 0 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts: %d is negative", f.maxRollouts))
+	}
+	if f.rolloutTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--rollout-timeout: %s is not positive", f.rolloutTimeout))
+	}
+	if f.pausePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--pause-period: %s is negative", f.pausePeriod))
 	}
 	if f.kubeAPIQPS <= 0 || f.kubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", f.kubeAPIQPS, f.kubeAPIBurst))

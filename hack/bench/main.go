@@ -44,6 +44,7 @@ type result struct {
 	Restart  run           `json:"restartWindow0"`
 	Designs  []probeResult `json:"designs,omitempty"`
 	Fanout   *fanoutResult `json:"fanout,omitempty"`
+	Safety   *safetyResult `json:"safety,omitempty"`
 	Targets  []target      `json:"targets"`
 	Failures []string      `json:"failures"`
 }
@@ -90,7 +91,9 @@ func main() {
 	// A flag set of its own: controller-runtime adds --kubeconfig to the
 	// global one.
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	profileName := fs.String("profile", "small", "small, large or fanout")
+	profileName := fs.String("profile", "small", "small, large, fanout, xl or safety")
+	bound := fs.Int("max-concurrent-rollouts", 20, "safety profile: Reroll's --max-concurrent-rollouts")
+	rollout := fs.Duration("rollout", 3*time.Second, "safety profile: how long a simulated rollout takes")
 	rerollBin := fs.String("reroll", ".run/bench/reroll", "the built Reroll binary")
 	dir := fs.String("dir", ".run/bench", "folder for the control plane's state and the logs")
 	window := fs.String("coalesce-window", "", "Reroll's --coalesce-window for the cold run; empty keeps Reroll's default")
@@ -112,7 +115,7 @@ func main() {
 	}
 	p, ok := profiles[*profileName]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large or fanout)\n", *profileName)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large, fanout, xl or safety)\n", *profileName)
 		os.Exit(2)
 	}
 	if *secretBytes > 0 {
@@ -120,7 +123,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers, *qps)
+	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers, *qps, safetyOptions{bound: *bound, rollout: *rollout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -138,7 +141,13 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
-func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int, qps float64) (*result, error) {
+// safetyOptions are the safety profile's flags.
+type safetyOptions struct {
+	bound   int
+	rollout time.Duration
+}
+
+func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int, qps float64, so safetyOptions) (*result, error) {
 	res := &result{Profile: p, Machine: machineInfo(), Window: window}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -196,6 +205,20 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 			return nil, err
 		}
 		evaluateFanout(res)
+		return res, nil
+	}
+	if p.Name == "safety" {
+		if err := safety(ctx, res, p, tr, ch, cs, rerollBin, plane.Kubeconfig, dir, so.bound, so.rollout); err != nil {
+			return nil, err
+		}
+		evaluateSafety(res)
+		return res, nil
+	}
+	if p.Name == "xl" {
+		if err := xl(ctx, res, p, tr, ch, rerollBin, plane.Kubeconfig, dir); err != nil {
+			return nil, err
+		}
+		evaluateXL(res)
 		return res, nil
 	}
 	ws := p.workloads()
@@ -317,7 +340,9 @@ func startRun(ctx context.Context, tr *tracker, ch *changer, bin, kubeconfig, lo
 		return nil, nil, err
 	}
 	r := &run{Flags: flags, StartupSeconds: rp.Ready.Sub(rp.Started).Seconds()}
-	if err := tr.waitRecorded(ctx, deployments, 5*time.Minute); err != nil {
+	// First sight is one PATCH per Deployment at Reroll's --kube-api-qps
+	// (50): 10,000 Deployments take 200 s at best.
+	if err := tr.waitRecorded(ctx, deployments, max(5*time.Minute, time.Duration(deployments/25)*time.Second)); err != nil {
 		rp.stop()
 		return nil, nil, err
 	}
@@ -408,8 +433,9 @@ func evaluateFanout(res *result) {
 func printTable(res *result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	p := res.Profile
-	fmt.Fprintf(w, "Reroll bench, profile %s: %d namespaces x (%d Secrets of %d B, %d ConfigMaps, %d Deployments) + %d Deployments sharing one ConfigMap\n",
-		p.Name, p.Namespaces, p.SecretsPerNamespace, p.SecretSize, p.ConfigMapsPerNamespace, p.DeploymentsPerNamespace, p.SharedDeployments)
+	fmt.Fprintf(w, "Reroll bench, profile %s: %d namespaces x (%d Secrets of %d B, %d ConfigMaps, %d Deployments) + %d Deployments sharing one ConfigMap%s\n",
+		p.Name, p.Namespaces, p.SecretsPerNamespace, p.SecretSize, p.ConfigMapsPerNamespace, p.DeploymentsPerNamespace, p.SharedDeployments,
+		map[bool]string{true: " and one Secret", false: ""}[p.SharedSecret])
 	m := res.Machine
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB, kernel %s, %s, kube-apiserver %s; %d objects created in %.1fs\n\n", m.CPUs, m.CPU, m.MemoryMiB, m.Kernel, m.Go, m.KubeServer, res.Objects, res.CreateS)
 	if f := res.Fanout; f != nil {
@@ -420,11 +446,22 @@ func printTable(res *result) {
 		printTargets(w, res)
 		return
 	}
+	if sf := res.Safety; sf != nil {
+		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment recorded %.2f s later, RSS %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib)
+		fmt.Fprintf(w, "safety: 1 Secret change -> %d Deployments, --max-concurrent-rollouts=%d, simulated rollouts of %.1f s\tmost running at once %d; all rolled out after %.1f s; rollouts per workload %d..%d\n\n",
+			sf.Workloads, sf.Bound, sf.RolloutSeconds, sf.MaxRunning, sf.AllDoneSeconds, sf.RolloutsMin, sf.RolloutsMax)
+		printTargets(w, res)
+		return
+	}
 	for _, r := range []struct {
 		name string
 		run  run
 	}{{"cold start (default flags" + map[bool]string{true: "", false: ", --coalesce-window=" + res.Window}[res.Window == ""] + ")", res.Cold}, {"restart with --coalesce-window=0", res.Restart}} {
 		c := r.run
+		if c.StartupSeconds == 0 {
+			// The xl profile has no restart run.
+			continue
+		}
 		fmt.Fprintf(w, "%s\n", r.name)
 		fmt.Fprintf(w, "  start-up to /readyz\t%.2f s\n", c.StartupSeconds)
 		fmt.Fprintf(w, "  then every Deployment recorded\t%.2f s\n", c.FirstSightSeconds)
@@ -460,7 +497,12 @@ func printTable(res *result) {
 
 // printTargets prints the targets and the behaviour checks, and flushes w.
 func printTargets(w *tabwriter.Writer, res *result) {
-	fmt.Fprintf(w, "target (%s profile)\tvalue\tlimit\tmet\n", map[bool]string{true: "fanout", false: "large"}[res.Fanout != nil])
+	// The small profile is measured against the large profile's targets.
+	of := res.Profile.Name
+	if of == "small" {
+		of = "large"
+	}
+	fmt.Fprintf(w, "target (%s profile)\tvalue\tlimit\tmet\n", of)
 	for _, t := range res.Targets {
 		fmt.Fprintf(w, "  %s\t%.2f %s\t%.1f %s\t%v\n", t.Name, t.Value, t.Unit, t.Limit, t.Unit, map[bool]string{true: "yes", false: "NO"}[t.Met])
 	}

@@ -29,6 +29,9 @@ type profile struct {
 	DeploymentsPerNamespace int `json:"deploymentsPerNamespace"`
 	// SharedDeployments read the one ConfigMap of namespace bench-shared.
 	SharedDeployments int `json:"sharedDeployments"`
+	// SharedSecret: the shared Deployments also read one Secret of
+	// bench-shared (the safety profile changes it).
+	SharedSecret bool `json:"sharedSecret,omitempty"`
 }
 
 var profiles = map[string]profile{
@@ -36,6 +39,10 @@ var profiles = map[string]profile{
 	"large": {Name: "large", Namespaces: 20, SecretsPerNamespace: 500, SecretSize: 10 << 10, ConfigMapsPerNamespace: 20, DeploymentsPerNamespace: 20, SharedDeployments: 50},
 	// fanout: one ConfigMap read by 2,000 Deployments (see fanout.go).
 	"fanout": {Name: "fanout", SharedDeployments: 2000},
+	// xl: 100 namespaces, 100,000 Secrets of 1 KiB, 10,000 Deployments.
+	"xl": {Name: "xl", Namespaces: 100, SecretsPerNamespace: 1000, SecretSize: 1 << 10, ConfigMapsPerNamespace: 100, DeploymentsPerNamespace: 100},
+	// safety: 500 Deployments share one Secret (see safety.go).
+	"safety": {Name: "safety", SecretSize: 1 << 10, SharedDeployments: 500, SharedSecret: true},
 }
 
 const (
@@ -78,7 +85,11 @@ func (p profile) workloads() []workload {
 func (p profile) sharedWorkloads() []workload {
 	var out []workload
 	for i := range p.SharedDeployments {
-		out = append(out, workload{Namespace: sharedNamespace, Name: sharedDeploymentName(i), ConfigMap: sharedConfigMap})
+		w := workload{Namespace: sharedNamespace, Name: sharedDeploymentName(i), ConfigMap: sharedConfigMap}
+		if p.SharedSecret {
+			w.Secret = sharedSecret
+		}
+		out = append(out, w)
 	}
 	return out
 }
@@ -157,6 +168,13 @@ func (p profile) create(ctx context.Context, cs kubernetes.Interface, workers in
 				return err
 			})
 		}
+	}
+	if p.SharedSecret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sharedNamespace, Name: sharedSecret}, Data: map[string][]byte{secretKey: make([]byte, p.SecretSize)}}
+		jobs = append(jobs, func() error {
+			_, err := cs.CoreV1().Secrets(sharedNamespace).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		})
 	}
 	cm := configMapObject(sharedNamespace, sharedConfigMap)
 	jobs = append(jobs, func() error {

@@ -97,6 +97,24 @@ type Options struct {
 	// reconciled at once (--max-concurrent-reconciles); 0 means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// MaxConcurrentRollouts bounds the rollouts Reroll started that run at
+	// once, cluster-wide (--max-concurrent-rollouts); 0 is no bound. A
+	// Namespace's reroll.dev/max-concurrent-rollouts bounds its own.
+	MaxConcurrentRollouts int
+	// RolloutTimeout is how long a rollout of a kind without a progress
+	// deadline counts as running at most (--rollout-timeout); 0 means
+	// plan.DefaultRolloutTimeout.
+	RolloutTimeout time.Duration
+	// WaitForRollout makes changes wait for the workload's previous
+	// rollout by default (--wait-for-rollout).
+	WaitForRollout bool
+	// PausePeriod is the pause period of workloads that set none
+	// (--pause-period); 0 is none.
+	PausePeriod time.Duration
+	// Recheck is how soon a deferred rollout waiting for a slot or for the
+	// previous rollout is decided again; 0 means plan.DefaultRecheck. Tests
+	// shorten it.
+	Recheck time.Duration
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see workload_webhook.go.
 	Admission AdmissionOptions
@@ -163,6 +181,15 @@ type WorkloadReconciler struct {
 	delivered  chan event.GenericEvent
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
+	// rollouts counts running and waiting rollouts across kinds for the
+	// concurrent rollout bound; shared by every kind's reconciler.
+	rollouts *rollouts
+	// slotFreed carries requests to reconcile workloads of r's kind that
+	// wait for a slot (rollouts.wakeOldest); nil for kinds not counted.
+	slotFreed chan event.GenericEvent
+	// readNamespaces is true when Reroll may watch Namespaces, whose
+	// annotations set rollout windows and bounds.
+	readNamespaces bool
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
 	journal *jobJournal
@@ -241,7 +268,22 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		return ctrl.Result{}, err
 	}
 	now := r.now()
-	p, err := plan.Decide(r.planOptions(), plan.NewInput(r.Kind, obj, template, now), cacheSource{ctx: ctx, c: r.Client})
+	in := plan.NewInput(r.Kind, obj, template, now)
+	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
+		return ctrl.Result{}, err
+	}
+	opts := r.planOptions()
+	bounded := opts.Bounded(in) && r.rollouts != nil
+	if bounded {
+		// Count, decide and write as one step, so that two reconciles
+		// cannot both take the last slot.
+		r.rollouts.mu.Lock()
+		defer r.rollouts.mu.Unlock()
+		if in.Rollouts, err = r.rollouts.count(ctx, r.Client, obj, plan.PendingSince(obj.GetAnnotations(), in.Now), in.Now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	p, err := plan.Decide(opts, in, cacheSource{ctx: ctx, c: r.Client})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -282,6 +324,16 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 		return ctrl.Result{}, err
 	}
+	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
+		r.rollouts.started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
+	}
+	if stamp, ok := p.Annotations[plan.RolledAtAnnotation]; ok && stamp == "" && r.rollouts != nil {
+		// A slot freed: the oldest waiting workloads need not wait for
+		// their next check.
+		if err := r.rollouts.wakeOldest(ctx, r.Client); err != nil {
+			log.Error(err, "Waking workloads waiting for a rollout slot")
+		}
+	}
 	if p.Outcome == plan.Notify {
 		// Recorded: the next change is a new notification.
 		r.deliveries.forget(client.ObjectKeyFromObject(obj), p.Key)
@@ -291,7 +343,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if evict {
 		return r.evict(ctx, obj, ev, p.Change.Summary(), now)
 	}
-	return ctrl.Result{RequeueAfter: p.Pause.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: minPositive(p.Pause.RequeueAfter, p.Recheck)}, nil
 }
 
 // planOptions are the planner's share of the options.
@@ -300,6 +352,8 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 	return plan.Options{
 		Strategy: o.Strategy, ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete,
 		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
+		MaxConcurrentRollouts: o.MaxConcurrentRollouts, RolloutTimeout: o.RolloutTimeout,
+		WaitForRollout: o.WaitForRollout, PausePeriod: o.PausePeriod, Recheck: o.Recheck,
 		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
 		NoEviction: o.noEviction,
 	}
@@ -317,6 +371,13 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 		log.Info("Not rolling workload", "changes", summary, "reason", p.Roll.Why)
 	case plan.Roll:
 		log.Info("Rolled workload", "changes", summary, "way", string(p.Roll.Way), "strategy", string(r.Options.Strategy), "dialect", string(p.OptIn.Dialect))
+	case plan.DeferredRollout:
+		// Logged once per reason; each later check at V(1).
+		l := log.V(1)
+		if len(p.Annotations) > 0 {
+			l = log.V(0)
+		}
+		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "detail", p.Deferral.Detail, "since", p.Deferral.Since, "until", p.Deferral.Until)
 	case plan.FirstSight:
 		log.Info("Recorded consumed data on first sight", "references", len(p.References))
 	case plan.Skipped:
@@ -346,6 +407,17 @@ func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object)
 		return tr.ReadPodTemplate(ctx, r.Client, obj)
 	}
 	return r.Kind.PodTemplate(obj)
+}
+
+// minPositive is the smaller of two durations, ignoring those not positive.
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
 }
 
 func (r *WorkloadReconciler) now() time.Time {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -92,6 +93,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	log := ctrl.LoggerFrom(ctx)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	counted := newRollouts(opts.RolloutTimeout, mgr.GetClient(), now)
+	if err := counted.register(); err != nil {
+		return fmt.Errorf("registering the rollout metrics: %w", err)
+	}
+	readNamespaces, err := canWatchNamespaces(ctx, mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	if !readNamespaces {
+		log.Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
+	}
 	kinds := opts.Kinds
 	if kinds == nil {
 		kinds = workload.Builtin()
@@ -117,6 +133,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			}
 			continue
 		}
+		var wake chan event.GenericEvent
+		if p, ok := progressOf(kind); ok {
+			wake = make(chan event.GenericEvent, wakeBuffer)
+			counted.kinds = append(counted.kinds, progressKind{kind: kind, progress: p, wake: wake})
+		}
 		r := &WorkloadReconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
@@ -125,6 +146,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Options:   opts,
 			endpoint:  endpoint,
 			metrics:   metrics.NewWorkloads(kind.Name(), nil),
+			rollouts:  counted,
+			slotFreed: wake,
+
+			readNamespaces: readNamespaces,
 		}
 		if _, isJob := kind.(workload.Job); isJob {
 			r.journal = journal
@@ -157,6 +182,11 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
 		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
+	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p)); err != nil {
+			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
+		}
+	}
 	_, readsTemplates := r.Kind.(workload.TemplateReader)
 	if readsTemplates {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
@@ -170,7 +200,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
-		For(r.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+		For(r.Kind.New(), builder.WithPredicates(r.workloadChanges()))
 	// ConfigMaps and Secrets: a data change maps through the reference
 	// index to the workloads that may consume the object. Updates of
 	// other metadata are dropped here, before any work. A kind in
@@ -199,6 +229,11 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// deletes pass too; status updates do not.
 		b = b.Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.requestsForTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	if r.slotFreed != nil {
+		// Workloads waiting for a slot of the concurrent rollout bound,
+		// woken when another rollout completes (see wakeOldest).
+		b = b.WatchesRawSource(source.Channel(r.slotFreed, &handler.EnqueueRequestForObject{}))
 	}
 	if r.delivered != nil {
 		// Deliveries to the notification endpoint that ended: the workload's
@@ -229,6 +264,18 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil
+}
+
+// workloadChanges passes the workload events that may change a decision:
+// generation and annotation changes, and, for kinds that report progress,
+// the status update that completes a rollout Reroll stamped (it frees a
+// slot of the concurrent rollout bound).
+func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
+	ps := []predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}
+	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
+		ps = append(ps, finished(p))
+	}
+	return predicate.Or(ps...)
 }
 
 // DefaultMaxConcurrentReconciles is the default of

@@ -100,6 +100,8 @@ func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []referenc
 func (r *WorkloadReconciler) recordOutcome(obj client.Object, p plan.Plan) {
 	nn := client.ObjectKeyFromObject(obj)
 	switch {
+	case p.Outcome == plan.DeferredRollout:
+		// Not rolled yet: the change's age keeps counting.
 	case len(p.Changes) > 0:
 		r.metrics.Rolled(nn, sourceKinds(p.Changes), p.Outcome == plan.Notify)
 	case p.Outcome == plan.FirstSight || p.Outcome == plan.DamagedRecord:

@@ -50,15 +50,19 @@ func (s Scope) CacheOptions() cache.Options {
 			o.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	// Pods keep only what a restart by eviction reads.
+	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: eviction.TransformPod}}
 	if len(s.IgnoredNamespaces) > 0 {
 		sels := make([]fields.Selector, 0, len(s.IgnoredNamespaces))
 		for _, ns := range s.IgnoredNamespaces {
 			sels = append(sels, fields.OneTermNotEqualSelector("metadata.namespace", ns))
 		}
 		o.DefaultFieldSelector = fields.AndSelectors(sels...)
+		// Namespaces have no metadata.namespace to select on: the API
+		// server refuses that selector and their informer (namespace
+		// selector, rollout windows and bounds) would never sync.
+		o.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
 	}
-	// Pods keep only what a restart by eviction reads.
-	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: eviction.TransformPod}}
 	if s.ResourceSelector != nil && !s.ResourceSelector.Empty() {
 		o.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: s.ResourceSelector}
 		o.ByObject[&corev1.Secret{}] = cache.ByObject{Label: s.ResourceSelector}

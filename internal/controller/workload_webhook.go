@@ -156,7 +156,10 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 		return err
 	}
 	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
-		for _, k := range []string{ObservedAnnotation, KeyAnnotation, eviction.ProgressAnnotation, revert.RevertedAnnotation, revert.PatchAnnotation} {
+		// With the record, the rollout gates' state: a replace must not
+		// drop a deferred change's place in the queue or a running
+		// rollout's slot.
+		for _, k := range []string{ObservedAnnotation, KeyAnnotation, eviction.ProgressAnnotation, revert.RevertedAnnotation, revert.PatchAnnotation, plan.PendingAnnotation, plan.RolledAtAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				if _, has := obj.GetAnnotations()[k]; !has {
 					setAnnotation(obj, k, v)

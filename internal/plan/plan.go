@@ -62,6 +62,22 @@ type Options struct {
 	WebhookURL string
 	// Managed keeps ManagedLabel on managed workloads (--enable-webhook).
 	Managed bool
+	// MaxConcurrentRollouts bounds the rollouts Reroll started that run at
+	// once, cluster-wide (--max-concurrent-rollouts); 0 is no bound.
+	MaxConcurrentRollouts int
+	// RolloutTimeout is how long a rollout of a kind without a progress
+	// deadline counts as running at most (--rollout-timeout); 0 means
+	// DefaultRolloutTimeout.
+	RolloutTimeout time.Duration
+	// WaitForRollout is the default of WaitForRolloutAnnotation
+	// (--wait-for-rollout).
+	WaitForRollout bool
+	// PausePeriod is the pause period of workloads that set none
+	// (--pause-period); 0 is none.
+	PausePeriod time.Duration
+	// Recheck is how soon a rollout deferred by the bound or by the previous
+	// rollout is decided again; 0 means DefaultRecheck.
+	Recheck time.Duration
 	// AllowCrossNamespaceReferences follows references to ConfigMaps and
 	// Secrets of other namespaces (Wave's "namespace/name" extra lists;
 	// --allow-cross-namespace-references). Without it they are refused with
@@ -121,6 +137,14 @@ type Input struct {
 	Deleting bool
 	// Now is the time of the decision.
 	Now time.Time
+	// NamespaceAnnotations are the annotations of the workload's Namespace
+	// (rollout window, bound).
+	NamespaceAnnotations map[string]string
+	// Progress is what the workload's status says of its latest rollout;
+	// nil for kinds whose status says nothing (workload.Progresser).
+	Progress *workload.Progress
+	// Rollouts are the counts behind the concurrent rollout bound.
+	Rollouts Rollouts
 }
 
 // NewInput builds the Input of obj, of kind k, whose pods run template
@@ -134,6 +158,12 @@ func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSp
 	}
 	if p, ok := k.(workload.Pausable); ok {
 		in.Pausable, in.Paused = true, p.Paused(obj)
+	}
+	if p, ok := k.(workload.Progresser); ok {
+		pr := p.Progress(obj)
+		if u, isU := k.(workload.Unstructured); !isU || u.ArgoRollout {
+			in.Progress = &pr
+		}
 	}
 	if in.Template == nil {
 		in.Template = &corev1.PodTemplateSpec{}
@@ -174,6 +204,11 @@ const (
 	// Notify: --webhook-url; the change goes to the notification endpoint
 	// instead of a rollout, and the record is written once it was accepted.
 	Notify Outcome = "notify"
+	// DeferredRollout: the workload would roll, but a gate holds the rollout back
+	// (Plan.Deferral says which and until when); only PendingAnnotation is
+	// written, the record is not, so the change rolls later, once, with
+	// everything that changed meanwhile.
+	DeferredRollout Outcome = "deferred"
 )
 
 // Plan is what to do with one workload, and why.
@@ -219,6 +254,11 @@ type Plan struct {
 	Roll Rolling
 	// Pause is the pause-period change (Deployments).
 	Pause Pause
+	// Deferral says why and until when a DeferredRollout waits.
+	Deferral *Deferral
+	// Recheck, when positive, is how soon to decide again: a deferred
+	// rollout, or a running one that counts against the bound.
+	Recheck time.Duration
 
 	// Warnings are Events to emit whatever the write does; Events are to
 	// emit once the write succeeded (for Notify: once the endpoint accepted
@@ -273,6 +313,15 @@ type Event struct {
 // the same inputs it returns the same Plan. It returns an error only when src
 // fails with an error other than ErrUnreadable.
 func Decide(o Options, in Input, src Source) (Plan, error) {
+	p, err := decide(o, in, src)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.track(o, in)
+	return p, nil
+}
+
+func decide(o Options, in Input, src Source) (Plan, error) {
 	p := Plan{Annotations: map[string]string{}, Labels: map[string]string{}}
 	if in.Template == nil {
 		in.Template = &corev1.PodTemplateSpec{}
@@ -282,6 +331,9 @@ func Decide(o Options, in Input, src Source) (Plan, error) {
 		return p, nil
 	}
 	optIn, problems := o.Annotations.Parse(in.Annotations, in.Template.Annotations)
+	if optIn.PausePeriod == 0 {
+		optIn.PausePeriod = o.PausePeriod
+	}
 	p.OptIn, p.Problems = optIn, problems
 	if optIn.Dialect == annotation.DialectReloader && in.ReloaderAction.Way != "" {
 		// Reloader's behaviour for workloads opted in with its annotations.
@@ -408,6 +460,11 @@ func Decide(o Options, in Input, src Source) (Plan, error) {
 		p.Outcome = NotRolled
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotRolled, summary + "; " + p.Roll.Why})
 		p.pause(o, in, optIn, true)
+		return p, nil
+	}
+	if d := p.gate(o, in, optIn); d != nil {
+		p.deferTo(o, in, *d, summary)
+		p.pause(o, in, optIn, false)
 		return p, nil
 	}
 	p.Outcome = Roll

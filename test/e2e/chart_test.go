@@ -115,6 +115,11 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 				"--log-format=json", "--log-level=debug", "--auto-annotation=example.com/auto",
 			},
 		},
+		"rollout safety": {
+			values: map[string]any{"maxConcurrentRollouts": 20, "rolloutTimeout": "15m", "waitForRollout": true, "pausePeriod": "1m"},
+			want: []string{"--reload-strategy=annotations", "--max-concurrent-rollouts=20", "--rollout-timeout=15m",
+				"--wait-for-rollout", "--pause-period=1m", "--log-level=info"},
+		},
 		"ignore ConfigMaps": {
 			values: map[string]any{"ignoreConfigMaps": true},
 			want:   []string{"--reload-strategy=annotations", "--resources-to-ignore=configMaps", "--log-level=info"},
