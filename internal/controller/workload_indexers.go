@@ -143,13 +143,7 @@ func (r *WorkloadReconciler) requestsForTemplate(ctx context.Context, d client.O
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads that run a Deployment's template failed", "kind", r.Kind.Name(), "namespace", d.GetNamespace(), "deployment", d.GetName())
 		return nil
 	}
-	var out []reconcile.Request
-	_ = meta.EachListItem(list, func(item runtime.Object) error {
-		o := item.(client.Object)
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
-		return nil
-	})
-	return out
+	return requestsOf(list)
 }
 
 // requestsFor returns a map function from a ConfigMap or Secret to the
@@ -206,7 +200,12 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
 	}
-	var out []reconcile.Request
+	return requestsOf(list)
+}
+
+// requestsOf returns one request per object of list, in list order.
+func requestsOf(list client.ObjectList) []reconcile.Request {
+	out := make([]reconcile.Request, 0, meta.LenList(list))
 	_ = meta.EachListItem(list, func(item runtime.Object) error {
 		o := item.(client.Object)
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
