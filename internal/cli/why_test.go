@@ -30,12 +30,16 @@ func TestWhy_NamesTheKeysOfTheLastRollout(t *testing.T) {
 	g.Expect(k8s.Update(t.Context(), cm)).To(gomega.Succeed())
 
 	var r whyReport
-	g.Eventually(func() []rolloutEvent {
+	// why reads the workload, then its Events: a rollout made in between
+	// shows its Event without its trigger, so wait for both.
+	g.Eventually(func(g gomega.Gomega) {
 		out, err := kubectlReroll(t, "-n", ns, "why", "deploy/web", "-o", "json")
 		g.Expect(err).NotTo(gomega.HaveOccurred())
+		r = whyReport{}
 		g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
-		return r.Rollouts
-	}).Should(gomega.HaveLen(1))
+		g.Expect(r.Rollouts).To(gomega.HaveLen(1))
+		g.Expect(r.Trigger).To(gomega.HaveLen(1))
+	}).Should(gomega.Succeed())
 	g.Expect(r.Rollouts[0].Reason).To(gomega.Equal(controller.ReasonRolled))
 	g.Expect(r.Rollouts[0].Changes).To(gomega.Equal([]changeObject{{Kind: "ConfigMap", Name: "cfg", Keys: []string{"a", "c"}}}))
 	g.Expect(r.Record).To(gomega.Equal([]recordEntry{
