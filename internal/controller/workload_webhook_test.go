@@ -564,8 +564,10 @@ func TestWorkloadWebhook_ReplaceKeepsTriggerOfStatefulSetAndDaemonSet(t *testing
 			ds := obj.(*appsv1.DaemonSet)
 			g.Expect(ds.Status.ObservedGeneration).To(gomega.Equal(ds.Generation))
 			g.Expect(ds.Status.DesiredNumberScheduled).To(gomega.BeNumerically(">", 0))
+			// Every pod runs the latest template. Not also NumberReady: kwok
+			// once left the new pod unready for minutes in a loaded CI run,
+			// and readiness says nothing about the replace below.
 			g.Expect(ds.Status.UpdatedNumberScheduled).To(gomega.Equal(ds.Status.DesiredNumberScheduled))
-			g.Expect(ds.Status.NumberReady).To(gomega.Equal(ds.Status.DesiredNumberScheduled))
 		},
 	}} {
 		t.Run(tc.kind.Name(), func(t *testing.T) {
