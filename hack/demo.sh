@@ -184,5 +184,9 @@ echo "Who owns it (server-side apply field managers of the HarborCluster):"
 kubectl -n harbor get harborcluster harbor -o jsonpath='{range .metadata.managedFields[*]}  {.manager} ({.operation}){"\n"}{end}'
 echo "The Events on the HarborCluster:"
 kubectl -n harbor get events --field-selector involvedObject.kind=HarborCluster,reason=Written -o custom-columns='TYPE:.type,REASON:.reason,MESSAGE:.message'
+echo "$ kubectl reroll -n harbor who-uses secret/harbor-s3"
+uses=$(kubectl reroll -n harbor who-uses secret/harbor-s3)
+echo "$uses"
+[[ "$uses" == *"Projection/harbor-s3"*"writes HarborCluster/harbor"* ]] || fail "who-uses did not name the Projection that reads harbor-s3"
 
 step "Demo complete: one data change, one rollout; metadata changes and unread keys, none; the plugin says so before you apply; a rotated Secret, a rewritten custom resource field"

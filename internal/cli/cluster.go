@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/reference"
@@ -52,6 +53,9 @@ func newSession(o *Options) (*session, error) {
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})

@@ -131,6 +131,12 @@ func (s *session) whoUses(ctx context.Context, kind reference.Kind, name string)
 		}
 		r.Consumers = append(r.Consumers, c)
 	}
+	projections, notes, err := s.projectionConsumers(ctx, kind, name)
+	if err != nil {
+		return r, err
+	}
+	r.Consumers = append(r.Consumers, projections...)
+	r.Notes = append(r.Notes, notes...)
 	return r, nil
 }
 
