@@ -70,7 +70,8 @@ type whoUsesReport struct {
 	Notes     []string   `json:"notes,omitempty"`
 }
 
-// consumer is one workload that reads the object or lists it.
+// consumer is one workload that reads the object or lists it, or one
+// Projection whose sources read it (projectionConsumers).
 type consumer struct {
 	Workload  string `json:"workload"`
 	Namespace string `json:"namespace"`

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,7 +49,7 @@ type annotatedPods struct {
 	// w supplies the client, options, planner options and Event recorder.
 	w *WorkloadReconciler
 	// records is the ConfigMap of the records.
-	records *jobJournal
+	records *configMapStore
 	// handled are the owner kinds Reroll restarts some other way.
 	handled map[schema.GroupKind]bool
 }
@@ -76,7 +75,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
 			Recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		},
-		records: &jobJournal{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.PodRecords},
+		records: &configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.PodRecords, what: "the pod records"},
 		handled: map[schema.GroupKind]bool{},
 	}
 	for _, gk := range builtinOwners {
@@ -167,14 +166,11 @@ func recordKey(req types.NamespacedName) string { return req.Namespace + "." + r
 
 // record reads a group's record: nil when there is none.
 func (a *annotatedPods) record(ctx context.Context, req types.NamespacedName) (map[string]string, error) {
-	var cm corev1.ConfigMap
-	if err := a.records.r.Get(ctx, a.records.key, &cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ConfigMap %s: %w", a.records.key, err)
+	data, err := a.records.data(ctx)
+	if err != nil {
+		return nil, err
 	}
-	v, ok := cm.Data[recordKey(req)]
+	v, ok := data[recordKey(req)]
 	if !ok {
 		return nil, nil
 	}

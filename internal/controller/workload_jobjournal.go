@@ -26,11 +26,32 @@ import (
 // base ClusterRole. The manifest of a Job holds its pod template, which
 // is why the journal lives in Reroll's own namespace, not the Job's.
 type jobJournal struct {
+	configMapStore
+}
+
+// configMapStore is one ConfigMap in Reroll's own namespace whose data Reroll
+// keeps state in (the Job journal, the records of annotated pods). Every
+// write is guarded by resourceVersion.
+type configMapStore struct {
 	// c writes; r reads from the API server (the ConfigMap may be outside
 	// the watched namespaces).
 	c   client.Client
 	r   client.Reader
 	key types.NamespacedName
+	// what names the store in errors ("the Job journal").
+	what string
+}
+
+// data returns the ConfigMap's data; a missing ConfigMap has none.
+func (j *configMapStore) data(ctx context.Context) (map[string]string, error) {
+	var cm corev1.ConfigMap
+	if err := j.r.Get(ctx, j.key, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s %s: %w", j.what, j.key, err)
+	}
+	return cm.Data, nil
 }
 
 // journalEntry is one Job to re-create.
@@ -56,10 +77,10 @@ func (j *jobJournal) Done(ctx context.Context, namespace, name string) error {
 	return j.update(ctx, func(data map[string]string) { delete(data, journalKey(namespace, name)) })
 }
 
-// update applies change to the journal's data, creating the ConfigMap when
+// update applies change to the store's data, creating the ConfigMap when
 // it is absent and retrying on conflicts (every write is guarded by
 // resourceVersion).
-func (j *jobJournal) update(ctx context.Context, change func(map[string]string)) error {
+func (j *configMapStore) update(ctx context.Context, change func(map[string]string)) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cm corev1.ConfigMap
 		err := j.r.Get(ctx, j.key, &cm)
@@ -82,22 +103,19 @@ func (j *jobJournal) update(ctx context.Context, change func(map[string]string))
 		return j.c.Update(ctx, &cm, client.FieldOwner(FieldManager))
 	})
 	if err != nil {
-		return fmt.Errorf("writing the Job journal %s: %w", j.key, err)
+		return fmt.Errorf("writing %s %s: %w", j.what, j.key, err)
 	}
 	return nil
 }
 
 // entries reads the journal; a missing ConfigMap is an empty journal.
 func (j *jobJournal) entries(ctx context.Context) (map[types.NamespacedName]journalEntry, error) {
-	var cm corev1.ConfigMap
-	if err := j.r.Get(ctx, j.key, &cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the Job journal %s: %w", j.key, err)
+	data, err := j.data(ctx)
+	if err != nil || data == nil {
+		return nil, err
 	}
 	out := map[types.NamespacedName]journalEntry{}
-	for k, v := range cm.Data {
+	for k, v := range data {
 		ns, name, ok := strings.Cut(k, ".")
 		var e journalEntry
 		if !ok || json.Unmarshal([]byte(v), &e) != nil || e.Job == nil {
