@@ -339,6 +339,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.deliveries.forget(client.ObjectKeyFromObject(obj), p.Key)
 	}
 	r.recordOutcome(obj, p)
+	r.reportRevert(ctx, p)
 	r.tell(ctx, obj, p)
 	if evict {
 		return r.evict(ctx, obj, ev, p.Change.Summary(), now)

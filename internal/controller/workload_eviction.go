@@ -95,7 +95,7 @@ func (r *WorkloadReconciler) restart(ctx context.Context, obj client.Object, tem
 		return eviction.Decision{}, false, nil
 	case !mode.Evict:
 		p.Annotations[eviction.ProgressAnnotation] = ""
-		return eviction.Decision{}, false, r.checkRevert(ctx, obj, template, now, p.Annotations)
+		return eviction.Decision{}, false, r.checkRevert(ctx, obj, template, now, p)
 	case r.Options.noEviction:
 		// The planner said why nothing restarts.
 		p.Annotations[eviction.ProgressAnnotation] = ""

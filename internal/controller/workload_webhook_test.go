@@ -552,10 +552,12 @@ func TestWorkloadWebhook_ReplaceKeepsTriggerOfStatefulSetAndDaemonSet(t *testing
 		object: func(ns string) client.Object { return statefulSet(ns, "app", autoOn, podSpec(envFrom("cfg"))) },
 		rolledOut: func(g gomega.Gomega, obj client.Object) {
 			sts := obj.(*appsv1.StatefulSet)
+			// Every pod runs the latest template. Not also its readiness
+			// (CurrentRevision, ReadyReplicas): kwok once left a new pod
+			// unready for minutes in a loaded CI run, and readiness says
+			// nothing about the replace below.
 			g.Expect(sts.Status.ObservedGeneration).To(gomega.Equal(sts.Generation))
-			g.Expect(sts.Status.CurrentRevision).To(gomega.Equal(sts.Status.UpdateRevision))
 			g.Expect(sts.Status.UpdatedReplicas).To(gomega.Equal(*sts.Spec.Replicas))
-			g.Expect(sts.Status.ReadyReplicas).To(gomega.Equal(*sts.Spec.Replicas))
 		},
 	}, {
 		kind:   workload.DaemonSet{},
