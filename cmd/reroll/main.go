@@ -33,6 +33,7 @@ import (
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/projection"
+	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -144,6 +145,16 @@ func run(args []string) error {
 			return fmt.Errorf("adding the webhook certificate rotation: %w", err)
 		}
 	}
+	// ConfigMaps and Secrets: one store, shared by the workload and
+	// Projection controllers and the readiness check.
+	opts.Store, err = store.New(mgr.GetConfig(), opts.StoreOptions())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(opts.Store); err != nil {
+		return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
+	}
+	projectionOpts.Store = opts.Store
 	ctx := ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, opts); err != nil {
 		return err
@@ -155,7 +166,7 @@ func run(args []string) error {
 		// Reads only its requests: served even before the CRD is installed.
 		projection.RegisterWebhook(mgr)
 	}
-	if err := freeMemoryAfterSync(mgr); err != nil {
+	if err := freeMemoryAfterSync(mgr, opts.Store); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
 	}
 	if f.enablePProf {
@@ -171,7 +182,7 @@ func run(args []string) error {
 	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
 		c, cancel := context.WithTimeout(req.Context(), time.Second)
 		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(c) {
+		if !mgr.GetCache().WaitForCacheSync(c) || !opts.Store.HasSynced() {
 			return errors.New("informer caches are not synced yet")
 		}
 		return nil

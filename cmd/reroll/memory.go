@@ -7,6 +7,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/reroll/reroll/internal/store"
 )
 
 // freeMemoryAfterSync makes the manager return to the operating system,
@@ -16,9 +18,9 @@ import (
 // cluster's data while what stays live does not; without this the Go
 // runtime keeps the peak's pages for minutes. It returns an error only when
 // the manager is already started.
-func freeMemoryAfterSync(mgr ctrl.Manager) error {
+func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if mgr.GetCache().WaitForCacheSync(ctx) {
+		if mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil {
 			debug.FreeOSMemory()
 		}
 		return nil

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // Cache designs compared by the probe, in a process of their own each.
@@ -61,9 +62,17 @@ func probe(design, kubeconfig string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	objs := []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}}
+	// Design (a): ConfigMaps and Secrets in Reroll's store (digest.Object
+	// per object), as the controller holds them.
+	st, err := store.New(cfg, store.Options{})
+	if err != nil {
+		return err
+	}
 	switch design {
 	case designDigest:
-		objs = append(objs, &corev1.ConfigMap{}, &corev1.Secret{})
+		if st, err = store.New(cfg, store.Options{Kinds: []reference.Kind{reference.ConfigMap, reference.Secret}}); err != nil {
+			return err
+		}
 	case designMetadata:
 		for _, kind := range []string{"ConfigMap", "Secret"} {
 			objs = append(objs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}})
@@ -78,7 +87,8 @@ func probe(design, kubeconfig string) error {
 		}
 	}
 	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
+	go func() { _ = st.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) || st.WaitForSync(ctx) != nil {
 		return fmt.Errorf("cache of design %s did not sync", design)
 	}
 	res := probeResult{Design: design, SyncSeconds: time.Since(begin).Seconds()}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,11 +249,9 @@ func (o *objects) live(ctx context.Context, k objectKey) objectState {
 	default:
 		// What Reroll's cache keeps: digests in place of values, without
 		// the last-applied-configuration annotation (a copy of the data).
-		t, _ := digest.Transform(obj) // never fails
-		obj = t.(client.Object)
 		st.exists = true
-		st.annotations, st.labels = obj.GetAnnotations(), obj.GetLabels()
 		st.data, _ = digest.Of(obj)
+		st.annotations, st.labels = withoutLastApplied(obj.GetAnnotations()), obj.GetLabels()
 		st.uid, st.resourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
 	}
 	o.read[k] = st
@@ -308,4 +307,15 @@ func schemaResource(s string) (gvr schema.GroupVersionResource) {
 	}
 	gvr.Resource = s
 	return gvr
+}
+
+// withoutLastApplied returns annotations without kubectl's
+// last-applied-configuration, which holds a copy of the object's data.
+func withoutLastApplied(annotations map[string]string) map[string]string {
+	if _, ok := annotations[corev1.LastAppliedConfigAnnotation]; !ok {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	delete(out, corev1.LastAppliedConfigAnnotation)
+	return out
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -101,11 +102,15 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 	b := ctrl.NewControllerManagedBy(mgr).Named("annotated-pods").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(a.requestsForPod), builder.WithPredicates(podChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if !opts.Annotations.IgnoreConfigMaps {
-		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(a.requestsInNamespace), builder.WithPredicates(dataChanged))
-	}
-	if !opts.Annotations.IgnoreSecrets {
-		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(a.requestsInNamespace), builder.WithPredicates(dataChanged))
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+		if !opts.Store.Watches(kind) {
+			continue
+		}
+		src, err := opts.Store.Source(kind, handler.EnqueueRequestsFromMapFunc(a.requestsInNamespace), dataChanged)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
 	}
 	if err := b.Complete(a); err != nil {
 		return fmt.Errorf("creating the annotated pods controller: %w", err)
@@ -247,7 +252,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	log = log.WithValues("owner", kind.GVK.Kind+"/"+name)
 	template := workload.TemplateOfPods(pods)
 	now := a.w.now()
-	p, err := plan.Decide(a.w.planOptions(), plan.NewInput(kind, obj, template, now), cacheSource{ctx: ctx, c: a.w.Client})
+	p, err := plan.Decide(a.w.planOptions(), plan.NewInput(kind, obj, template, now), cacheSource{ctx: ctx, c: a.w.Client, store: a.w.Options.Store})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

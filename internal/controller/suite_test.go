@@ -29,6 +29,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -116,6 +118,8 @@ type reroll struct {
 	once   sync.Once
 	// cache is the manager's informer cache, to check what Reroll holds.
 	cache cache.Cache
+	// store is Reroll's ConfigMap and Secret store.
+	store *store.Store
 	// logs holds what Reroll logged.
 	logs *syncBuffer
 }
@@ -156,11 +160,16 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	// As cmd/reroll does: one store, added to the manager.
+	opts.Store, err = store.New(cfg, opts.StoreOptions())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(mgr.Add(opts.Store)).To(gomega.Succeed())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
-	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache(), logs: logs}
+	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache(), store: opts.Store, logs: logs}
 	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
+	g.Expect(opts.Store.WaitForSync(t.Context())).To(gomega.Succeed())
 	t.Cleanup(func() {
 		r.stop(t)
 		if t.Failed() {
@@ -168,6 +177,14 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 		}
 	})
 	return r
+}
+
+// cachedConfigMap reports whether Reroll's store holds ConfigMap
+// namespace/name; an error means the namespace or kind is not watched.
+func (r *reroll) cachedConfigMap(t *testing.T, namespace, name string) (bool, error) {
+	t.Helper()
+	_, ok, err := r.store.Get(t.Context(), reference.ConfigMap, namespace, name)
+	return ok, err
 }
 
 // stop ends the run and waits for the manager to return; calling it twice

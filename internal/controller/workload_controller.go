@@ -22,6 +22,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -136,6 +137,10 @@ type Options struct {
 	// holds values digested under it (ManagerOptions), and records name it
 	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
 	Key digest.Key
+	// Store is the cache of ConfigMaps and Secrets (internal/store). Nil
+	// makes Setup create one from StoreOptions and add it to the manager;
+	// pass one to share it (the Projection controller, the readiness check).
+	Store *store.Store
 	// KeyedCompatHashes writes keyed values in place of the hashes other
 	// tools define over the data (--keyed-compat-hashes; plan.Options).
 	KeyedCompatHashes bool
@@ -283,7 +288,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	p, err := plan.Decide(opts, in, cacheSource{ctx: ctx, c: r.Client})
+	p, err := plan.Decide(opts, in, cacheSource{ctx: ctx, c: r.Client, store: r.Options.Store})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,6 +30,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -44,18 +44,17 @@ const deliveredBuffer = 1024
 // means annotations and zero annotation names mean Reloader's. It returns an
 // error when an index or a controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	// The controllers create their ConfigMap and Secret informers only when
-	// they start, after the cache has synced the informers it already had;
-	// creating them here makes every wait for the cache (and so /readyz)
-	// include them.
-	for kind, obj := range map[reference.Kind]client.Object{reference.ConfigMap: &corev1.ConfigMap{}, reference.Secret: &corev1.Secret{}} {
-		// A kind in --resources-to-ignore is never watched.
-		if opts.Annotations.Ignores(kind) {
-			continue
+	// ConfigMaps and Secrets live in the store, not in the manager's cache
+	// (internal/store says why). The controllers' sources wait for it.
+	if opts.Store == nil {
+		st, err := store.New(mgr.GetConfig(), opts.StoreOptions())
+		if err != nil {
+			return err
 		}
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("creating the %T informer: %w", obj, err)
+		if err := mgr.Add(st); err != nil {
+			return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
 		}
+		opts.Store = st
 	}
 	if !opts.Annotations.Ignores(reference.SecretProviderClass) {
 		served, err := setupCSI(ctx, mgr, opts.Scope)
@@ -208,11 +207,15 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// access to it.
 	// One debounce for both kinds: a change of either extends the wait.
 	coalesce := newDebouncer(r.coalescing())
-	if !r.Options.Annotations.IgnoreConfigMaps {
-		b = b.Watches(&corev1.ConfigMap{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.ConfigMap))), builder.WithPredicates(relevantCM))
-	}
-	if !r.Options.Annotations.IgnoreSecrets {
-		b = b.Watches(&corev1.Secret{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(reference.Secret))), builder.WithPredicates(relevantSecret))
+	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
+		if !r.Options.Store.Watches(kind) {
+			continue
+		}
+		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(kind))), relevant)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
 	}
 	if !r.Options.Annotations.Ignores(reference.SecretProviderClass) {
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a

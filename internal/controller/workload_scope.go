@@ -16,6 +16,8 @@ import (
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // Scope limits what Reroll watches. Where the API server can filter (a
@@ -39,9 +41,11 @@ type Scope struct {
 	ResourceSelector labels.Selector
 }
 
-// CacheOptions returns the cache settings for the scope: the digest
-// transform on every object (ConfigMap and Secret values never stay in
-// memory), the namespaces, and the server-side selectors.
+// CacheOptions returns the manager's cache settings for the scope: the
+// digest transform on every object (it drops managedFields and the
+// last-applied-configuration annotation), the namespaces, and the
+// server-side selectors. ConfigMaps and Secrets are not in this cache but in
+// the store (StoreOptions).
 func (s Scope) CacheOptions() cache.Options {
 	o := cache.Options{DefaultTransform: digest.Transform}
 	if len(s.Namespaces) > 0 {
@@ -63,11 +67,25 @@ func (s Scope) CacheOptions() cache.Options {
 		// selector, rollout windows and bounds) would never sync.
 		o.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
 	}
-	if s.ResourceSelector != nil && !s.ResourceSelector.Empty() {
-		o.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: s.ResourceSelector}
-		o.ByObject[&corev1.Secret{}] = cache.ByObject{Label: s.ResourceSelector}
-	}
 	return o
+}
+
+// StoreOptions returns the settings of the ConfigMap and Secret store
+// (internal/store) for o: the scope's namespaces and label selector, the
+// kinds not in --resources-to-ignore, values digested under o.Key.
+func (o Options) StoreOptions() store.Options {
+	so := store.Options{
+		Namespaces:        o.Scope.Namespaces,
+		IgnoredNamespaces: o.Scope.IgnoredNamespaces,
+		LabelSelector:     o.Scope.ResourceSelector,
+		Key:               o.Key,
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+		if !o.Annotations.Ignores(kind) {
+			so.Kinds = append(so.Kinds, kind)
+		}
+	}
+	return so
 }
 
 // ManagerOptions returns the manager settings of Scope.ManagerOptions, with
@@ -80,12 +98,17 @@ func (o Options) ManagerOptions() ctrl.Options {
 
 // ManagerOptions returns the manager settings Reroll needs: the scope's
 // cache (CacheOptions), and a client that reads unstructured objects (custom
-// workload kinds) from that cache too, not from the API server. Callers add
-// metrics, probes and leader election.
+// workload kinds) from that cache too, not from the API server. The client
+// reads ConfigMaps and Secrets from the API server: a cached read would start
+// an informer of typed objects beside the store, with the memory the store
+// saves. Callers add metrics, probes and leader election.
 func (s Scope) ManagerOptions() ctrl.Options {
 	return ctrl.Options{
-		Cache:  s.CacheOptions(),
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache: s.CacheOptions(),
+		Client: client.Options{Cache: &client.CacheOptions{
+			Unstructured: true,
+			DisableFor:   []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}},
+		}},
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/store"
 )
 
 // scopeFixture makes a ConfigMap "cfg" and an opted-in Deployment "web"
@@ -39,9 +39,8 @@ func TestWorkloadReconciler_IgnoredNamespaceIsNeitherRolledNorCached(t *testing.
 	g.Expect(get(t, deployment(out, "web", nil, podSpec())).Annotations).NotTo(gomega.HaveKey(ObservedAnnotation))
 	// The API server filtered the ignored namespace out of the watch: Reroll
 	// holds none of its objects.
-	err := r.cache.Get(t.Context(), client.ObjectKey{Namespace: out, Name: "cfg"}, &corev1.ConfigMap{})
-	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "got %v", err)
-	g.Expect(r.cache.Get(t.Context(), client.ObjectKey{Namespace: in, Name: "cfg"}, &corev1.ConfigMap{})).To(gomega.Succeed())
+	g.Expect(r.cachedConfigMap(t, in, "cfg")).To(gomega.BeTrue())
+	g.Expect(r.cachedConfigMap(t, out, "cfg")).To(gomega.BeFalse())
 }
 
 func TestWorkloadReconciler_NamespaceOutsideNamespacesIsNotCached(t *testing.T) {
@@ -52,7 +51,8 @@ func TestWorkloadReconciler_NamespaceOutsideNamespacesIsNotCached(t *testing.T) 
 	r := startReroll(t, in, Options{Scope: Scope{Namespaces: []string{in}}})
 	changeData(t, out)
 	g.Consistently(func() []string { return rolledEvents(t, out, "web") }).Should(gomega.BeEmpty())
-	g.Expect(r.cache.Get(t.Context(), client.ObjectKey{Namespace: out, Name: "cfg"}, &corev1.ConfigMap{})).NotTo(gomega.Succeed())
+	_, err := r.cachedConfigMap(t, out, "cfg")
+	g.Expect(err).To(gomega.MatchError(store.ErrNotWatched))
 }
 
 func TestWorkloadReconciler_NamespaceSelector(t *testing.T) {
@@ -96,8 +96,8 @@ func TestWorkloadReconciler_ResourceLabelSelector(t *testing.T) {
 	r := startReroll(t, ns, Options{Scope: Scope{ResourceSelector: sel}})
 	recorded(t, d)
 
-	err = r.cache.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "unlabelled"}, &corev1.ConfigMap{})
-	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "an object outside the selector is never cached: %v", err)
+	g.Expect(r.cachedConfigMap(t, ns, "labelled")).To(gomega.BeTrue())
+	g.Expect(r.cachedConfigMap(t, ns, "unlabelled")).To(gomega.BeFalse(), "an object outside the selector is never cached")
 	update(t, configMap(ns, "unlabelled", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())
 	update(t, configMap(ns, "labelled", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,63 +13,48 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // cacheSource is the planner's view of ConfigMaps and Secrets: the
-// manager's cache, which holds digests, never values. Every read is a cache
+// ConfigMap and Secret store, which holds digests, never values, and the
+// manager's cache for SecretProviderClassPodStatuses. Every read is a cache
 // lookup, no API request.
 type cacheSource struct {
-	ctx context.Context
-	c   client.Reader
+	ctx   context.Context
+	c     client.Reader
+	store *store.Store
 }
 
-// Object implements plan.Source.
+// Object implements plan.Source. An object outside the watches (an ignored
+// kind or namespace) counts as absent, as it does in the cache.
 func (s cacheSource) Object(kind reference.Kind, namespace, name string) (plan.Object, bool, error) {
 	if kind == reference.SecretProviderClass {
 		return s.providerClass(namespace, name)
 	}
-	obj := newObject(kind)
-	if err := s.c.Get(s.ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return plan.Object{}, false, nil
-		}
+	obj, ok, err := s.store.Get(s.ctx, kind, namespace, name)
+	if errors.Is(err, store.ErrNotWatched) {
+		return plan.Object{}, false, nil
+	}
+	if err != nil {
 		return plan.Object{}, false, fmt.Errorf("reading cached %s %s/%s: %w", kind, namespace, name, err)
 	}
-	d, _ := digest.Of(obj)
-	return plan.Object{Annotations: obj.GetAnnotations(), Data: d, UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}, true, nil
+	if !ok {
+		return plan.Object{}, false, nil
+	}
+	return plan.Object{Annotations: obj.GetAnnotations(), Data: obj.Data(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}, true, nil
 }
 
 // Names implements plan.Source.
 func (s cacheSource) Names(kind reference.Kind, namespace string) ([]string, error) {
-	var names []string
 	if kind == reference.SecretProviderClass {
 		return s.providerClassNames(namespace)
 	}
-	if kind == reference.Secret {
-		var list corev1.SecretList
-		if err := s.c.List(s.ctx, &list, client.InNamespace(namespace)); err != nil {
-			return nil, fmt.Errorf("listing cached Secrets in %s: %w", namespace, err)
-		}
-		for _, o := range list.Items {
-			names = append(names, o.Name)
-		}
-		return names, nil
+	names, err := s.store.Names(s.ctx, kind, namespace)
+	if errors.Is(err, store.ErrNotWatched) {
+		return nil, nil
 	}
-	var list corev1.ConfigMapList
-	if err := s.c.List(s.ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing cached ConfigMaps in %s: %w", namespace, err)
-	}
-	for _, o := range list.Items {
-		names = append(names, o.Name)
-	}
-	return names, nil
-}
-
-func newObject(kind reference.Kind) client.Object {
-	if kind == reference.Secret {
-		return &corev1.Secret{}
-	}
-	return &corev1.ConfigMap{}
+	return names, err
 }
 
 // waveHash computes Wave's hash of the consumed values of refs, the value of

@@ -343,7 +343,7 @@ func webhookWithConfigMap(t *testing.T, name string, data map[string]string) str
 	rr, _ := startRerollWithWebhook(t, ns, Options{})
 	cm := configMap(ns, name, data)
 	create(t, cm)
-	newT(t).Eventually(func() error { return rr.cache.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }).Should(gomega.Succeed())
+	newT(t).Eventually(func() (bool, error) { return rr.cachedConfigMap(t, ns, name) }).Should(gomega.BeTrue())
 	return ns
 }
 

@@ -13,15 +13,6 @@ import (
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 )
 
-// digestedKey is the data key that marks a cached object whose values were
-// replaced by digests; its value is the object's Reloader SHA-1. ConfigMap
-// and Secret keys must match [-._a-zA-Z0-9]+, so no object read from the API
-// server can carry it: only Transform sets it. It lives in the data map,
-// which the object has anyway, rather than in an annotation: most
-// ConfigMaps and Secrets have no annotations, and a map made only for the
-// mark would cost about 400 bytes per object, a fifth of the cache.
-const digestedKey = "reroll.dev:digested"
-
 // lastAppliedAnnotation is written by `kubectl apply` and holds a full copy
 // of the object, data included; the cache must not keep it.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
@@ -37,26 +28,18 @@ type Data struct {
 	ReloaderSHA1 string
 }
 
-// Of returns the digests of a ConfigMap or Secret, reading them from an
-// object that Transform already converted or computing them from the raw
-// values with the zero Key otherwise. It returns false for any other type.
+// Of returns the digests of a ConfigMap or Secret: those an Object holds
+// (see Transform), or, for a *corev1.ConfigMap or *corev1.Secret, computed
+// from its values with the zero Key. It returns false for any other type.
 func Of(obj any) (Data, bool) { return Key{}.Of(obj) }
 
-// Of is Of with the raw values digested under k; an object that a Transform
-// converted keeps the digests that Transform made.
+// Of is Of with raw values digested under k; an Object keeps the digests
+// that Transform made.
 func (k Key) Of(obj any) (Data, bool) {
 	switch o := obj.(type) {
+	case *Object:
+		return o.Data(), true
 	case *corev1.ConfigMap:
-		if sha, ok := o.Data[digestedKey]; ok {
-			// Never nil: a nil Keys means a missing object to callers.
-			keys := make(map[string]string, len(o.Data)-1)
-			for k, v := range o.Data {
-				if k != digestedKey {
-					keys[k] = v
-				}
-			}
-			return Data{Keys: keys, ReloaderSHA1: sha}, true
-		}
 		keys := make(map[string]string, len(o.Data)+len(o.BinaryData))
 		for name, v := range o.Data {
 			keys[name] = k.Value([]byte(v))
@@ -67,14 +50,6 @@ func (k Key) Of(obj any) (Data, bool) {
 		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)}, true
 	case *corev1.Secret:
 		keys := make(map[string]string, len(o.Data))
-		if sha, ok := o.Data[digestedKey]; ok {
-			for k, v := range o.Data {
-				if k != digestedKey {
-					keys[k] = string(v)
-				}
-			}
-			return Data{Keys: keys, ReloaderSHA1: string(sha)}, true
-		}
 		for name, v := range o.Data {
 			keys[name] = k.Value(v)
 		}
@@ -119,28 +94,42 @@ func sha1OfEntries(entries []string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Transform is a client-go cache transform (cache.TransformFunc). For a
-// ConfigMap or Secret it replaces each value with its SHA-256 digest (binaryData
-// moves into data, which the API guarantees shares no key with it) and
-// records the Reloader SHA-1 under a data key no real object can have (read
-// the result with Of, never from Data directly); a Secrets Store CSI Driver
-// SecretProviderClassPodStatus keeps only the versions of its mounted objects
-// and the time of its last write (see transformCSI); for every object it drops managedFields and the
-// kubectl last-applied-configuration annotation, which Reroll never reads and
-// which would keep a copy of the data. It is idempotent: client-go may apply
-// it twice to the same object, and the second call changes nothing. Objects
-// of other types, and tombstones, pass through unchanged. It never returns an
-// error.
+// Transform is a client-go cache transform (cache.TransformFunc). A
+// *corev1.ConfigMap or *corev1.Secret becomes an *Object: metadata, one
+// SHA-256 digest per key of data and binaryData (stringData is write-only and
+// never read back) and the Reloader SHA-1, no value; a Secrets Store CSI
+// Driver SecretProviderClassPodStatus keeps only the versions of its mounted
+// objects and the time of its last write (see transformCSI); any other
+// object loses managedFields and the kubectl last-applied-configuration
+// annotation, which Reroll never reads and which would keep a copy of the
+// data. It is idempotent, as client-go requires (it may apply a transform
+// twice to the same object): an *Object passes through unchanged, and so does
+// an object already stripped. Tombstones and non-objects pass through
+// unchanged. It never returns an error.
 func Transform(obj any) (any, error) { return Key{}.Transform(obj) }
 
 // Transform is Transform with each value digested under k
 // (HMAC-SHA-256), so that the cache, and everything Reroll writes from it,
 // holds only keyed digests.
 func (k Key) Transform(obj any) (any, error) {
-	if o, ok := obj.(*csiv1.SecretProviderClassPodStatus); ok {
+	switch o := obj.(type) {
+	case *Object:
+		return obj, nil
+	case *csiv1.SecretProviderClassPodStatus:
 		// Before managedFields go: they hold the time of the last write.
 		transformCSI(o)
 		return obj, nil
+	case *corev1.ConfigMap:
+		values := make(map[string][]byte, len(o.Data)+len(o.BinaryData))
+		for name, v := range o.Data {
+			values[name] = []byte(v)
+		}
+		for name, v := range o.BinaryData {
+			values[name] = v
+		}
+		return newObject(o, values, ReloaderSHA1OfConfigMap(o.Data, o.BinaryData), k), nil
+	case *corev1.Secret:
+		return newObject(o, o.Data, ReloaderSHA1OfSecret(o.Data), k), nil
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
@@ -149,45 +138,6 @@ func (k Key) Transform(obj any) (any, error) {
 	m.SetManagedFields(nil)
 	if a := m.GetAnnotations(); a != nil {
 		delete(a, lastAppliedAnnotation)
-	}
-	// The values are replaced in the maps the decoder made, so that the
-	// only allocation per key is its digest: at start-up this runs once per
-	// ConfigMap and Secret of the cluster.
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		if _, done := o.Data[digestedKey]; done {
-			return obj, nil
-		}
-		sha := ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)
-		if o.Data == nil {
-			o.Data = make(map[string]string, len(o.BinaryData)+1)
-		}
-		for name, v := range o.Data {
-			o.Data[name] = k.Value([]byte(v))
-		}
-		for name, v := range o.BinaryData {
-			o.Data[name] = k.Value(v)
-		}
-		o.BinaryData = nil
-		o.Data[digestedKey] = sha
-	case *corev1.Secret:
-		if _, done := o.Data[digestedKey]; done {
-			return obj, nil
-		}
-		sha := ReloaderSHA1OfSecret(o.Data)
-		if o.Data == nil {
-			o.Data = make(map[string][]byte, 1)
-		}
-		h := k.hash()
-		for name, v := range o.Data {
-			h.Reset()
-			h.Write(v)
-			d := make([]byte, hex.EncodedLen(h.Size()))
-			hex.Encode(d, h.Sum(nil))
-			o.Data[name] = d
-		}
-		o.StringData = nil
-		o.Data[digestedKey] = []byte(sha)
 	}
 	return obj, nil
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // FieldManager is the prefix of the server-side apply field manager of every
@@ -74,6 +75,11 @@ type Options struct {
 	// kind unwatched, so that Projections never make Reroll cache objects it
 	// was told to ignore; their changes are then seen at each interval.
 	IgnoreSecrets, IgnoreConfigMaps bool
+	// Store is the ConfigMap and Secret store whose events wake Projections
+	// (the workload controller's, shared). Nil makes Setup create one for
+	// the kinds not ignored, cluster-wide, digesting under a key derived
+	// from Key.
+	Store *store.Store
 }
 
 // DefaultOptions are the controller's defaults, also those of its flags.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +18,8 @@ import (
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // sourcesIndex is the field index of Projections by the ConfigMaps and
@@ -73,14 +74,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// and finalizer writes, Reroll's own, do not.
 		For(&rerollv1alpha1.Projection{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	// A source changed: these are the informers the workload controller
-	// already has, whose objects hold per-key digests only (internal/digest),
-	// so this costs no value in memory and tells which keys changed; only
-	// Projections reading one are reconciled.
-	if !r.Options.IgnoreSecrets {
-		b = b.Watches(&corev1.Secret{}, r.sourceHandler("Secret"))
-	}
+	// already has (the store), whose objects hold per-key digests only
+	// (digest.Object), so this costs no value in memory and tells which keys
+	// changed; only Projections reading one are reconciled.
+	var kinds []reference.Kind
 	if !r.Options.IgnoreConfigMaps {
-		b = b.Watches(&corev1.ConfigMap{}, r.sourceHandler("ConfigMap"))
+		kinds = append(kinds, reference.ConfigMap)
+	}
+	if !r.Options.IgnoreSecrets {
+		kinds = append(kinds, reference.Secret)
+	}
+	st := r.Options.Store
+	if st == nil && len(kinds) > 0 {
+		key, err := digest.NewKey(r.Options.Key)
+		if err != nil {
+			return fmt.Errorf("projections: %w", err)
+		}
+		if st, err = store.New(mgr.GetConfig(), store.Options{Kinds: kinds, Key: key}); err != nil {
+			return err
+		}
+		if err := mgr.Add(st); err != nil {
+			return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
+		}
+	}
+	for _, kind := range kinds {
+		if !st.Watches(kind) {
+			continue
+		}
+		src, err := st.Source(kind, r.sourceHandler(string(kind)))
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
 	}
 	return b.Complete(r)
 }

@@ -38,6 +38,9 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // plane is the real control plane (etcd and kube-apiserver) shared by every
@@ -252,6 +255,8 @@ type run struct {
 	logs   *syncBuffer
 	// cache is the manager's informer cache, to check what it holds.
 	cache cache.Cache
+	// store is the ConfigMap and Secret store the controller watches.
+	store *store.Store
 }
 
 // startProjections runs a manager with the Projection controller as
@@ -277,12 +282,18 @@ func startProjections(t *testing.T, ns string, opts Options, mutate ...func(*ctr
 	}
 	mgr, err := ctrl.NewManager(rerollConfig, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	// As cmd/reroll does: the store of the namespace, shared.
+	key, err := digest.NewKey(opts.Key)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opts.Store, err = store.New(rerollConfig, store.Options{Kinds: []reference.Kind{reference.ConfigMap, reference.Secret}, Namespaces: []string{ns}, Key: key})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(mgr.Add(opts.Store)).To(gomega.Succeed())
 	g.Expect(Setup(mgr, opts, prometheus.NewRegistry())).To(gomega.Succeed())
 	if mo.WebhookServer != nil {
 		RegisterWebhook(mgr)
 	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
-	r := &run{cancel: cancel, done: make(chan error, 1), logs: logs, cache: mgr.GetCache()}
+	r := &run{cancel: cancel, done: make(chan error, 1), logs: logs, cache: mgr.GetCache(), store: opts.Store}
 	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
 	t.Cleanup(func() {

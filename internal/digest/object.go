@@ -1,0 +1,284 @@
+package digest
+
+import (
+	"crypto/sha1" //nolint:gosec // Reloader's hash; see ReloaderSHA1OfConfigMap.
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Object is what Reroll's informers keep of one ConfigMap or Secret: its
+// name, namespace, UID, resourceVersion and annotations (without
+// kubectl.kubernetes.io/last-applied-configuration), the digest of each key
+// of data and binaryData, and the object's Reloader SHA-1. Values, labels,
+// owner references, managedFields and the rest of the metadata are dropped.
+//
+// It exists for memory: a typed Secret in an informer costs about 1.1 KiB
+// after its values are replaced by digests (320 B of struct, a map of ~400 B
+// for two keys, strings), an Object about 200 B for one key, and in a
+// cluster of 100,000 Secrets that difference is most of Reroll's heap
+// (docs/benchmarks.md, the xl profile). Everything but the name, the
+// namespace and the annotations is packed into one string: the UID and the
+// resourceVersion, each preceded by its length (uvarint), 20 bytes of
+// SHA-1, then per key, in key order, the key's length (uvarint), the key
+// and 32 bytes of digest.
+//
+// Object implements client.Object so that client-go's informers can key and
+// index it and controller-runtime's event handlers and predicates can take
+// it. Of the metav1.Object getters only name, namespace, UID,
+// resourceVersion and annotations return what the object had; the others
+// return zero values, and their setters do nothing. An Object is shared by
+// the informer's store and every reader: treat it as read-only.
+type Object struct {
+	name, namespace string
+	annotations     map[string]string
+	// packed is the UID, resourceVersion and digests, as described above.
+	packed string
+}
+
+var _ metav1.Object = (*Object)(nil)
+var _ runtime.Object = (*Object)(nil)
+
+// sha1Size and digestSize are the byte lengths of the packed digests.
+const (
+	sha1Size   = sha1.Size
+	digestSize = sha256.Size
+)
+
+// newObject returns the Object of meta with the digests of values (raw
+// bytes by key, of data and binaryData together) under k, and reloaderSHA1,
+// Reloader's SHA-1 of the whole object as lowercase hex.
+func newObject(meta metav1.Object, values map[string][]byte, reloaderSHA1 string, k Key) *Object {
+	o := &Object{name: meta.GetName(), namespace: meta.GetNamespace()}
+	if a := meta.GetAnnotations(); len(a) > 0 {
+		delete(a, lastAppliedAnnotation)
+		if len(a) > 0 {
+			o.annotations = a
+		}
+	}
+	uid, rv := string(meta.GetUID()), meta.GetResourceVersion()
+	names := slices.Sorted(maps.Keys(values))
+	size := 2*binary.MaxVarintLen64 + len(uid) + len(rv) + sha1Size
+	for _, n := range names {
+		size += binary.MaxVarintLen64 + len(n) + digestSize
+	}
+	b := make([]byte, 0, size)
+	b = appendString(b, uid)
+	b = appendString(b, rv)
+	sum, _ := hex.DecodeString(reloaderSHA1) // always 40 hex characters
+	b = append(b, sum...)
+	h := k.hash()
+	for _, n := range names {
+		b = appendString(b, n)
+		h.Reset()
+		h.Write(values[n])
+		b = h.Sum(b)
+	}
+	o.packed = string(b)
+	return o
+}
+
+// appendString appends s to b, preceded by its length as a uvarint.
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// errPacked is returned by unpack for a packed string newObject never makes.
+var errPacked = errors.New("malformed packed digests")
+
+// readString reads what appendString appended at the start of p, and
+// returns it (a substring of p, no copy) and the rest of p.
+func readString(p string) (s, rest string, err error) {
+	n, w := binary.Uvarint([]byte(p[:min(len(p), binary.MaxVarintLen64)]))
+	if w <= 0 || uint64(len(p)-w) < n {
+		return "", "", errPacked
+	}
+	return p[w : w+int(n)], p[w+int(n):], nil
+}
+
+// packed is the content of a packed string.
+type packed struct {
+	uid, resourceVersion string
+	// digests is the rest: the SHA-1, then the keys.
+	digests string
+}
+
+// split reads the UID and resourceVersion of p.
+func split(p string) (packed, error) {
+	uid, rest, err := readString(p)
+	if err != nil {
+		return packed{}, err
+	}
+	rv, rest, err := readString(rest)
+	if err != nil {
+		return packed{}, err
+	}
+	return packed{uid: uid, resourceVersion: rv, digests: rest}, nil
+}
+
+// Data returns the object's digests: Keys maps each key to its digest as
+// lowercase hex (64 characters), never nil; ReloaderSHA1 is lowercase hex.
+func (o *Object) Data() Data {
+	d, _ := unpack(o.packed) // Object only holds what newObject packed
+	return d
+}
+
+// unpack reads the digests of a packed string.
+func unpack(p string) (Data, error) {
+	d := Data{Keys: map[string]string{}}
+	pk, err := split(p)
+	if err != nil {
+		return d, err
+	}
+	rest := pk.digests
+	if len(rest) < sha1Size {
+		return d, errPacked
+	}
+	d.ReloaderSHA1 = hex.EncodeToString([]byte(rest[:sha1Size]))
+	rest = rest[sha1Size:]
+	for len(rest) > 0 {
+		var name string
+		if name, rest, err = readString(rest); err != nil {
+			return d, err
+		}
+		if len(rest) < digestSize {
+			return d, errPacked
+		}
+		d.Keys[strings.Clone(name)] = hex.EncodeToString([]byte(rest[:digestSize]))
+		rest = rest[digestSize:]
+	}
+	return d, nil
+}
+
+// repack returns p with the UID and resourceVersion replaced.
+func repack(p, uid, resourceVersion string) string {
+	pk, _ := split(p)
+	b := make([]byte, 0, len(p)+len(uid)+len(resourceVersion))
+	b = appendString(b, uid)
+	b = appendString(b, resourceVersion)
+	return string(append(b, pk.digests...))
+}
+
+// GetObjectKind implements runtime.Object: an Object carries no API
+// version or kind; the informer that holds it says which.
+func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (o *Object) DeepCopyObject() runtime.Object {
+	c := *o
+	c.annotations = maps.Clone(o.annotations)
+	return &c
+}
+
+// GetName implements metav1.Object.
+func (o *Object) GetName() string { return o.name }
+
+// SetName implements metav1.Object.
+func (o *Object) SetName(name string) { o.name = name }
+
+// GetNamespace implements metav1.Object.
+func (o *Object) GetNamespace() string { return o.namespace }
+
+// SetNamespace implements metav1.Object.
+func (o *Object) SetNamespace(namespace string) { o.namespace = namespace }
+
+// GetUID implements metav1.Object.
+func (o *Object) GetUID() types.UID {
+	pk, _ := split(o.packed)
+	return types.UID(pk.uid)
+}
+
+// SetUID implements metav1.Object.
+func (o *Object) SetUID(uid types.UID) {
+	o.packed = repack(o.packed, string(uid), o.GetResourceVersion())
+}
+
+// GetResourceVersion implements metav1.Object.
+func (o *Object) GetResourceVersion() string {
+	pk, _ := split(o.packed)
+	return pk.resourceVersion
+}
+
+// SetResourceVersion implements metav1.Object.
+func (o *Object) SetResourceVersion(version string) {
+	o.packed = repack(o.packed, string(o.GetUID()), version)
+}
+
+// GetAnnotations implements metav1.Object.
+func (o *Object) GetAnnotations() map[string]string { return o.annotations }
+
+// SetAnnotations implements metav1.Object.
+func (o *Object) SetAnnotations(annotations map[string]string) { o.annotations = annotations }
+
+// The metadata an Object does not keep: zero values, and setters that do
+// nothing.
+
+// GetGenerateName implements metav1.Object; always "".
+func (o *Object) GetGenerateName() string { return "" }
+
+// SetGenerateName implements metav1.Object; it does nothing.
+func (o *Object) SetGenerateName(string) {}
+
+// GetGeneration implements metav1.Object; always 0 (ConfigMaps and Secrets
+// have no generation).
+func (o *Object) GetGeneration() int64 { return 0 }
+
+// SetGeneration implements metav1.Object; it does nothing.
+func (o *Object) SetGeneration(int64) {}
+
+// GetSelfLink implements metav1.Object; always "".
+func (o *Object) GetSelfLink() string { return "" }
+
+// SetSelfLink implements metav1.Object; it does nothing.
+func (o *Object) SetSelfLink(string) {}
+
+// GetCreationTimestamp implements metav1.Object; always zero.
+func (o *Object) GetCreationTimestamp() metav1.Time { return metav1.Time{} }
+
+// SetCreationTimestamp implements metav1.Object; it does nothing.
+func (o *Object) SetCreationTimestamp(metav1.Time) {}
+
+// GetDeletionTimestamp implements metav1.Object; always nil.
+func (o *Object) GetDeletionTimestamp() *metav1.Time { return nil }
+
+// SetDeletionTimestamp implements metav1.Object; it does nothing.
+func (o *Object) SetDeletionTimestamp(*metav1.Time) {}
+
+// GetDeletionGracePeriodSeconds implements metav1.Object; always nil.
+func (o *Object) GetDeletionGracePeriodSeconds() *int64 { return nil }
+
+// SetDeletionGracePeriodSeconds implements metav1.Object; it does nothing.
+func (o *Object) SetDeletionGracePeriodSeconds(*int64) {}
+
+// GetLabels implements metav1.Object; always nil (labels are not kept).
+func (o *Object) GetLabels() map[string]string { return nil }
+
+// SetLabels implements metav1.Object; it does nothing.
+func (o *Object) SetLabels(map[string]string) {}
+
+// GetFinalizers implements metav1.Object; always nil.
+func (o *Object) GetFinalizers() []string { return nil }
+
+// SetFinalizers implements metav1.Object; it does nothing.
+func (o *Object) SetFinalizers([]string) {}
+
+// GetOwnerReferences implements metav1.Object; always nil.
+func (o *Object) GetOwnerReferences() []metav1.OwnerReference { return nil }
+
+// SetOwnerReferences implements metav1.Object; it does nothing.
+func (o *Object) SetOwnerReferences([]metav1.OwnerReference) {}
+
+// GetManagedFields implements metav1.Object; always nil.
+func (o *Object) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+
+// SetManagedFields implements metav1.Object; it does nothing.
+func (o *Object) SetManagedFields([]metav1.ManagedFieldsEntry) {}
