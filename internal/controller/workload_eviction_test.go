@@ -274,8 +274,10 @@ func TestEviction_ResumesAfterRestartWithoutEvictingTwice(t *testing.T) {
 	first.stop(t)
 	progress, err := eviction.ParseProgress(get(t, d).Annotations[eviction.ProgressAnnotation])
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	// The record names the restart; it may still list the evicted pod, when
+	// the kill came between the eviction and the record's update (evicting
+	// first is what makes that kill harmless; see evict).
 	g.Expect(progress).NotTo(gomega.BeNil(), "the restart under way is recorded on the Deployment")
-	g.Expect(len(progress.Pending)).To(gomega.BeNumerically("<", 3))
 
 	startReroll(t, ns, Options{})
 	expectReplacedOnce(t, l, old, 3)
