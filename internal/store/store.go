@@ -134,35 +134,36 @@ func newInformer(c corev1client.CoreV1Interface, kind reference.Kind, namespace 
 	var lw *toolscache.ListWatch
 	var example runtime.Object
 	if kind == reference.Secret {
-		example = &corev1.Secret{}
-		lw = &toolscache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-				tweak(&lo)
-				return c.Secrets(namespace).List(ctx, lo)
-			},
-			WatchFuncWithContext: func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-				tweak(&lo)
-				return c.Secrets(namespace).Watch(ctx, lo)
-			},
-		}
+		example, lw = &corev1.Secret{}, listWatch(c.Secrets(namespace), tweak)
 	} else {
-		example = &corev1.ConfigMap{}
-		lw = &toolscache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-				tweak(&lo)
-				return c.ConfigMaps(namespace).List(ctx, lo)
-			},
-			WatchFuncWithContext: func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-				tweak(&lo)
-				return c.ConfigMaps(namespace).Watch(ctx, lo)
-			},
-		}
+		example, lw = &corev1.ConfigMap{}, listWatch(c.ConfigMaps(namespace), tweak)
 	}
 	// With the list-watch semantics of the client, so that the reflector
 	// streams the initial list (WatchList) and the transform runs while it
 	// streams: no full copy of the cluster's Secrets is ever held.
 	return toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, c), example, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+}
+
+// lister is the part of a typed client (SecretInterface,
+// ConfigMapInterface) that an informer uses.
+type lister[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// listWatch returns the list and watch of c, their options set by tweak.
+func listWatch[L runtime.Object](c lister[L], tweak func(*metav1.ListOptions)) *toolscache.ListWatch {
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			tweak(&lo)
+			return c.List(ctx, lo)
+		},
+		WatchFuncWithContext: func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+			tweak(&lo)
+			return c.Watch(ctx, lo)
+		},
+	}
 }
 
 // compact is the informers' transform: digest.Key.Transform, with the
