@@ -45,7 +45,9 @@ type Scope struct {
 // digest transform on every object (it drops managedFields and the
 // last-applied-configuration annotation), the namespaces, and the
 // server-side selectors. ConfigMaps and Secrets are not in this cache but in
-// the store (StoreOptions).
+// the store (StoreOptions); the same transform turns any that reach it into
+// digest.Objects, so a cached read of one fails with a type error instead of
+// holding values.
 func (s Scope) CacheOptions() cache.Options {
 	o := cache.Options{DefaultTransform: digest.Transform}
 	if len(s.Namespaces) > 0 {

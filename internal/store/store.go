@@ -223,6 +223,9 @@ func (s *Store) HasSynced() bool {
 // WaitForSync waits until HasSynced or ctx is done, and returns ctx's
 // error in the latter case.
 func (s *Store) WaitForSync(ctx context.Context) error {
+	if s.HasSynced() {
+		return nil
+	}
 	var synced []toolscache.InformerSynced
 	for _, w := range s.kinds {
 		for _, inf := range w.informers() {
