@@ -248,6 +248,8 @@ func TestObject_DeepCopyDoesNotShareAnnotations(t *testing.T) {
 	c.GetAnnotations()["reloader.stakater.com/match"] = "false"
 	g.Expect(o.GetAnnotations()).To(gomega.HaveKeyWithValue("reloader.stakater.com/match", "true"))
 	g.Expect([]string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()}).To(gomega.Equal([]string{"ns", "s", "u", "7"}))
+	g.Expect(o.String()).To(gomega.Equal("ns/s"))
+	g.Expect(o.MarshalLog()).To(gomega.Equal(struct{ Namespace, Name string }{"ns", "s"}))
 	want := o.Data()
 	o.SetResourceVersion("8")
 	o.SetUID("v")

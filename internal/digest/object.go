@@ -179,6 +179,15 @@ func (o *Object) DeepCopyObject() runtime.Object {
 	return &c
 }
 
+// String returns "namespace/name".
+func (o *Object) String() string { return o.namespace + "/" + o.name }
+
+// MarshalLog implements logr.Marshaler: a log line that names an Object
+// shows its namespace and name, never the packed digests.
+func (o *Object) MarshalLog() any {
+	return struct{ Namespace, Name string }{o.namespace, o.name}
+}
+
 // GetName implements metav1.Object.
 func (o *Object) GetName() string { return o.name }
 
