@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -142,9 +143,21 @@ func (t *rollouts) count(ctx context.Context, c client.Reader, self client.Objec
 		}
 		obj := f.kind.New()
 		err := c.Get(ctx, f.key, obj)
-		if apierrors.IsNotFound(err) || (err == nil && obj.GetResourceVersion() != f.before) || !now.Before(f.until) {
-			// The cache caught up (and the rollout, if still running, was
-			// counted above), the workload is gone, or the deadline passed.
+		if err == nil && obj.GetResourceVersion() != f.before {
+			// The cache caught up. It may have done so after the list
+			// above, which then missed the rollout: count it from what the
+			// cache holds now.
+			delete(t.inflight, uid)
+			if p, ok := progressOf(f.kind); ok && slices.Contains(indexRollout(p)(obj), rolloutRunning) && t.running(progressKind{kind: f.kind, progress: p}, obj, now) {
+				r.Running++
+				if f.key.Namespace == ns {
+					r.RunningInNamespace++
+				}
+			}
+			continue
+		}
+		if apierrors.IsNotFound(err) || !now.Before(f.until) {
+			// The workload is gone, or the deadline passed.
 			delete(t.inflight, uid)
 			continue
 		}

@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// laggingCache is a client.Reader whose List ran before the cache held
+// the rollout's patch and whose Get runs after: the moment between the two
+// reads of rollouts.count.
+type laggingCache struct {
+	client.Reader
+	current *appsv1.Deployment
+}
+
+func (c laggingCache) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	c.current.DeepCopyInto(obj.(*appsv1.Deployment))
+	return nil
+}
+
+func (c laggingCache) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return nil
+}
+
+// The safety bench saw 21 rollouts under a bound of 20: a rollout written
+// but missing from the list, whose cached copy then caught up before the
+// in-flight check, was counted by neither.
+func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
+	g := newT(t)
+	now := time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
+	kind := workload.Deployment{}
+	p, ok := progressOf(kind)
+	g.Expect(ok).To(gomega.BeTrue())
+	tr := newRollouts(0, nil, func() time.Time { return now })
+	tr.kinds = []progressKind{{kind: kind, progress: p}}
+
+	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", ResourceVersion: "10", Generation: 1},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}}
+	stamp := now.Add(-time.Second).Format(time.RFC3339)
+	tr.started(kind, before, stamp, 10*time.Minute)
+	// The cache now holds the patch: stamped, a generation ahead of the
+	// status.
+	after := before.DeepCopy()
+	after.ResourceVersion, after.Generation = "11", 2
+	after.Annotations = map[string]string{plan.RolledAtAnnotation: stamp}
+	after.Status.ObservedGeneration = 1
+
+	self := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "self", UID: "self-uid"}}
+	r, err := tr.count(t.Context(), laggingCache{current: after}, self, now, now)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(r.Running).To(gomega.Equal(1), "the rollout counts although the list missed it")
+	g.Expect(r.RunningInNamespace).To(gomega.Equal(1))
+	g.Expect(tr.inflight).To(gomega.BeEmpty(), "the cache caught up: the in-flight entry goes")
+
+	// Once its status reports it complete, it no longer counts.
+	tr.started(kind, before, stamp, 10*time.Minute)
+	done := after.DeepCopy()
+	done.Status.ObservedGeneration = 2
+	r, err = tr.count(t.Context(), laggingCache{current: done}, self, now, now)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(r.Running).To(gomega.BeZero())
+}
