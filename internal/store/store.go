@@ -52,8 +52,9 @@ type Options struct {
 // informers (one per kind, or per kind and namespace with
 // Options.Namespaces) whose store holds a *digest.Object per object, never
 // a value and never the typed object (see digest.Object for why). It is a
-// manager.Runnable that runs in every replica, leader or not: the admission
-// webhook reads it too.
+// manager.Runnable that runs in every replica, leader or not, as
+// controller-runtime's cache does: a replica that becomes leader starts
+// with a synced store.
 //
 // Reads wait until the informers have synced, as controller-runtime's cache
 // does, so that no decision is made on a partial view.
