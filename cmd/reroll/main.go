@@ -21,6 +21,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -58,6 +59,10 @@ func run(args []string) error {
 		return errors.Join(lerr, err)
 	}
 	ctrl.SetLogger(logger)
+	// client-go's informers (the store's and the cache's) report list and
+	// watch failures, a forbidden namespace for one, through klog: into
+	// the same log, in the same format.
+	klog.SetLogger(logger.WithName("client-go"))
 	if err != nil {
 		return err
 	}
