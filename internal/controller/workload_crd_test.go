@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -54,6 +55,14 @@ func installCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 		}
 		return false
 	}).Should(gomega.BeTrue())
+	// Established is not yet served by discovery: wait until the tests'
+	// client maps the kind, or its first create can fail with "no matches
+	// for kind".
+	gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+	g.Eventually(func() error {
+		_, err := k8s.RESTMapper().RESTMapping(gk, crd.Spec.Versions[0].Name)
+		return err
+	}).Should(gomega.Succeed())
 }
 
 // argoRolloutCRD reads the Rollout CRD from the argo-rollouts module,
