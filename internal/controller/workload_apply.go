@@ -32,9 +32,12 @@ func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p pla
 		pz.SetPaused(desired, p.Pause.Pause)
 	}
 	write := r.patch
-	if len(p.Changes) > 0 {
+	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight {
 		// The record of a change answered: a stale copy of the workload must
-		// conflict rather than answer it twice.
+		// conflict rather than answer it twice. A first sight: a copy from
+		// before the first record must conflict rather than write over a
+		// record made since (an object recorded missing would then never
+		// count as created).
 		write = func(ctx context.Context, obj, desired client.Object) error {
 			return workload.PatchGuarded(ctx, r.Client, obj, desired)
 		}
