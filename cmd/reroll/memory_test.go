@@ -19,7 +19,7 @@ func TestSyncedGOGC_BoundsTheHeadroom(t *testing.T) {
 		"40 MiB":                                      {live: 40 * mib, want: 20},
 		"64 MiB":                                      {live: 64 * mib, want: 12},
 		"large heap (xl profile) stops at the floor":  {live: 90 * mib, want: syncedGOGCMin},
-		"1 GiB":                                       {live: 1024 * mib, want: syncedGOGCMin},
+		"1 GiB": {live: 1024 * mib, want: syncedGOGCMin},
 	} {
 		t.Run(name, func(t *testing.T) {
 			gomega.NewWithT(t).Expect(syncedGOGC(tc.live)).To(gomega.Equal(tc.want))

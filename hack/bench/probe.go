@@ -62,23 +62,23 @@ func probe(design, kubeconfig string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	objs := []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}}
-	// Design (a): ConfigMaps and Secrets in Reroll's store (digest.Object
-	// per object), as the controller holds them.
-	st, err := store.New(cfg, store.Options{})
-	if err != nil {
-		return err
-	}
+	// Design (a) keeps ConfigMaps and Secrets in Reroll's store (a
+	// digest.Object per object), as the controller does; design (b) leaves
+	// the store empty.
+	var stored []reference.Kind
 	switch design {
 	case designDigest:
-		if st, err = store.New(cfg, store.Options{Kinds: []reference.Kind{reference.ConfigMap, reference.Secret}}); err != nil {
-			return err
-		}
+		stored = []reference.Kind{reference.ConfigMap, reference.Secret}
 	case designMetadata:
 		for _, kind := range []string{"ConfigMap", "Secret"} {
 			objs = append(objs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}})
 		}
 	default:
 		return fmt.Errorf("unknown design %q", design)
+	}
+	st, err := store.New(cfg, store.Options{Kinds: stored})
+	if err != nil {
+		return err
 	}
 	begin := time.Now()
 	for _, o := range objs {
