@@ -12,12 +12,25 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll.
-	$(GO) build -o bin/reroll ./cmd/reroll
-	$(GO) build -o bin/kubectl-reroll ./cmd/kubectl-reroll
+build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll, as releases are built (hack/build.sh).
+	hack/build.sh bin/reroll ./cmd/reroll
+	hack/build.sh bin/kubectl-reroll ./cmd/kubectl-reroll
 
-# The release tag that krew-manifest names; see docs/kubectl-plugin.md.
-VERSION ?= v0.0.0-dev
+# The release: the VERSION file, which the binaries, the image, the chart's
+# appVersion and the krew manifest carry; see docs/release.md.
+VERSION ?= $(shell cat VERSION)
+
+.PHONY: image
+image: ## Build the controller image (linux/amd64, linux/arm64) without a container engine into dist/reroll-image_$(VERSION).tar.
+	VERSION=$(VERSION) hack/image.sh
+
+.PHONY: image-check
+image-check: image ## Build the image, test its builder, and run the binary extracted from it (what CI runs).
+	$(GO) -C hack/image vet ./...
+	$(GO) -C hack/image test -count=1 ./...
+	.run/image/image extract -archive dist/reroll-image_$(VERSION).tar -platform linux/$$($(GO) env GOARCH) -file /reroll -out .run/image/extracted
+	@out=$$(.run/image/extracted --version); echo "$$out"; \
+	  [[ $$out == "reroll $(VERSION) (commit $$(git rev-parse HEAD)"* ]] || { echo "the image's binary does not say $(VERSION) and this commit" >&2; exit 1; }
 KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 
 .PHONY: krew-manifest

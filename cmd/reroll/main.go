@@ -35,6 +35,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/projection"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/internal/version"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -53,6 +54,10 @@ func run(args []string) error {
 	}
 	if f == nil {
 		return err
+	}
+	if f.version {
+		fmt.Println("reroll", version.Get())
+		return nil
 	}
 	logger, lerr := newLogger(f.logFormat, f.logLevel)
 	if lerr != nil {
@@ -199,7 +204,7 @@ func run(args []string) error {
 			return fmt.Errorf("--is-Argo-Rollouts: the API server does not serve argoproj.io/v1alpha1 Rollouts: %w", err)
 		}
 	}
-	logger.Info("Starting Reroll", "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
+	logger.Info("Starting Reroll", "version", version.Get().Version, "commit", version.Get().Commit, "reloadStrategy", string(opts.Strategy), "reloadOnCreate", opts.ReloadOnCreate,
 		"reloadOnDelete", opts.ReloadOnDelete, "autoReloadAll", opts.Annotations.AutoReloadAll,
 		"namespaces", opts.Scope.Namespaces, "namespacesToIgnore", opts.Scope.IgnoredNamespaces,
 		"leaderElection", f.enableHA, "pod", os.Getenv("POD_NAME"), "digestKey", opts.Key.ID())

@@ -78,6 +78,8 @@ type flags struct {
 	allowCrossNS       bool
 	jobJournal         string
 	podRecords         string
+	// version is --version: print the build and exit.
+	version bool
 }
 
 // newFlagSet binds every flag to f.
@@ -137,6 +139,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, `Whether Jobs that have finished are deleted and re-created too (running Jobs always are). Unset: yes for Jobs opted in with Reloader's annotations, as Reloader does, no for reroll.dev ones. The annotation reroll.dev/recreate-completed overrides it per Job.`)
 	fs.BoolVar(&f.enablePProf, "enable-pprof", false, "Serve Go's net/http/pprof profiles under /debug/pprof/ on --pprof-addr (Reloader's flag). Off by default: a profile shows memory contents to whoever reaches the port.")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", ":6060", "Address of the pprof server with --enable-pprof.")
+	fs.BoolVar(&f.version, "version", false, "Print Reroll's version, commit and build date, and exit.")
 	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")
 	f.reloaderOnly = map[string]*string{}
 	addReloaderOnlyFlags(fs, f.reloaderOnly)
