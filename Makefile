@@ -31,11 +31,17 @@ image-check: image ## Build the image, test its builder, and run the binary extr
 	.run/image/image extract -archive dist/reroll-image_$(VERSION).tar -platform linux/$$($(GO) env GOARCH) -file /reroll -out .run/image/extracted
 	@out=$$(.run/image/extracted --version); echo "$$out"; \
 	  [[ $$out == "reroll $(VERSION) (commit $$(git rev-parse HEAD)"* ]] || { echo "the image's binary does not say $(VERSION) and this commit" >&2; exit 1; }
-KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+# The plugin's platforms: every one a release ships (docs/release.md).
+KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
 .PHONY: krew-manifest
 krew-manifest: ## Build kubectl-reroll archives into dist/ and render the krew manifest dist/krew/reroll.yaml for VERSION.
 	VERSION=$(VERSION) hack/krew.sh $(KREW_PLATFORMS)
+
+.PHONY: release
+release: ## Build every release artifact of VERSION into dist/ with SHA256SUMS: image, plugin archives, krew manifest, chart, one-file manifest.
+	VERSION=$(VERSION) hack/release.sh
 
 .PHONY: tools
 tools: ## Build the local control plane's binaries into bin/ (cached by version; ~10 min the first time).

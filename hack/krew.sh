@@ -4,11 +4,16 @@
 # and renders plugins/reroll.yaml into dist/krew/reroll.yaml with VERSION
 # and each archive's SHA-256. A platform not built keeps its {{...}}
 # placeholder, and the script says so: such a manifest is not for release.
+# The binaries are built by hack/build.sh (version, commit and date stamped);
+# the archives list their files in one order, owned by root and dated
+# SOURCE_DATE_EPOCH (the commit's time), so a rebuild of a commit matches.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 : "${VERSION:?set VERSION, e.g. VERSION=v1.2.3}"
+: "${SOURCE_DATE_EPOCH:=$(git log -1 --format=%ct)}"
+export VERSION SOURCE_DATE_EPOCH
 dist="$root/dist"
 mkdir -p "$dist/krew"
 manifest="$dist/krew/reroll.yaml"
@@ -26,15 +31,16 @@ for platform in "$@"; do
   bin=kubectl-reroll
   [[ $os == windows ]] && bin=kubectl-reroll.exe
   echo "building $name"
-  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags=-s -o "$work/$bin" ./cmd/kubectl-reroll
+  GOOS=$os GOARCH=$arch hack/build.sh "$work/$bin" ./cmd/kubectl-reroll
   cp LICENSE "$work/"
+  touch -d "@$SOURCE_DATE_EPOCH" "$work/$bin" "$work/LICENSE"
   if [[ $os == windows ]]; then
     archive="$dist/$name.zip"
     rm -f "$archive"
-    (cd "$work" && python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); [z.write(f) for f in sys.argv[2:]]' "$archive" "$bin" LICENSE)
+    (cd "$work" && python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); [z.write(f) for f in sys.argv[2:]]; z.close()' "$archive" "$bin" LICENSE)
   else
     archive="$dist/$name.tar.gz"
-    tar -C "$work" -czf "$archive" "$bin" LICENSE
+    tar -C "$work" --owner=0 --group=0 --numeric-owner -cf - "$bin" LICENSE | gzip -n >"$archive"
   fi
   rm -rf "$work"
   sum=$(sha256sum "$archive" | cut -d' ' -f1)
