@@ -159,7 +159,7 @@ echo "$plan"
 rc=0
 kubectl reroll plan -f "$plan_file" --fail-on-rollout >/dev/null || rc=$?
 echo "with --fail-on-rollout, for a CI check: exit status $rc"
-[[ $rc -eq 2 ]] || fail "plan --fail-on-rollout exited $rc, want 2"
+[[ $rc -eq 1 ]] || fail "plan --fail-on-rollout exited $rc, want 1 (as kubectl diff)"
 [[ $(kubectl -n $ns get configmap app-config -o jsonpath='{.data.GREETING}') == hello ]] || fail "plan changed the ConfigMap"
 
 step "Second act: a Projection keeps a custom resource's inline S3 access key equal to a Secret (examples/projection-harbor.yaml)"

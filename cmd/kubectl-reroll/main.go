@@ -1,11 +1,9 @@
 // Command kubectl-reroll is the kubectl plugin `kubectl reroll`. This file
-// only wires the commands of internal/cli to the process: standard streams
-// and the exit code (2 when `plan --fail-on-rollout` finds rollouts).
+// only wires the commands of internal/cli to the process: its arguments,
+// standard streams and exit status (cli.Run says which).
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -14,12 +12,5 @@ import (
 )
 
 func main() {
-	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := cmd.Execute(); err != nil {
-		if errors.Is(err, cli.ErrWouldRoll) {
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Run(os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
 }

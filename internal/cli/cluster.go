@@ -40,6 +40,8 @@ type session struct {
 	settings    Settings
 	// objects caches the ConfigMaps and Secrets read, as digests.
 	objects *objects
+	// health watches the client's answers (verdict).
+	health *apiHealth
 }
 
 // newSession connects with the flags in o.
@@ -48,6 +50,12 @@ func newSession(o *Options) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
+	if err := preflight(cfg); err != nil {
+		return nil, err
+	}
+	health := &apiHealth{host: cfg.Host}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(health.wrap)
 	mapper, err := o.ConfigFlags.ToRESTMapper()
 	if err != nil {
 		return nil, fmt.Errorf("discovering the API: %w", err)
@@ -75,7 +83,7 @@ func newSession(o *Options) (*session, error) {
 		return nil, err
 	}
 	return &session{client: c, config: cfg, mapper: mapper, namespace: ns, annotations: cfgAnn, settings: o.Settings,
-		objects: &objects{c: c, read: map[objectKey]objectState{}}}, nil
+		objects: &objects{c: c, read: map[objectKey]objectState{}}, health: health}, nil
 }
 
 // kinds returns the workload kinds Reroll handles that the API server
@@ -176,6 +184,16 @@ func (s *session) target(ctx context.Context, k workload.Kind, obj client.Object
 		return target{}, fmt.Errorf("reading the pod template of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
 	return target{kind: k, obj: obj, template: t}, nil
+}
+
+// refOf names obj for -o name: its kind from the scheme, or its own for an
+// unstructured object.
+func (s *session) refOf(obj client.Object) objectRef {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		gvk, _ = apiutil.GVKForObject(obj, s.client.Scheme())
+	}
+	return objectRef{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 }
 
 // target is one workload and the pod template its pods run.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 )
@@ -16,8 +17,10 @@ import (
 // so that a CI job can tell the shape it reads.
 const OutputAPIVersion = "cli.reroll.dev/v1alpha1"
 
-// output is a command's -o flag: json, yaml, jsonpath and go-template
-// through cli-runtime's printers, else a table ("" or "wide").
+// output is a command's -o flag: json, yaml, name, jsonpath and
+// go-template through cli-runtime's printers, else a table ("" or "wide").
+// -o name prints the objects the report lists (objectRefs), one
+// "kind.group/name" a line, as kubectl get -o name does.
 type output struct {
 	flags *genericclioptions.PrintFlags
 }
@@ -46,12 +49,41 @@ func (o *output) validate() error {
 	return err
 }
 
+// objectRef names one Kubernetes object a report lists, for -o name.
+type objectRef struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+// lister is a report that lists Kubernetes objects.
+type lister interface {
+	// objectRefs returns the objects the report lists, in its order.
+	objectRefs() []objectRef
+}
+
 // print writes report, a JSON-encodable struct, as the document kind with
-// the printer -o chose.
+// the printer -o chose; with -o name, the objects report lists (a lister).
 func (o *output) print(w io.Writer, kind string, report any) error {
 	p, err := o.flags.ToPrinter()
 	if err != nil {
 		return err
+	}
+	if *o.flags.OutputFormat == "name" {
+		l, ok := report.(lister)
+		if !ok {
+			return fmt.Errorf("-o name: %s lists no objects", kind)
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("v1")
+		list.SetKind("List")
+		for _, r := range l.objectRefs() {
+			u := unstructured.Unstructured{}
+			u.SetGroupVersionKind(r.gvk)
+			u.SetNamespace(r.namespace)
+			u.SetName(r.name)
+			list.Items = append(list.Items, u)
+		}
+		return p.PrintObj(list, w)
 	}
 	b, err := json.Marshal(report)
 	if err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -29,13 +30,21 @@ func newPlan(o *Options) *cobra.Command {
 		Short: "Show which workloads would roll if the ConfigMaps and Secrets in the manifests were applied now",
 		Long: `plan reads the ConfigMaps and Secrets in the manifests and asks Reroll's planner, against the
 live workloads and their records, what applying them now would roll. Values are read from the
-files only to be digested, as Reroll does, and are never printed. Exit status 0, or 2 with
---fail-on-rollout when something would roll.`,
+files only to be digested, as Reroll does, and are never printed. Exit status 0, or 1 on an
+error. With --fail-on-rollout, as kubectl diff: 0 when nothing would roll, 1 when something
+would, 2 when plan failed.`,
 		Example: `  kubectl reroll plan -f config/ -n shop
   kustomize build overlays/prod | kubectl reroll plan -f - -o json
   kubectl reroll plan -k overlays/prod --fail-on-rollout`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			defer func() {
+				// kubectl diff's convention: 1 is the answer "differences",
+				// so a failure must exit with more.
+				if failOnRollout && err != nil && !errors.Is(err, ErrWouldRoll) {
+					err = &exitError{code: ExitPlanError, err: err}
+				}
+			}()
 			if err := out.validate(); err != nil {
 				return err
 			}
@@ -58,6 +67,9 @@ files only to be digested, as Reroll does, and are never printed. Exit status 0,
 			if err != nil {
 				return err
 			}
+			if err := s.health.verdict(); err != nil {
+				return err
+			}
 			if out.table() {
 				err = r.write(o.Out, out.wide())
 			} else {
@@ -75,7 +87,7 @@ files only to be digested, as Reroll does, and are never printed. Exit status 0,
 	cmd.Flags().StringSliceVarP(&fo.Filenames, "filename", "f", nil, "Files, directories or URLs of the manifests; - reads standard input.")
 	cmd.Flags().StringVarP(&fo.Kustomize, "kustomize", "k", "", "A kustomization directory to build and read.")
 	cmd.Flags().BoolVarP(&fo.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
-	cmd.Flags().BoolVar(&failOnRollout, "fail-on-rollout", false, "Exit with status 2 when applying the manifests would roll any workload.")
+	cmd.Flags().BoolVar(&failOnRollout, "fail-on-rollout", false, "Exit with status 1 when applying the manifests would roll any workload, and 2 when plan fails (as kubectl diff).")
 	out = newOutput(cmd)
 	return cmd
 }
@@ -145,6 +157,17 @@ func readManifests(o *Options, fo *resource.FilenameOptions, namespace string) (
 	return out, nil
 }
 
+// objectRefs lists the workloads that would roll.
+func (r planReport) objectRefs() []objectRef {
+	var out []objectRef
+	for _, w := range r.Workloads {
+		if w.Rolls {
+			out = append(out, w.ref)
+		}
+	}
+	return out
+}
+
 // planReport is plan's answer.
 type planReport struct {
 	// Objects are the manifests' ConfigMaps and Secrets, as
@@ -172,6 +195,8 @@ type planWorkload struct {
 	Changes []changeObject `json:"changes,omitempty"`
 	// Reason says why it does not roll, or what else is pending.
 	Reason string `json:"reason,omitempty"`
+	// ref is the workload, for -o name.
+	ref objectRef
 }
 
 // plan lays the manifests over the live objects and compares Reroll's
@@ -224,6 +249,7 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 			if !ok {
 				continue
 			}
+			w.ref = s.refOf(t.obj)
 			if w.Rolls {
 				rolling[ns] = true
 				r.Summary.Workloads++

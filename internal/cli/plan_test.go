@@ -143,7 +143,18 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 
 	table, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "--fail-on-rollout")
 	g.Expect(err).To(gomega.MatchError(ErrWouldRoll))
+	g.Expect(ExitCode(err)).To(gomega.Equal(1), "kubectl diff's status for differences")
 	g.Expect(table).To(gomega.ContainSubstring("6 workload(s) in 1 namespace(s) would roll"))
+
+	// -o name: the workloads that would roll, as kubectl names them.
+	names, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "-o", "name")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var wantNames []string
+	for id := range predicted {
+		kind, name, _ := strings.Cut(id, "/")
+		wantNames = append(wantNames, strings.ToLower(kind)+".apps/"+name)
+	}
+	g.Expect(strings.Split(strings.TrimSpace(names), "\n")).To(gomega.ConsistOf(wantNames))
 
 	before := map[string]map[string]string{}
 	for id, w := range workloads {
@@ -163,6 +174,13 @@ func TestPlan_PredictsExactlyTheWorkloadsThatRollWhenApplied(t *testing.T) {
 	want := sortedKeys(predicted)
 	g.Eventually(rolled).Should(gomega.Equal(want))
 	g.Consistently(rolled).Should(gomega.Equal(want))
+
+	// Applied and rolled: the same manifests would roll nothing now, and
+	// --fail-on-rollout exits 0.
+	g.Eventually(func() error {
+		_, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "--fail-on-rollout")
+		return err
+	}).Should(gomega.Succeed())
 }
 
 // apply server-side applies the manifests in ns, as `kubectl apply

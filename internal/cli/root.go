@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,10 +11,6 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 )
-
-// ErrWouldRoll is returned by `plan --fail-on-rollout` when applying the
-// manifests would roll at least one workload; kubectl-reroll exits 2 on it.
-var ErrWouldRoll = errors.New("applying the manifests would roll workloads")
 
 // Options are the flags every command shares.
 type Options struct {
@@ -77,7 +72,12 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   who-uses configmap/NAME   every workload that reads it, how, which keys, and whether a change rolls it
   why KIND/NAME             a workload's record, its last rollouts, its trigger, what blocks it now
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
-  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations`,
+  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations
+  version                   the plugin's version, commit and build date
+
+Exit status 0, or 1 on an error: the API server cannot be reached, refuses the credentials,
+or forbids every read the command needs. plan --fail-on-rollout exits 1 when something would
+roll and 2 when it fails, as kubectl diff does.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -88,6 +88,6 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o))
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newVersion(o))
 	return cmd
 }

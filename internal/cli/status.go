@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
@@ -63,6 +64,9 @@ func newStatus(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := s.health.verdict(); err != nil {
+				return err
+			}
 			if out.table() {
 				return r.write(o.Out)
 			}
@@ -75,6 +79,23 @@ func newStatus(o *Options) *cobra.Command {
 	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here; by default a pod's metrics port is read through the API server's proxy (pods/proxy).")
 	out = newOutput(cmd)
 	return cmd
+}
+
+// objectRefs lists the workloads that need attention: those with invalid
+// annotations, and the one whose rollout failed last.
+func (r statusReport) objectRefs() []objectRef {
+	var out []objectRef
+	seen := map[objectRef]bool{}
+	for _, e := range r.InvalidAnnotations {
+		if !seen[e.ref] {
+			seen[e.ref] = true
+			out = append(out, e.ref)
+		}
+	}
+	if r.LastError != nil && !seen[r.LastError.ref] {
+		out = append(out, r.LastError.ref)
+	}
+	return out
 }
 
 // statusReport is `status`'s answer.
@@ -133,6 +154,8 @@ type workloadEvent struct {
 	Reason   string    `json:"reason"`
 	Message  string    `json:"message"`
 	Time     time.Time `json:"time"`
+	// ref is the workload, for -o name.
+	ref objectRef
 }
 
 func (s *session) status(ctx context.Context, f statusFlags) (statusReport, error) {
@@ -224,7 +247,8 @@ func (s *session) warnings(ctx context.Context) ([]workloadEvent, *workloadEvent
 	var failed *workloadEvent
 	for _, e := range evs {
 		w := e.InvolvedObject.Kind + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
-		we := workloadEvent{Workload: w, Reason: e.Reason, Message: e.Message, Time: eventTime(e)}
+		we := workloadEvent{Workload: w, Reason: e.Reason, Message: e.Message, Time: eventTime(e),
+			ref: objectRef{gvk: schema.FromAPIVersionAndKind(e.InvolvedObject.APIVersion, e.InvolvedObject.Kind), namespace: e.InvolvedObject.Namespace, name: e.InvolvedObject.Name}}
 		switch e.Reason {
 		case controller.ReasonInvalidAnnotation, controller.ReasonInvalidWorkload:
 			if !seen[w] {

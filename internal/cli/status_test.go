@@ -51,6 +51,11 @@ func TestStatus_ShowsLeaderMetricsAndInvalidAnnotations(t *testing.T) {
 	g.Expect(r.Metrics.Source).To(gomega.Equal(fmt.Sprintf("http://someone:xxxxx@%s/metrics", addr)))
 	g.Expect(r.MetricsProblem).To(gomega.BeEmpty())
 
+	// -o name: the workloads that need attention, as kubectl names them.
+	names, err := kubectlReroll(t, "-n", ns, "status", "--reroll-namespace", ns, "--metrics-url", "http://"+addr+"/metrics", "-o", "name")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(names).To(gomega.Equal("deployment.apps/typo\n"))
+
 	table, err := kubectlReroll(t, "-n", ns, "status", "--reroll-namespace", ns, "--metrics-url", "http://"+addr+"/metrics")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(table).To(gomega.ContainSubstring("Leader:      " + r.Leader.Holder))

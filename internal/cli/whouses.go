@@ -36,6 +36,9 @@ func newWhoUses(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := s.health.verdict(); err != nil {
+				return err
+			}
 			if out.table() {
 				return r.write(o.Out, out.wide())
 			}
@@ -59,6 +62,15 @@ func parseObjectArg(arg string) (reference.Kind, string, error) {
 		}
 	}
 	return "", "", fmt.Errorf("want configmap/NAME or secret/NAME; got %q", arg)
+}
+
+// objectRefs lists the consumers: workloads and Projections.
+func (r whoUsesReport) objectRefs() []objectRef {
+	out := make([]objectRef, 0, len(r.Consumers))
+	for _, c := range r.Consumers {
+		out = append(out, c.ref)
+	}
+	return out
 }
 
 // whoUsesReport is who-uses' answer.
@@ -90,6 +102,8 @@ type consumer struct {
 	Rolls string `json:"rolls"`
 	// Rule is the rule that decided.
 	Rule string `json:"rule"`
+	// ref is the workload, for -o name.
+	ref objectRef
 }
 
 type referenceUse struct {
@@ -130,6 +144,7 @@ func (s *session) whoUses(ctx context.Context, kind reference.Kind, name string)
 			unreadable[t.obj.GetNamespace()] = true
 			r.Notes = append(r.Notes, fmt.Sprintf("could not read %s/%s in %s (forbidden): its keys, and its ignore and match annotations, are unknown; rolls says unknown where they decide", kind, name, t.obj.GetNamespace()))
 		}
+		c.ref = s.refOf(t.obj)
 		r.Consumers = append(r.Consumers, c)
 	}
 	projections, notes, err := s.projectionConsumers(ctx, kind, name)

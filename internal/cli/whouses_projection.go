@@ -35,6 +35,7 @@ func (s *session) projectionConsumers(ctx context.Context, kind reference.Kind, 
 			Workload: "Projection/" + p.Name, Namespace: p.Namespace, OptedIn: true, Dialect: "projection",
 			References: []referenceUse{}, Keys: []keyDecision{},
 			Rolls: "yes", Rule: "writes " + p.Spec.Target.Kind + "/" + p.Spec.Target.Name,
+			ref: objectRef{gvk: rerollv1alpha1.GroupVersion.WithKind("Projection"), namespace: p.Namespace, name: p.Name},
 		}
 		var keys []string
 		for _, src := range p.Spec.Sources {

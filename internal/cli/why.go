@@ -68,6 +68,10 @@ func newWhy(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			r.ref = s.refOf(t.obj)
+			if err := s.health.verdict(); err != nil {
+				return err
+			}
 			if out.table() {
 				return r.write(o.Out)
 			}
@@ -78,6 +82,9 @@ func newWhy(o *Options) *cobra.Command {
 	out = newOutput(cmd)
 	return cmd
 }
+
+// objectRefs lists the workload.
+func (r whyReport) objectRefs() []objectRef { return []objectRef{r.ref} }
 
 // whyReport is `why`'s answer.
 type whyReport struct {
@@ -103,6 +110,8 @@ type whyReport struct {
 	Pending []changeObject `json:"pending,omitempty"`
 	// Blocks say what stops the workload from rolling now.
 	Blocks []string `json:"blocks"`
+	// ref is the workload, for -o name.
+	ref objectRef
 }
 
 type recordEntry struct {
