@@ -31,6 +31,7 @@ import (
 	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/test/unitonly"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -43,6 +44,10 @@ var k8s client.Client
 
 var scheme = runtime.NewScheme()
 
+// unitOnly is -unit: run only the tests of the *_unit_test.go files, which
+// need no control plane (`make test-unit`).
+var unitOnly = unitonly.Flag()
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -52,6 +57,13 @@ func runTests(m *testing.M) int {
 	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
 		// Fuzzing (each worker is a process of its own) runs only the fuzz
 		// targets, which need no control plane.
+		return m.Run()
+	}
+	if *unitOnly {
+		if _, err := unitonly.Select("."); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		return m.Run()
 	}
 	// Logs of client-go's informers outside any manager: errors only.
