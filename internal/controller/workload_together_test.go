@@ -6,7 +6,6 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-
 )
 
 func TestWorkloadReconciler_ConfigMapAndSecretEditedTogether(t *testing.T) {
