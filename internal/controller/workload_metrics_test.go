@@ -28,7 +28,7 @@ func TestWorkloadReconciler_CountsRolloutsPerNamespace(t *testing.T) {
 	rollouts := func(source string) float64 {
 		return counter(t, "reroll_rollouts_total", map[string]string{"kind": "Deployment", "namespace": ns, "source_kind": source, "result": "success"})
 	}
-	g.Expect(rollouts("ConfigMap") + rollouts("Secret")).To(gomega.BeZero(), "first sight rolls nothing")
+	g.Expect(rollouts("ConfigMap")+rollouts("Secret")).To(gomega.BeZero(), "first sight rolls nothing")
 
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
