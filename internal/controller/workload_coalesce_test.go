@@ -9,11 +9,11 @@ import (
 )
 
 // TestWorkloadReconciler_BurstAcrossObjectsRollsOnce: a workload's two
-// ConfigMaps and its Secret are written one after another; the watches of
-// both kinds share one wait, so one rollout answers all three. The window
-// is far longer than the three writes take on a loaded machine, so nothing
-// here depends on timing; that a later change restarts the window, and
-// max-wait, are checked with a fake clock in TestDebouncer.
+// ConfigMaps and its Secret are written one after another; the changes are
+// held back and one rollout answers all three. The window is far longer
+// than the three writes take on a loaded machine, so nothing here depends
+// on timing; that a later change restarts the window, and max-wait, are
+// checked with a fake clock in TestDebouncer.
 func TestWorkloadReconciler_BurstAcrossObjectsRollsOnce(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
