@@ -59,12 +59,8 @@ func runTests(m *testing.M) int {
 		// targets, which need no control plane.
 		return m.Run()
 	}
-	if *unitOnly {
-		if _, err := unitonly.Select("."); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
+	if code, ran := unitonly.Main(m, *unitOnly); ran {
+		return code
 	}
 	// Logs of client-go's informers outside any manager: errors only.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))

@@ -74,12 +74,8 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	flag.Parse()
-	if *unitOnly {
-		if _, err := unitonly.Select("."); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
+	if code, ran := unitonly.Main(m, *unitOnly); ran {
+		return code
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, rerollv1alpha1.AddToScheme} {

@@ -9,13 +9,16 @@ package unitonly
 
 import (
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Suffix ends the name of every file whose tests need no control plane.
@@ -26,6 +29,22 @@ const Suffix = "_unit_test.go"
 // package-level var of the package's suite, before flag.Parse.
 func Flag() *bool {
 	return flag.Bool("unit", false, "run only the tests of the *"+Suffix+" files, without starting the control plane")
+}
+
+// Main runs m's unit tests alone when unit (-unit) is set, after
+// flag.Parse: it selects them (Select) in the working directory and returns
+// m.Run's exit code and true; 1 when the files cannot be parsed. When unit
+// is not set it returns false and runs nothing: the caller starts the plane
+// and runs every test.
+func Main(m *testing.M, unit bool) (int, bool) {
+	if !unit {
+		return 0, false
+	}
+	if _, err := Select("."); err != nil {
+		fmt.Fprintln(os.Stderr, "selecting the unit tests:", err)
+		return 1, true
+	}
+	return m.Run(), true
 }
 
 // Select sets -test.run so that m.Run runs only the Test and Fuzz functions
