@@ -38,7 +38,7 @@ const ObservedAnnotation = plan.RecordAnnotation
 // KeyAnnotation names the digest key of the record; see plan.KeyAnnotation.
 const KeyAnnotation = plan.KeyAnnotation
 
-// Event reasons, on the workload; plan.Reason* document the planned ones.
+// Event reasons, on the workload; plan.Reason* document them.
 const (
 	ReasonRolled            = plan.ReasonRolled
 	ReasonNotRolled         = plan.ReasonNotRolled
@@ -46,13 +46,8 @@ const (
 	ReasonPaused            = plan.ReasonPaused
 	ReasonResumed           = plan.ReasonResumed
 	ReasonInvalidAnnotation = plan.ReasonInvalidAnnotation
-	// ReasonInvalidWorkload is a Warning Event: the object's pod template
-	// cannot be read at the configured path (--workload).
-	ReasonInvalidWorkload = "InvalidWorkload"
-	// ReasonRollFailed is a Warning Event: the write that rolls the workload,
-	// or the notification that replaces it, failed; Reroll retries with
-	// backoff.
-	ReasonRollFailed = "RollFailed"
+	ReasonInvalidWorkload   = plan.ReasonInvalidWorkload
+	ReasonRollFailed        = plan.ReasonRollFailed
 )
 
 // Options are the behaviours that Reroll's flags choose.
