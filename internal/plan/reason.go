@@ -43,3 +43,7 @@ const (
 	// each change that is then not rolled.
 	ReasonTemplateReverted = "TemplateReverted"
 )
+
+// EvictionDisabledWhy is the note of a ReasonEvictionDisabled Event: why
+// nothing restarts, and the flag that turns restarts by eviction on.
+const EvictionDisabledWhy = "not restarted: restarts by eviction are off (Reroll needs --enable-pod-eviction, Helm value podEviction.enabled, and with it list and watch on pods and create on pods/eviction; see Reroll's log)"
