@@ -47,9 +47,6 @@ const evictingIndex = "reroll.dev/evicting"
 // way is reconciled even when no pod event arrives, as a safety net.
 const restartUnderWay = time.Minute
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-
 // restartMode returns how obj restarts: by eviction for a --evict-owner
 // kind and for a workload annotated reroll.dev/restart: evict; by its pod
 // template otherwise. Kinds whose rollout is not a pod restart (CronJob,

@@ -93,15 +93,17 @@ Checks that values agree with each other where the schema cannot say it.
 {{/*
 The RBAC rules for the watched objects: the rules controller-gen generates
 into config/rbac/role.yaml from the +kubebuilder:rbac markers, minus what the
-values make unnecessary (Namespaces without namespaceSelector or in namespace
-scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes),
-plus config/components/csi/role.yaml with csiIntegration.enabled.
-test/e2e compares them with role.yaml, so code and chart cannot drift.
+values make unnecessary (Namespaces in namespace scope, where a Role cannot
+grant them; the kinds in ignoreSecrets, ignoreConfigMaps and
+ignoredWorkloadTypes), plus config/components/csi/role.yaml with
+csiIntegration.enabled and config/components/pod-eviction/role.yaml with
+podEviction.enabled. test/e2e compares them with those files, so code and
+chart cannot drift; docs/security.md lists them.
 */}}
 {{- define "reroll.rules" -}}
 {{- $read := list }}
 {{- if not .Values.ignoreConfigMaps }}{{ $read = append $read "configmaps" }}{{ end }}
-{{- if and .Values.namespaceSelector (not (include "reroll.watchedNamespaces" .)) }}{{ $read = append $read "namespaces" }}{{ end }}
+{{- if not (include "reroll.watchedNamespaces" .) }}{{ $read = append $read "namespaces" }}{{ end }}
 {{- if not .Values.ignoreSecrets }}{{ $read = append $read "secrets" }}{{ end }}
 {{- $workloads := list }}
 {{- range list "daemonsets" "deployments" "statefulsets" }}
@@ -113,12 +115,15 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.podEviction.enabled }}
+{{- /* config/components/pod-eviction/role.yaml, generated from internal/eviction/rbac.go. */}}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["pods/eviction"]
   verbs: ["create"]
+{{- end }}
 {{- if $workloads }}
 - apiGroups: ["apps"]
   resources: {{ toJson $workloads }}
