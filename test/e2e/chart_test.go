@@ -329,19 +329,26 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		want []string
 	}{
 		"cluster scope with namespaceSelector": {values: map[string]any{"namespaceSelector": "a=b"}, kind: "ClusterRole", want: generated},
-		"cluster scope":                        {kind: "ClusterRole", want: without("namespaces")},
-		"ignoreSecrets":                        {values: map[string]any{"ignoreSecrets": true}, kind: "ClusterRole", want: without("namespaces", "secrets")},
-		"ignoreConfigMaps":                     {values: map[string]any{"ignoreConfigMaps": true}, kind: "ClusterRole", want: without("namespaces", "configmaps")},
+		"cluster scope":                        {kind: "ClusterRole", want: generated},
+		"ignoreSecrets":                        {values: map[string]any{"ignoreSecrets": true}, kind: "ClusterRole", want: without("secrets")},
+		"ignoreConfigMaps":                     {values: map[string]any{"ignoreConfigMaps": true}, kind: "ClusterRole", want: without("configmaps")},
 		"ignored workload types": {
-			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("namespaces", "daemonsets", "jobs"),
+			values: map[string]any{"ignoredWorkloadTypes": []string{"daemonsets", "jobs"}}, kind: "ClusterRole", want: without("daemonsets", "jobs"),
 		},
 		"CSI integration": {
-			values: map[string]any{"csiIntegration.enabled": true}, kind: "ClusterRole", want: append(without("namespaces"), generatedCSIRules(t)...),
+			values: map[string]any{"csiIntegration.enabled": true}, kind: "ClusterRole", want: append(slices.Clone(generated), generatedCSIRules(t)...),
+		},
+		"pod eviction": {
+			values: map[string]any{"podEviction.enabled": true}, kind: "ClusterRole", want: append(slices.Clone(generated), generatedPodEvictionRules(t)...),
+		},
+		"pod eviction in namespace scope": {
+			values: map[string]any{"podEviction.enabled": true, "namespaces": []string{"a"}}, kind: "Role", namespaces: []string{"a"},
+			want: append(without("namespaces"), generatedPodEvictionRules(t)...),
 		},
 		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
 		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},
 		"projections": {
-			values: map[string]any{"projections": map[string]any{"enabled": true}}, kind: "ClusterRole", want: append(without("namespaces"), projectionRules(t)...),
+			values: map[string]any{"projections": map[string]any{"enabled": true}}, kind: "ClusterRole", want: append(slices.Clone(generated), projectionRules(t)...),
 		},
 	}
 	for name, tc := range cases {

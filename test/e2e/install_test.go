@@ -58,12 +58,13 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"list", "", "configmaps", ""}, {"watch", "", "secrets", ""}, {"get", "", "secrets", other},
 			{"patch", "apps", "deployments", app}, {"list", "apps", "statefulsets", ""}, {"watch", "apps", "daemonsets", ""},
 			{"create", "", "events", app}, {"patch", "", "events", app},
-			{"list", "", "namespaces", ""}, // namespaceSelector
+			{"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}, // Namespace annotations, namespaceSelector
 			{"get", "coordination.k8s.io", "leases#reroll-leader", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
 			{"get", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
-			{"list", "", "pods", app}, {"watch", "", "pods", app}, // restart by eviction
 		},
 		[]access{
+			// No pod access without podEviction.enabled.
+			{"list", "", "pods", app}, {"watch", "", "pods", ""}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
 			{"update", "apps", "deployments", app}, {"delete", "apps", "deployments", app}, {"create", "apps", "deployments", app},
 			{"update", "", "configmaps", app}, {"patch", "", "secrets", app}, {"delete", "", "configmaps", app},
 			{"create", "", "pods", app}, {"delete", "", "pods", app}, {"patch", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},

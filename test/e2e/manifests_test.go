@@ -28,7 +28,9 @@ func TestManifests_UpToDate(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	out := t.TempDir()
-	_, err := run(nil, controllerGenBin, "rbac:roleName=manager-role", "paths=./internal/...", "output:rbac:artifacts:config="+out)
+	// As hack/manifests.sh: the base role from every package with markers
+	// but internal/eviction, whose markers are --enable-pod-eviction's.
+	_, err := run(nil, controllerGenBin, "rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/workload/...", "output:rbac:artifacts:config="+out)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	fresh, err := os.ReadFile(filepath.Join(out, "role.yaml"))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -42,6 +44,14 @@ func TestManifests_UpToDate(t *testing.T) {
 	committed, err = os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/components/csi/role.yaml is stale: run `make manifests`")
+	out = t.TempDir()
+	_, err = run(nil, controllerGenBin, "rbac:roleName=pod-eviction-role", "paths=./internal/eviction/...", "output:rbac:artifacts:config="+out)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fresh, err = os.ReadFile(filepath.Join(out, "role.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	committed, err = os.ReadFile(filepath.Join(root, "config/components/pod-eviction/role.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/components/pod-eviction/role.yaml is stale: run `make manifests`")
 
 	rendered, err := run(nil, kubectlBin, "kustomize", "config/default")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -69,26 +79,22 @@ func TestManifests_ProjectionCRDUpToDate(t *testing.T) {
 }
 
 // TestManifests_MatchGeneratedRoleAndChart checks the one-file install's
-// RBAC against the generated role (without the Namespace read, which only
-// --namespace-selector needs) and its image against the chart's appVersion.
+// RBAC against the generated role (Namespaces included, pods not: see
+// docs/security.md) and its image against the chart's appVersion.
 func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	data, err := os.ReadFile(filepath.Join(root, oneFile))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	objs := decodeAll(t, string(data))
-	var want []string
-	for _, p := range generatedRules(t) {
-		if !strings.Contains(p, "|namespaces|") {
-			want = append(want, p)
-		}
-	}
-	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(want))
+	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(generatedRules(t)))
+	g.Expect(generatedRules(t)).To(gomega.ContainElement("|namespaces|list"))
+	g.Expect(generatedRules(t)).NotTo(gomega.ContainElement(gomega.HavePrefix("|pods")), "no pod access by default")
 	g.Expect(withoutDigestKeyRole(only(objs, "Role"))).To(gomega.BeEmpty(), "one replica needs no Lease")
 	g.Expect(container(t, objs).Image).To(gomega.Equal("ghcr.io/reroll/reroll:" + chartAppVersion(t)))
 
 	// With both components listed in config/default, as its comment says:
-	// two replicas, leader election, the Namespace read.
+	// two replicas, leader election, the namespace selector.
 	dir := t.TempDir()
 	g.Expect(os.CopyFS(dir, os.DirFS(filepath.Join(root, "config")))).To(gomega.Succeed())
 	base := filepath.Join(dir, "default", "kustomization.yaml")
@@ -158,8 +164,9 @@ func TestManifests_OneFileInstall(t *testing.T) {
 
 	app := newNamespace(t, "e2e-onefile-", nil)
 	expectAccess(t, "reroll-system", "reroll-controller",
-		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}},
-		[]access{{"list", "", "namespaces", ""}, {"update", "apps", "deployments", app}, {"get", "coordination.k8s.io", "leases", "reroll-system"}})
+		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}, {"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}},
+		[]access{{"update", "apps", "deployments", app}, {"get", "coordination.k8s.io", "leases", "reroll-system"},
+			{"list", "", "pods", ""}, {"watch", "", "pods", app}, {"create", "", "pods/eviction", app}})
 	createWorkload(t, app)
 	kubeconfig, _ := serviceAccountKubeconfig(t, "reroll-system", "reroll-controller")
 	p := startReroll(t, kubeconfig, podArgs(t, "reroll-system", "reroll-controller"), map[string]string{"POD_NAMESPACE": "reroll-system", "POD_NAME": "reroll-e2e"})
@@ -242,6 +249,17 @@ func TestManifests_WebhookComponent(t *testing.T) {
 func generatedCSIRules(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	objs := decodeAll(t, string(data))
+	newT(t).Expect(objs).To(gomega.HaveLen(1))
+	return expand(convert[rbacv1.ClusterRole](t, objs[0]).Rules)
+}
+
+// generatedPodEvictionRules reads config/components/pod-eviction/role.yaml,
+// the permissions of --enable-pod-eviction, as group|resource|verb triples.
+func generatedPodEvictionRules(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "config/components/pod-eviction/role.yaml"))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	objs := decodeAll(t, string(data))
 	newT(t).Expect(objs).To(gomega.HaveLen(1))
