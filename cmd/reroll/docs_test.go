@@ -60,8 +60,8 @@ func docFiles(t *testing.T) map[string]string {
 }
 
 var (
-	fence      = regexp.MustCompile("(?ms)^```.*?^```")
-	codeSpan   = regexp.MustCompile("`([^`\n]+)`")
+	fence          = regexp.MustCompile("(?ms)^```.*?^```")
+	codeSpan       = regexp.MustCompile("`([^`\n]+)`")
 	annotationName = regexp.MustCompile(`(\*\.)?((?:[a-z0-9-]+\.)*(?:reloader\.stakater\.com|reroll\.dev)/[a-z0-9][a-z0-9.-]*[a-z0-9])`)
 	// A values key after the words that name one: "chart: `x`", "Helm
 	// `x`", "value `x`", "values `x`".
