@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,6 +42,45 @@ func TestHelmChart_Lint(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 }
 
+// TestHelmChart_PodDisruptionBudgetNeverBlocksADrain: the chart creates a
+// budget only where it always allows one eviction (the rejected ones are in
+// TestHelmChart_SchemaRejectsBadValues).
+func TestHelmChart_PodDisruptionBudgetNeverBlocksADrain(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		// values are the chart values set besides podDisruptionBudget.enabled.
+		values map[string]any
+		// want is the budget's spec, field to value; nil: no budget.
+		want map[string]any
+	}{
+		"one replica, minAvailable 1: none": {values: map[string]any{"replicas": 1}},
+		"one replica, maxUnavailable 1":     {values: map[string]any{"replicas": 1, "podDisruptionBudget.maxUnavailable": 1}, want: map[string]any{"maxUnavailable": int64(1)}},
+		"two replicas, minAvailable 1":      {values: map[string]any{"replicas": 2}, want: map[string]any{"minAvailable": int64(1)}},
+		"three replicas, minAvailable 50%":  {values: map[string]any{"replicas": 3, "podDisruptionBudget.minAvailable": "50%"}, want: map[string]any{"minAvailable": "50%"}},
+		"one replica, maxUnavailable 10%":   {values: map[string]any{"replicas": 1, "podDisruptionBudget.maxUnavailable": "10%"}, want: map[string]any{"maxUnavailable": "10%"}},
+		"two replicas, maxUnavailable wins": {values: map[string]any{"replicas": 2, "podDisruptionBudget.minAvailable": 2, "podDisruptionBudget.maxUnavailable": 1}, want: map[string]any{"maxUnavailable": int64(1)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := newT(t)
+			values := map[string]any{"podDisruptionBudget.enabled": true}
+			maps.Copy(values, tc.values)
+			pdbs := only(renderChart(t, values), "PodDisruptionBudget")
+			if tc.want == nil {
+				g.Expect(pdbs).To(gomega.BeEmpty())
+				return
+			}
+			g.Expect(pdbs).To(gomega.HaveLen(1))
+			spec := pdbs[0].Object["spec"].(map[string]any)
+			delete(spec, "selector")
+			g.Expect(spec).To(gomega.Equal(tc.want))
+		})
+	}
+	// Disabled (the default): no budget, whatever the replicas.
+	newT(t).Expect(only(renderChart(t, map[string]any{"replicas": 2}), "PodDisruptionBudget")).To(gomega.BeEmpty())
+}
+
 func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
@@ -74,6 +114,9 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 		"namespace selector in ns scope":    {set: "watchGlobally=false,namespaceSelector=team=a", want: "namespaceSelector needs cluster scope"},
 		"watched and ignored":               {set: "namespaces={a},ignoreNamespaces={a}", want: "namespace a is both watched and in ignoreNamespaces"},
 		"memory limit GOMEMLIMIT can't use": {set: "resources.limits.memory=lots", want: `resources.limits.memory "lots"`},
+		"budget that blocks every drain":    {set: "podDisruptionBudget.enabled=true,replicas=2,podDisruptionBudget.minAvailable=2", want: "podDisruptionBudget.minAvailable 2 of 2 replicas would block every node drain"},
+		"percent budget that blocks drains": {set: "podDisruptionBudget.enabled=true,replicas=2,podDisruptionBudget.minAvailable=99%", want: "podDisruptionBudget.minAvailable 99% of 2 replicas would block"},
+		"budget with no disruption":         {set: "podDisruptionBudget.enabled=true,podDisruptionBudget.maxUnavailable=0", want: "podDisruptionBudget.maxUnavailable: 0 would block every node drain"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
