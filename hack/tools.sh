@@ -6,7 +6,7 @@
 #   hack/tools.sh kube kwok  build only the named tools
 #
 # Tools: etcd, kube (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
-# kwok, helm, controller-gen. The first build from empty Go caches takes about ten minutes on
+# kwok, helm, controller-gen, helm-docs. The first build from empty Go caches takes about ten minutes on
 # two cores; every later run takes well under a second.
 set -euo pipefail
 
@@ -24,7 +24,8 @@ dir_of() {
     kwok) echo "$bin/kwok-$KWOK_VERSION" ;;
     helm) echo "$bin/helm-$HELM_VERSION" ;;
     controller-gen) echo "$bin/controller-gen-$CONTROLLER_TOOLS_VERSION" ;;
-    *) echo "unknown tool $1 (want etcd, kube, kwok, helm or controller-gen)" >&2; return 1 ;;
+    helm-docs) echo "$bin/helm-docs-$HELM_DOCS_VERSION" ;;
+    *) echo "unknown tool $1 (want etcd, kube, kwok, helm, controller-gen or helm-docs)" >&2; return 1 ;;
   esac
 }
 
@@ -89,6 +90,14 @@ build() {
       mkdir -p "$out.tmp"
       GOBIN="$out.tmp" with_progress controller-gen go install -trimpath -ldflags "-s -w" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
       ;;
+    helm-docs)
+      # Generates charts/reroll/README.md from values.yaml's "# --" comments
+      # (`make chart-docs`); installed from its own module.
+      [[ -x "$out/helm-docs" ]] && return 0
+      echo "==> building helm-docs $HELM_DOCS_VERSION into $out (about a minute on a cold cache)"
+      mkdir -p "$out.tmp"
+      GOBIN="$out.tmp" with_progress helm-docs go install -trimpath -ldflags "-s -w" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
+      ;;
   esac
   # Publish the folder only once every binary in it is complete, so an
   # interrupted build never leaves a half-written tool that looks cached.
@@ -102,7 +111,7 @@ if [[ "${1:-}" == "--dir" ]]; then
 fi
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube kwok helm controller-gen)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube kwok helm controller-gen helm-docs)
 for t in "${tools[@]}"; do
   dir_of "$t" >/dev/null
   build "$t"
