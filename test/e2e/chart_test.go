@@ -179,6 +179,10 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 			want: []string{"--reload-strategy=annotations", "--max-concurrent-rollouts=20", "--rollout-timeout=15m",
 				"--wait-for-rollout", "--pause-period=1m", "--log-level=info"},
 		},
+		"pod eviction": {
+			values: map[string]any{"podEviction.enabled": true},
+			want:   []string{"--reload-strategy=annotations", "--log-level=info", "--enable-pod-eviction"},
+		},
 		"ignore ConfigMaps": {
 			values: map[string]any{"ignoreConfigMaps": true},
 			want:   []string{"--reload-strategy=annotations", "--resources-to-ignore=configMaps", "--log-level=info"},
