@@ -26,11 +26,11 @@ import (
 var rerollReasons = []string{
 	plan.ReasonRolled, plan.ReasonNotRolled, plan.ReasonNotified,
 	plan.ReasonPaused, plan.ReasonResumed, plan.ReasonRollFailed,
-	plan.ReasonInvalidAnnotation, plan.ReasonInvalidWorkload,
+	plan.ReasonInvalidAnnotation, plan.ReasonInvalidWorkload, plan.ReasonEvictionDisabled,
 }
 
 // rolloutReasons are the Events that report a change Reroll acted on.
-var rolloutReasons = []string{plan.ReasonRolled, plan.ReasonNotRolled, plan.ReasonNotified, plan.ReasonRollFailed}
+var rolloutReasons = []string{plan.ReasonRolled, plan.ReasonNotRolled, plan.ReasonNotified, plan.ReasonRollFailed, plan.ReasonEvictionDisabled}
 
 func newWhy(o *Options) *cobra.Command {
 	var events int
