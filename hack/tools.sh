@@ -22,7 +22,7 @@ dir_of() {
     etcd) echo "$bin/etcd-$ETCD_VERSION" ;;
     kube) echo "$bin/kube-$KUBE_VERSION" ;;
     kwok) echo "$bin/kwok-$KWOK_VERSION" ;;
-    helm) echo "$bin/helm-$HELM_VERSION" ;;
+    helm) echo "$bin/helm-$HELM_VERSION-k8s1.$HELM_KUBE_MINOR" ;;
     controller-gen) echo "$bin/controller-gen-$CONTROLLER_TOOLS_VERSION" ;;
     helm-docs) echo "$bin/helm-docs-$HELM_DOCS_VERSION" ;;
     *) echo "unknown tool $1 (want etcd, kube, kwok, helm, controller-gen or helm-docs)" >&2; return 1 ;;
@@ -79,7 +79,13 @@ build() {
       [[ -x "$out/helm" ]] && return 0
       echo "==> building helm $HELM_VERSION into $out (about two minutes on a cold cache)"
       mkdir -p "$out.tmp"
-      GOBIN="$out.tmp" with_progress helm go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+      # As helm's Makefile does for a release: the default Kubernetes
+      # version of `helm template` and `helm lint`.
+      ldflags="-s -w"
+      for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$HELM_KUBE_MINOR"
+      done
+      GOBIN="$out.tmp" with_progress helm go install -trimpath -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
       ;;
     controller-gen)
       # Generates config/rbac/role.yaml from the +kubebuilder:rbac markers
