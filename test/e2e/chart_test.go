@@ -66,15 +66,16 @@ func TestHelmChart_PodDisruptionBudgetNeverBlocksADrain(t *testing.T) {
 	cases := map[string]struct {
 		// values are the chart values set besides podDisruptionBudget.enabled.
 		values map[string]any
-		// want is the budget's spec, field to value; nil: no budget.
+		// want is the budget's spec without its selector, as decoded
+		// from YAML (numbers are float64); nil: no budget.
 		want map[string]any
 	}{
 		"one replica, minAvailable 1: none": {values: map[string]any{"replicas": 1}},
-		"one replica, maxUnavailable 1":     {values: map[string]any{"replicas": 1, "podDisruptionBudget.maxUnavailable": 1}, want: map[string]any{"maxUnavailable": int64(1)}},
-		"two replicas, minAvailable 1":      {values: map[string]any{"replicas": 2}, want: map[string]any{"minAvailable": int64(1)}},
+		"one replica, maxUnavailable 1":     {values: map[string]any{"replicas": 1, "podDisruptionBudget.maxUnavailable": 1}, want: map[string]any{"maxUnavailable": float64(1)}},
+		"two replicas, minAvailable 1":      {values: map[string]any{"replicas": 2}, want: map[string]any{"minAvailable": float64(1)}},
 		"three replicas, minAvailable 50%":  {values: map[string]any{"replicas": 3, "podDisruptionBudget.minAvailable": "50%"}, want: map[string]any{"minAvailable": "50%"}},
 		"one replica, maxUnavailable 10%":   {values: map[string]any{"replicas": 1, "podDisruptionBudget.maxUnavailable": "10%"}, want: map[string]any{"maxUnavailable": "10%"}},
-		"two replicas, maxUnavailable wins": {values: map[string]any{"replicas": 2, "podDisruptionBudget.minAvailable": 2, "podDisruptionBudget.maxUnavailable": 1}, want: map[string]any{"maxUnavailable": int64(1)}},
+		"two replicas, maxUnavailable wins": {values: map[string]any{"replicas": 2, "podDisruptionBudget.minAvailable": 2, "podDisruptionBudget.maxUnavailable": 1}, want: map[string]any{"maxUnavailable": float64(1)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
