@@ -126,13 +126,13 @@ func TestHelmChart_DefaultInstallRunsWithItsOwnRBAC(t *testing.T) {
 
 	createWorkload(t, app)
 	// A workload that asks for a restart by eviction, which the default
-	// leaves off: it is told why, and nothing else breaks.
-	evict := deploymentIn(t, app, "web").DeepCopy()
-	evict.ObjectMeta = metav1.ObjectMeta{Namespace: app, Name: "evicted", Annotations: map[string]string{"reroll.dev/auto": "true", "reroll.dev/restart": "evict"}}
-	evict.Spec.Selector.MatchLabels = map[string]string{"app": "evicted"}
-	evict.Spec.Template.Labels = map[string]string{"app": "evicted"}
-	evict.Status = appsv1.DeploymentStatus{}
-	g.Expect(k8s.Create(t.Context(), evict)).To(gomega.Succeed())
+	// leaves off: it is told why, and nothing else breaks. In its own
+	// namespace, so that expectCoreBehaviour counts only app's ReplicaSets.
+	other := newNamespace(t, "e2e-default-evict-", nil)
+	createWorkload(t, other)
+	mutate(t, &appsv1.Deployment{}, other, "web", func(o client.Object) {
+		o.SetAnnotations(map[string]string{"reroll.dev/auto": "true", "reroll.dev/restart": "evict"})
+	})
 
 	kubeconfig, _ := serviceAccountKubeconfig(t, sys, "reroll")
 	args := podArgs(t, sys, "reroll")
@@ -142,10 +142,10 @@ func TestHelmChart_DefaultInstallRunsWithItsOwnRBAC(t *testing.T) {
 
 	g.Eventually(func() []string {
 		var events corev1.EventList
-		g.Expect(k8s.List(t.Context(), &events, client.InNamespace(app))).To(gomega.Succeed())
+		g.Expect(k8s.List(t.Context(), &events, client.InNamespace(other))).To(gomega.Succeed())
 		var out []string
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == "evicted" && e.Reason == "EvictionDisabled" && e.Type == corev1.EventTypeWarning {
+			if e.InvolvedObject.Name == "web" && e.Reason == "EvictionDisabled" && e.Type == corev1.EventTypeWarning {
 				out = append(out, e.Message)
 			}
 		}
