@@ -22,36 +22,28 @@ import (
 const oneFile = "deploy/reroll.yaml"
 
 // TestManifests_UpToDate fails when `make manifests` would change
-// config/rbac/role.yaml or deploy/reroll.yaml: the RBAC markers, the
+// config/rbac/role.yaml, a component's role or deploy/reroll.yaml: the RBAC markers, the
 // Kustomize base and the one-file install move together.
 func TestManifests_UpToDate(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	out := t.TempDir()
 	// As hack/manifests.sh: the base role from every package with markers
-	// but internal/eviction, whose markers are --enable-pod-eviction's.
-	_, err := run(nil, controllerGenBin, "rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/workload/...", "output:rbac:artifacts:config="+out)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	fresh, err := os.ReadFile(filepath.Join(out, "role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	committed, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/rbac/role.yaml is stale: run `make manifests`")
-	_, err = run(nil, controllerGenBin, "rbac:roleName=csi-role", "paths=./cmd/reroll/...", "output:rbac:artifacts:config="+out)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	fresh, err = os.ReadFile(filepath.Join(out, "role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	committed, err = os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/components/csi/role.yaml is stale: run `make manifests`")
-	out = t.TempDir()
-	_, err = run(nil, controllerGenBin, "rbac:roleName=pod-eviction-role", "paths=./internal/eviction/...", "output:rbac:artifacts:config="+out)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	fresh, err = os.ReadFile(filepath.Join(out, "role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	committed, err = os.ReadFile(filepath.Join(root, "config/components/pod-eviction/role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/components/pod-eviction/role.yaml is stale: run `make manifests`")
+	// but internal/eviction, whose markers are --enable-pod-eviction's; each
+	// opt-in component's role from its own markers.
+	for committed, gen := range map[string][]string{
+		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/workload/..."},
+		"config/components/csi/role.yaml":          {"rbac:roleName=csi-role", "paths=./cmd/reroll/..."},
+		"config/components/pod-eviction/role.yaml": {"rbac:roleName=pod-eviction-role", "paths=./internal/eviction/..."},
+	} {
+		out := t.TempDir()
+		_, err := run(nil, controllerGenBin, append(gen, "output:rbac:artifacts:config="+out)...)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		fresh, err := os.ReadFile(filepath.Join(out, "role.yaml"))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		data, err := os.ReadFile(filepath.Join(root, committed))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(string(data)).To(gomega.Equal(string(fresh)), "%s is stale: run `make manifests`", committed)
+	}
 
 	rendered, err := run(nil, kubectlBin, "kustomize", "config/default")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -248,18 +240,21 @@ func TestManifests_WebhookComponent(t *testing.T) {
 // of --enable-csi-integration, as group|resource|verb triples.
 func generatedCSIRules(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
-	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
-	objs := decodeAll(t, string(data))
-	newT(t).Expect(objs).To(gomega.HaveLen(1))
-	return expand(convert[rbacv1.ClusterRole](t, objs[0]).Rules)
+	return componentRules(t, "config/components/csi/role.yaml")
 }
 
 // generatedPodEvictionRules reads config/components/pod-eviction/role.yaml,
 // the permissions of --enable-pod-eviction, as group|resource|verb triples.
 func generatedPodEvictionRules(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "config/components/pod-eviction/role.yaml"))
+	return componentRules(t, "config/components/pod-eviction/role.yaml")
+}
+
+// componentRules reads the one ClusterRole of the file at path (relative to
+// the repository) as group|resource|verb triples.
+func componentRules(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, path))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	objs := decodeAll(t, string(data))
 	newT(t).Expect(objs).To(gomega.HaveLen(1))
