@@ -40,7 +40,7 @@ test: ## Run every test: unit tests and the controller against a real local cont
 
 .PHONY: test-e2e
 test-e2e: ## Run the end-to-end tests: the Helm chart, the Kustomize manifests and the built binary on a local control plane.
-	hack/tools.sh etcd kube kwok helm controller-gen
+	hack/tools.sh etcd kube kwok helm controller-gen helm-docs
 	$(GO) vet -tags e2e ./test/...
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/e2e/
 	$(MAKE) bench-check
@@ -72,6 +72,14 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs a
 .PHONY: docs
 docs: ## Regenerate docs/flags.md from the flags in the code.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
+
+# helm-docs' arguments; test/e2e (TestHelmChart_READMEUpToDate) runs the same.
+HELM_DOCS_ARGS := --chart-search-root=charts --sort-values-order=file --skip-version-footer
+
+.PHONY: chart-docs
+chart-docs: ## Regenerate charts/reroll/README.md from the "# --" comments of values.yaml (helm-docs).
+	hack/tools.sh helm-docs
+	"$$(hack/tools.sh --dir helm-docs)/helm-docs" $(HELM_DOCS_ARGS)
 
 # The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments) or safety (500 Deployments share one Secret, --max-concurrent-rollouts=20).
 PROFILE ?= small

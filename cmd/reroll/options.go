@@ -67,6 +67,7 @@ type flags struct {
 	enablePProf        bool
 	pprofAddr          string
 	enableCSI          bool
+	podEviction        bool
 	// reloaderOnly holds the values of reloaderOnlyFlags, which are
 	// accepted and ignored.
 	reloaderOnly map[string]*string
@@ -123,7 +124,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
 	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
-	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "A kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
+	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "With --enable-pod-eviction: a kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
+	fs.BoolVar(&f.podEviction, "enable-pod-eviction", false, "Restart by eviction the workloads annotated reroll.dev/restart: evict, the --evict-owner kinds and annotated pods (--pod-records). Reroll then watches and caches pods and needs list and watch on pods and create on pods/eviction; off, it never reads pods, and a workload that asks for eviction gets an EvictionDisabled Warning Event.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
@@ -143,7 +145,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. Replacing the key makes Reroll record every workload again without a rollout (a change made meanwhile is not rolled).")
 	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret, --job-journal and --pod-records (default POD_NAMESPACE, else the pod's own namespace).")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "ConfigMap, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists, so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
-	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "ConfigMap, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (restarted by eviction); empty turns their restart off.")
+	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "ConfigMap, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (restarted by eviction, with --enable-pod-eviction); empty turns their restart off.")
 	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
@@ -220,6 +222,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		owners = append(owners, k)
 	}
+	if len(f.evictOwners) > 0 && !f.podEviction {
+		errs = append(errs, errors.New("--evict-owner: restarts by eviction are off; add --enable-pod-eviction"))
+	}
 	hook, err := f.notificationURL(env)
 	if err != nil {
 		errs = append(errs, err)
@@ -227,6 +232,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	o := controller.Options{
 		Kinds:                         kinds,
 		EvictOwners:                   owners,
+		PodEviction:                   f.podEviction,
 		Strategy:                      strategy,
 		ReloadOnCreate:                f.reloadOnCreate,
 		ReloadOnDelete:                f.reloadOnDelete,

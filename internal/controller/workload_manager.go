@@ -111,7 +111,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if kinds == nil {
 		kinds = workload.Builtin()
 	}
-	if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
+	if !opts.PodEviction {
+		// No pod informer, no pod in the cache, no pod permission needed.
+		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
+		opts.noEviction = true
+	} else if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
 		log.Error(err, "Not restarting any workload by eviction")
 		opts.noEviction = true
 	} else {
@@ -243,9 +247,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// record waits for them (see deliver).
 		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
 	}
-	// Pods (stripped by eviction.TransformPod): a restart by eviction
-	// evicts the next pod when the replacement of the last is Ready, and a
-	// --evict-owner kind reads its references from its pods.
+	// Pods (stripped by eviction.TransformPod), only with
+	// --enable-pod-eviction: a restart by eviction evicts the next pod when
+	// the replacement of the last is Ready, and a --evict-owner kind reads
+	// its references from its pods.
 	if !r.Options.noEviction {
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	}

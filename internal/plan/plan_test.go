@@ -158,7 +158,7 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
-		"restart by eviction without permission on pods: nothing restarts, and the Event says why": {
+		"restart by eviction while it is off: nothing restarts, and a Warning names the flag": {
 			opts:        func(o *Options) { o.NoEviction = true },
 			annotations: auto,
 			action:      workload.Action{Way: workload.ByEviction},
@@ -167,8 +167,36 @@ func TestDecide(t *testing.T) {
 			want:        NotRolled,
 			changes:     "ConfigMap/cfg changed keys a",
 			check: func(t *testing.T, p Plan) {
-				if len(p.Events) != 1 || !strings.Contains(p.Events[0].Note, "Reroll may not list, watch or evict pods") {
+				if len(p.Events) != 1 || p.Events[0].Type != corev1.EventTypeWarning || p.Events[0].Reason != "EvictionDisabled" ||
+					!strings.Contains(p.Events[0].Note, "--enable-pod-eviction") {
 					t.Errorf("events = %+v", p.Events)
+				}
+				if p.Annotations[RecordAnnotation] == "" {
+					t.Error("the record is not written")
+				}
+			},
+		},
+		"restart by eviction while it is off: first sight records and warns at once": {
+			opts:        func(o *Options) { o.NoEviction = true },
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			want:        FirstSight,
+			check: func(t *testing.T, p Plan) {
+				if len(p.Warnings) != 1 || p.Warnings[0].Type != corev1.EventTypeWarning || p.Warnings[0].Reason != "EvictionDisabled" ||
+					!strings.Contains(p.Warnings[0].Note, "--enable-pod-eviction") {
+					t.Errorf("warnings = %+v", p.Warnings)
+				}
+			},
+		},
+		"restart by eviction while it is on: first sight warns of nothing": {
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			want:        FirstSight,
+			check: func(t *testing.T, p Plan) {
+				if len(p.Warnings) != 0 || len(p.Events) != 0 {
+					t.Errorf("warnings = %+v, events = %+v", p.Warnings, p.Events)
 				}
 			},
 		},
