@@ -110,7 +110,7 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 				"--allow-cross-namespace-references", "--keyed-compat-hashes",
 				"--namespaces-to-ignore=kube-system,kube-public", "--namespace-selector=team in (a,b),env!=dev",
 				"--resource-label-selector=reroll=on", "--reload-strategy=env-vars", "--auto-reload-all",
-				"--reload-on-create", "--reload-on-delete", "--resources-to-ignore=secrets",
+				"--reload-on-create=true", "--reload-on-delete=true", "--resources-to-ignore=secrets",
 				"--ignored-workload-types=jobs,cronjobs", "--webhook-url=https://hooks.example/x?a=b",
 				"--log-format=json", "--log-level=debug", "--auto-annotation=example.com/auto",
 			},

@@ -49,7 +49,7 @@ not the templates share .Values. docs/migrating-from-reloader.md has the table.
 {{- if $r.ignoreCronJobs }}{{ $types = append $types "cronjobs" }}{{ end }}
 {{- $_ := set $v "ignoredWorkloadTypes" ($types | uniq) }}
 {{- $args := $v.extraArgs | default list }}
-{{- if $r.isArgoRollouts }}{{ $args = append $args "--is-Argo-Rollouts" }}{{ end }}
+{{- if $r.isArgoRollouts }}{{ $args = append $args "--is-Argo-Rollouts=true" }}{{ end }}
 {{- with $r.custom_annotations }}
 {{- range $key, $flag := dict "configmap" "--configmap-annotation" "secret" "--secret-annotation" "auto" "--auto-annotation" "secret_auto" "--secret-auto-annotation" "configmap_auto" "--configmap-auto-annotation" "search" "--auto-search-annotation" "match" "--search-match-annotation" "ignore" "--ignore-annotation" "pausePeriod" "--pause-deployment-annotation" "pauseTime" "--pause-deployment-time-annotation" }}
 {{- with get $.Values.reloader.custom_annotations $key }}{{ $args = append $args (printf "%s=%s" $flag .) }}{{ end }}
