@@ -89,6 +89,11 @@ func run(args []string) error {
 	if err := ctrlmetrics.Registry.Register(requests); err != nil {
 		return fmt.Errorf("registering the request metrics: %w", err)
 	}
+	if os.Getenv(metrics.MetricsByNamespaceEnv) == "enabled" {
+		if err := metrics.RegisterReloaderByNamespace(ctrlmetrics.Registry); err != nil {
+			return fmt.Errorf("registering the metrics by namespace: %w", err)
+		}
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

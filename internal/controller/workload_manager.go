@@ -263,7 +263,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// never hands one workload to two workers), so a wide fan-out is
 	// bounded by the client's QPS rather than by one worker's round trips.
 	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if err := b.Complete(r); err != nil {
+	if err := b.Complete(countedReconciler{r}); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil

@@ -138,3 +138,18 @@ func sourceKinds(changes []plan.Diff) []string {
 	}
 	return out
 }
+
+// countedReconciler records each Reconcile of the workload reconciler in
+// Reloader's reconcile, error and retry series.
+type countedReconciler struct {
+	*WorkloadReconciler
+}
+
+// Reconcile calls the workload reconciler and records its duration and
+// result.
+func (c countedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	res, err := c.WorkloadReconciler.Reconcile(ctx, req)
+	metrics.Reconciled(time.Since(start), err)
+	return res, err
+}

@@ -110,6 +110,7 @@ func (w *Workloads) ChangeSeen(nn types.NamespacedName) {
 	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	reloaderMatched.WithLabelValues(w.kind).Inc()
 	if p := w.pending[nn]; p != nil {
 		p.last = now
 		return
@@ -162,11 +163,14 @@ func (w *Workloads) Rolled(nn types.NamespacedName, sourceKinds []string, notifi
 		result = ResultNotified
 	}
 	rollouts.WithLabelValues(w.kind, nn.Namespace, sourceKind(sourceKinds), result).Inc()
+	reloaderReload(w.kind, nn.Namespace, true)
 	w.mu.Lock()
 	first, ok := w.settle(nn)
 	w.mu.Unlock()
 	if ok {
-		changeToRollout.Observe(w.now().Sub(first).Seconds())
+		s := w.now().Sub(first).Seconds()
+		changeToRollout.Observe(s)
+		reloaderActionSeconds.WithLabelValues(w.kind).Observe(s)
 	}
 }
 
@@ -177,6 +181,7 @@ func (w *Workloads) Failed(nn types.NamespacedName, sourceKinds []string) {
 		return
 	}
 	rollouts.WithLabelValues(w.kind, nn.Namespace, sourceKind(sourceKinds), ResultError).Inc()
+	reloaderReload(w.kind, nn.Namespace, false)
 }
 
 // Skipped records that the workload's reconcile finished without a rollout
@@ -191,6 +196,7 @@ func (w *Workloads) Skipped(nn types.NamespacedName, reason string) {
 	w.mu.Unlock()
 	if ok {
 		skipped.WithLabelValues(reason).Inc()
+		reloaderSkip(reason)
 	}
 }
 
