@@ -63,8 +63,9 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs a
 	hack/manifests.sh
 
 .PHONY: docs
-docs: ## Regenerate docs/flags.md from the flags in the code.
+docs: ## Regenerate docs/flags.md from the flags in the code, and the Reloader values table from charts/reroll/files/reloader-keys.yaml.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
 
 # The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments) or safety (500 Deployments share one Secret, --max-concurrent-rollouts=20).
 PROFILE ?= small
