@@ -159,13 +159,13 @@ var (
 // settingsFlags are the flags of Reloader v1.4.21
 // (internal/pkg/util/util.go), parsed as its pflag parses them.
 type settingsFlags struct {
-	strategy, logFormat, logLevel, webhookURL, pprofAddr  string
-	isArgoRollouts, reloadOnCreate, reloadOnDelete        string
+	strategy, logFormat, logLevel, webhookURL, pprofAddr   string
+	isArgoRollouts, reloadOnCreate, reloadOnDelete         string
 	autoReloadAll, enableHA, syncAfterRestart, enablePProf bool
-	enableCSI                                             bool
-	names                                                 map[string]*string
-	resourcesToIgnore, ignoredTypes, namespaces           []string
-	namespacesToIgnore, namespaceSelector, resourceLabels []string
+	enableCSI                                              bool
+	names                                                  map[string]*string
+	resourcesToIgnore, ignoredTypes, namespaces            []string
+	namespacesToIgnore, namespaceSelector, resourceLabels  []string
 }
 
 // parseSettings parses args with Reloader's flag set; flags it does not
@@ -480,4 +480,3 @@ func lowerSorted(in []string) []string {
 	sort.Strings(out)
 	return out
 }
-
