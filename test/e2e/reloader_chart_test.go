@@ -294,7 +294,7 @@ func effects(t *testing.T, objs []*unstructured.Unstructured, bin binary) map[st
 	out["env"] = userEnv
 
 	// The pod.
-	out["serviceAccountName"] = pod.ServiceAccountName
+	out["serviceAccountName"] = releaseNamed.Replace(pod.ServiceAccountName)
 	out["automountServiceAccountToken"] = pod.AutomountServiceAccountToken
 	out["imagePullSecrets"] = pod.ImagePullSecrets
 	out["nodeSelector"] = pod.NodeSelector
@@ -353,9 +353,7 @@ func effects(t *testing.T, objs []*unstructured.Unstructured, bin binary) map[st
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, b := range only(objs, kind) {
 			for _, s := range convert[rbacv1.RoleBinding](t, b).Subjects {
-				// Each chart names its ServiceAccount after its release.
-				name := strings.NewReplacer("r-reloader", "<fullname>", "r-reroll", "<fullname>").Replace(s.Name)
-				subjects[s.Kind+"/"+name] = true
+				subjects[s.Kind+"/"+releaseNamed.Replace(s.Name)] = true
 			}
 		}
 	}
@@ -429,6 +427,10 @@ func effects(t *testing.T, objs []*unstructured.Unstructured, bin binary) map[st
 	}
 	return out
 }
+
+// releaseNamed replaces each chart's full name of release "r" (the
+// prefix of the objects it names) with one placeholder.
+var releaseNamed = strings.NewReplacer("r-reloader", "<fullname>", "r-reroll", "<fullname>")
 
 // timings are a probe's five timings, with Kubernetes' defaults.
 func timings(p *corev1.Probe) []int32 {
