@@ -314,8 +314,8 @@ func effects(t *testing.T, objs []*unstructured.Unstructured, bin binary) map[st
 	}
 	out["revisionHistoryLimit"] = d.Spec.RevisionHistoryLimit
 	out["pod annotations"] = d.Spec.Template.Annotations
-	out["user labels on pods"] = userLabels(d.Spec.Template.Labels)
-	out["user labels on the Deployment"] = userLabels(d.Labels)
+	out["user labels on pods"] = withoutReloaderDefaults(userLabels(d.Spec.Template.Labels))
+	out["user labels on the Deployment"] = withoutReloaderDefaults(userLabels(d.Labels))
 	out["user annotations on the Deployment"] = withoutHelm(d.Annotations)
 	if len(c.Resources.Requests)+len(c.Resources.Limits) > 0 {
 		out["resources"] = c.Resources
@@ -333,9 +333,20 @@ func effects(t *testing.T, objs []*unstructured.Unstructured, bin binary) map[st
 		scope = "none"
 	}
 	out["RBAC scope"] = scope
+	// What it may read to watch: the ClusterRole's, or the Roles' in
+	// namespace scope, without the Roles each chart has for its own
+	// objects (Reloader's meta-info ConfigMap, Reroll's digest key and
+	// journals, both by resourceNames or without watch).
 	var readable []string
-	for _, kind := range []string{"ClusterRole", "Role"} {
+	kinds := []string{"ClusterRole"}
+	if scope == "namespaces" {
+		kinds = []string{"Role"}
+	}
+	for _, kind := range kinds {
 		for _, r := range only(objs, kind) {
+			if strings.HasSuffix(r.GetName(), "-metadata-role") {
+				continue
+			}
 			for _, rule := range convert[rbacv1.ClusterRole](t, r).Rules {
 				if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Verbs, "watch") {
 					for _, res := range rule.Resources {
@@ -446,15 +457,36 @@ func timings(p *corev1.Probe) []int32 {
 	return []int32{or(p.TimeoutSeconds, 1), or(p.FailureThreshold, 3), or(p.PeriodSeconds, 10), or(p.SuccessThreshold, 1), p.InitialDelaySeconds}
 }
 
-// chartLabels are the labels each chart puts on its own objects.
-var chartLabels = []string{"app", "release", "chart", "heritage", "helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance",
-	"app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+// chartLabels are the labels each chart puts on its own objects, with the
+// values they have for release "r"; "" is any value.
+var chartLabels = map[string][]string{"app": {"r-reloader"}, "release": {"r"}, "chart": {""}, "heritage": {"Helm"}, "helm.sh/chart": {""},
+	"app.kubernetes.io/name": {"reloader", "reroll"}, "app.kubernetes.io/instance": {"r"}, "app.kubernetes.io/version": {""},
+	"app.kubernetes.io/managed-by": {"Helm"}}
 
-// userLabels drops the charts' own labels.
+// userLabels drops the charts' own labels; a label of the same key with
+// another value (a ServiceMonitor's release: kube-prometheus-stack) stays.
 func userLabels(in map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range in {
-		if !slices.Contains(chartLabels, k) {
+		values, own := chartLabels[k]
+		if !own || !(slices.Contains(values, v) || slices.Contains(values, "")) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// reloaderDefaultLabels are the labels Reloader's values.yaml puts on its
+// Deployment and pods; they name Reloader's provider and version, so Reroll
+// applies them only when a file writes them.
+var reloaderDefaultLabels = map[string]string{"provider": "stakater", "group": "com.stakater.platform", "version": "v1.4.20"}
+
+// withoutReloaderDefaults drops reloaderDefaultLabels at their default
+// values.
+func withoutReloaderDefaults(in map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range in {
+		if reloaderDefaultLabels[k] != v {
 			out[k] = v
 		}
 	}

@@ -147,7 +147,8 @@ release and reads each variable from it. */}}
 {{- range $from, $to := dict "namespace" "namespace" "labels" "labels" "interval" "interval" "timeout" "scrapeTimeout" }}
 {{- with get (get $.Values.reloader $kind) $from }}{{ $_ := set $m $to . }}{{ end }}
 {{- end }}
-{{- $extra := dict "honorLabels" (ternary true (get . "honorLabels") (kindIs "invalid" (get . "honorLabels"))) }}
+{{- /* Reloader's default honorLabels is true. */}}
+{{- $extra := dict "honorLabels" (ternary .honorLabels true (and (hasKey . "honorLabels") (kindIs "bool" .honorLabels))) }}
 {{- range $key := list "annotations" "metricRelabelings" "relabelings" "targetLabels" "podTargetLabels" "tlsConfig" "scheme" "bearerTokenFile" "bearerTokenSecret" }}
 {{- with get (get $.Values.reloader $kind) $key }}{{ $_ := set $extra $key . }}{{ end }}
 {{- end }}
