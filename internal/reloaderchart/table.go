@@ -57,13 +57,20 @@ type Row struct {
 // Rows returns the table, in its order. It panics on a malformed table: the
 // table is compiled in, and a test reads it.
 func Rows() []Row {
+	rows, err := parseRows(keysYAML)
+	if err != nil {
+		panic(fmt.Sprintf("reloaderchart: keys.yaml: %v", err))
+	}
+	return rows
+}
+
+// parseRows decodes a table.
+func parseRows(b []byte) ([]Row, error) {
 	var t struct {
 		Keys []Row `json:"keys"`
 	}
-	if err := yaml.Unmarshal(keysYAML, &t); err != nil {
-		panic(fmt.Sprintf("reloaderchart: keys.yaml: %v", err))
-	}
-	return t.Keys
+	err := yaml.Unmarshal(b, &t)
+	return t.Keys, err
 }
 
 // Refuses reports whether the row refuses value v (as decoded from YAML),
@@ -170,10 +177,12 @@ func Differs(fs []Finding) bool {
 }
 
 // Markdown renders the table for docs/migrating-from-reloader.md.
-func Markdown() string {
+func Markdown() string { return markdown(Rows()) }
+
+func markdown(rows []Row) string {
 	var b strings.Builder
 	b.WriteString("| Reloader value | verdict | what Reroll's chart renders | fix, when refused |\n|---|---|---|---|\n")
-	for _, r := range Rows() {
+	for _, r := range rows {
 		verdict := string(r.Verdict)
 		if r.Verdict == Refused {
 			verdict = fmt.Sprintf("refused (else %s)", r.Accepted)
