@@ -54,9 +54,16 @@ bench-webhook: ## Measure the admission webhook's answer to a replace (Go benchm
 bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
 	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
 
+# Packages whose TestMain starts the local control plane. Of the first three,
+# `make test-unit` runs the tests of their *_unit_test.go files with -unit,
+# which leaves the plane off (test/unitonly); it runs every other package whole.
+PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli
+PLANE_ONLY_PKGS := internal/store internal/controlplane test/e2e
+
 .PHONY: test-unit
-test-unit: ## Run only the tests that need no control plane.
-	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/ ./internal/eviction/ ./internal/revert/
+test-unit: ## Run only the tests that need no control plane (seconds).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -E '/($(subst $() ,|,$(strip $(PLANE_UNIT_PKGS) $(PLANE_ONLY_PKGS))))$$')
+	$(GO) test -count=1 $(addprefix ./,$(addsuffix /,$(PLANE_UNIT_PKGS))) -args -unit
 
 .PHONY: manifests
 manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs and deepcopy functions from api/, and deploy/reroll.yaml from config/default.

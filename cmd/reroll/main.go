@@ -77,13 +77,10 @@ func run(args []string) error {
 	for _, fl := range f.offReloaderBools() {
 		warn(logger, `A Reloader flag has a value other than "true" or "false": it is off, as in Reloader`, "flag", fl.Name, "value", fl.Value.String())
 	}
-	cfg, err := restConfig(f.kubeconfig)
+	cfg, err := f.restConfig()
 	if err != nil {
 		return err
 	}
-	// A kubeconfig leaves client-go at 5 requests per second, which would
-	// make a ConfigMap shared by 50 workloads take 10 s to roll.
-	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
 	requests := metrics.NewRequestCounter()
 	cfg.Wrap(requests.Wrap)
 	if err := ctrlmetrics.Registry.Register(requests); err != nil {
@@ -246,6 +243,19 @@ func warn(logger logr.Logger, msg string, keysAndValues ...any) {
 		return
 	}
 	logger.Info(msg, keysAndValues...)
+}
+
+// restConfig is the client configuration of --kubeconfig with the
+// client-side rate limit of --kube-api-qps and --kube-api-burst. A
+// kubeconfig leaves client-go at 5 requests per second, which would make a
+// ConfigMap shared by 50 workloads take 10 s to roll.
+func (f *flags) restConfig() (*rest.Config, error) {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
+	return cfg, nil
 }
 
 // restConfig loads the client configuration from path, or from the usual

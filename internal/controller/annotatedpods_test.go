@@ -50,8 +50,12 @@ func TestAnnotatedPods_OfAnUnknownOwnerAreEvictedOnceButNeverBareOrUnannotatedOn
 		if err := k8s.Get(t.Context(), records, &cm); err != nil {
 			return nil
 		}
+		v, ok := cm.Data[ns+"."+string(uid)]
+		if !ok {
+			return nil
+		}
 		var out map[string]string
-		_ = json.Unmarshal([]byte(cm.Data[ns+"."+string(uid)]), &out)
+		g.Expect(json.Unmarshal([]byte(v), &out)).To(gomega.Succeed(), "a pod group's record is JSON")
 		return out
 	}
 	// First sight records both groups and evicts nothing.
