@@ -211,7 +211,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(kind))), relevant)
+		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsForProviderClassStatus)),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
 	if readsTemplates {

@@ -110,12 +110,20 @@ func (w *Workloads) ChangeSeen(nn types.NamespacedName) {
 	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	reloaderMatched.WithLabelValues(w.kind).Inc()
 	if p := w.pending[nn]; p != nil {
 		p.last = now
 		return
 	}
 	w.pending[nn] = &pending{first: now, last: now}
+}
+
+// Matched records that a ConfigMap or Secret change was mapped to n
+// workloads of this kind (Reloader's reloader_workloads_matched_total).
+func (w *Workloads) Matched(n int) {
+	if w == nil || n == 0 {
+		return
+	}
+	reloaderMatched.WithLabelValues(w.kind).Add(float64(n))
 }
 
 // Begin marks the start of a reconcile of the workload: a change seen after
