@@ -74,6 +74,9 @@ func run(args []string) error {
 	for _, name := range unimplemented(f.set) {
 		warn(logger, "Ignoring a Reloader flag that Reroll does not implement", "flag", name)
 	}
+	for _, fl := range f.offReloaderBools() {
+		warn(logger, `A Reloader flag has a value other than "true" or "false": it is off, as in Reloader`, "flag", fl.Name, "value", fl.Value.String())
+	}
 	cfg, err := f.restConfig()
 	if err != nil {
 		return err
@@ -82,6 +85,11 @@ func run(args []string) error {
 	cfg.Wrap(requests.Wrap)
 	if err := ctrlmetrics.Registry.Register(requests); err != nil {
 		return fmt.Errorf("registering the request metrics: %w", err)
+	}
+	if os.Getenv(metrics.MetricsByNamespaceEnv) == "enabled" {
+		if err := metrics.RegisterReloaderByNamespace(ctrlmetrics.Registry); err != nil {
+			return fmt.Errorf("registering the metrics by namespace: %w", err)
+		}
 	}
 
 	scheme := runtime.NewScheme()
@@ -191,7 +199,7 @@ func run(args []string) error {
 	}); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	if f.isArgoRollouts {
+	if f.isArgoRollouts.on() {
 		if _, err := mgr.GetRESTMapper().RESTMapping(workload.ArgoRollout().GVK.GroupKind(), "v1alpha1"); err != nil {
 			return fmt.Errorf("--is-Argo-Rollouts: the API server does not serve argoproj.io/v1alpha1 Rollouts: %w", err)
 		}
@@ -213,6 +221,10 @@ func run(args []string) error {
 func configure(args []string, env func(string) string) (*flags, controller.Options, error) {
 	f := &flags{}
 	fs := newFlagSet(f)
+	args, err := reloaderBoolArgs(fs, args)
+	if err != nil {
+		return nil, controller.Options{}, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, controller.Options{}, err
 	}

@@ -170,7 +170,7 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 				"--allow-cross-namespace-references", "--keyed-compat-hashes",
 				"--namespaces-to-ignore=kube-system,kube-public", "--namespace-selector=team in (a,b),env!=dev",
 				"--resource-label-selector=reroll=on", "--reload-strategy=env-vars", "--auto-reload-all",
-				"--reload-on-create", "--reload-on-delete", "--resources-to-ignore=secrets",
+				"--reload-on-create=true", "--reload-on-delete=true", "--resources-to-ignore=secrets",
 				"--ignored-workload-types=jobs,cronjobs", "--webhook-url=https://hooks.example/x?a=b",
 				"--log-format=json", "--log-level=debug", "--auto-annotation=example.com/auto",
 			},
@@ -756,127 +756,6 @@ func TestHelmChart_ProjectionsAreForAdminsOnly(t *testing.T) {
 	key, _, err := unstructured.NestedString(secrets[0].Object, "data", "key")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(key).NotTo(gomega.BeEmpty())
-}
-
-// TestHelmChart_ReloaderValuesFile renders the chart with a Stakater Reloader
-// values file that sets every Reloader key the chart maps
-// (testdata/reloader-values.yaml) and with the same settings written in
-// Reroll's own values (testdata/reroll-values.yaml): every object must be the
-// same.
-func TestHelmChart_ReloaderValuesFile(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
-	fromReloader := renderChartFile(t, "test/e2e/testdata/reloader-values.yaml")
-	fromReroll := renderChartFile(t, "test/e2e/testdata/reroll-values.yaml")
-	g.Expect(objectsByID(fromReloader)).To(gomega.Equal(objectsByID(fromReroll)))
-	c := container(t, fromReloader)
-	g.Expect(c.Image).To(gomega.Equal("ghcr.io/reroll/reroll:"+chartAppVersion(t)), "Reloader's image block is dropped")
-	g.Expect(c.Args).To(gomega.ContainElements("--reload-strategy=env-vars", "--enable-csi-integration", "--enable-pprof", "--enable-ha"))
-}
-
-// TestHelmChart_ReloaderValues covers the Reloader keys whose mapping
-// depends on other values, each compared with Reroll's values of the same
-// meaning.
-func TestHelmChart_ReloaderValues(t *testing.T) {
-	t.Parallel()
-	cases := map[string]struct {
-		// reloader are Reloader's values; reroll the same in Reroll's.
-		reloader, reroll map[string]any
-	}{
-		"scoped namespaces as a comma-separated string, release namespace added": {
-			reloader: map[string]any{"reloader": map[string]any{"watchGlobally": false, "namespaces": "team-b,team-a"}},
-			reroll:   map[string]any{"watchGlobally": false, "namespaces": []string{"reroll-system", "team-a", "team-b"}},
-		},
-		"scoped namespaces as a list": {
-			reloader: map[string]any{"reloader": map[string]any{"namespaces": []string{"team-a"}}},
-			reroll:   map[string]any{"namespaces": []string{"reroll-system", "team-a"}},
-		},
-		"namespace selector and ignored namespaces apply only when watching globally": {
-			reloader: map[string]any{"reloader": map[string]any{"watchGlobally": false, "namespaceSelector": "env=prod", "ignoreNamespaces": "kube-system"}},
-			reroll:   map[string]any{"watchGlobally": false},
-		},
-		"replicas without enableHA stay one": {
-			reloader: map[string]any{"reloader": map[string]any{"deployment": map[string]any{"replicas": 3}}},
-			reroll:   map[string]any{"replicas": 1},
-		},
-		"reloadStrategy annotations": {
-			reloader: map[string]any{"reloader": map[string]any{"reloadStrategy": "annotations"}},
-			reroll:   map[string]any{"reloadStrategy": "annotations"},
-		},
-		"ignoreConfigMaps and ignoreCronJobs": {
-			reloader: map[string]any{"reloader": map[string]any{"ignoreConfigMaps": true, "ignoreCronJobs": true}},
-			reroll:   map[string]any{"ignoreConfigMaps": true, "ignoredWorkloadTypes": []string{"cronjobs"}},
-		},
-		"empty and null Reloader defaults keep Reroll's": {
-			reloader: map[string]any{"reloader": map[string]any{"deployment": map[string]any{
-				"containerSecurityContext": map[string]any{}, "resources": map[string]any{}, "nodeSelector": nil,
-				"env": map[string]any{"open": nil, "secret": nil, "field": nil, "existing": nil},
-			}, "enableCSIIntegration": false, "enablePProf": false, "custom_annotations": map[string]any{}}},
-			reroll: nil,
-		},
-		"image pull secrets given as objects": {
-			reloader: map[string]any{"global": map[string]any{"imagePullSecrets": []map[string]any{{"name": "a"}}}},
-			reroll:   map[string]any{"imagePullSecrets": []map[string]any{{"name": "a"}}},
-		},
-		"a Reloader image repository without image.name": {
-			reloader: map[string]any{"image": map[string]any{"repository": "ghcr.io/stakater/reloader", "tag": "v1.4.21"}},
-			reroll:   nil,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			newT(t).Expect(objectsByID(renderChart(t, tc.reloader))).To(gomega.Equal(objectsByID(renderChart(t, tc.reroll))))
-		})
-	}
-}
-
-// TestHelmChart_ReloaderKeysWithoutMeaningAreNoted installs (client-side dry
-// run; Helm still asks the local control plane for its version) with Reloader keys that mean nothing to Reroll: the install succeeds
-// and its notes name each key.
-func TestHelmChart_ReloaderKeysWithoutMeaningAreNoted(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
-	out, err := helm(append([]string{"install", "r", chartDir, "--namespace", "reroll-system", "--dry-run=client"},
-		setFlags(map[string]any{
-			"image.name": "stakater/reloader", "image.repository": "ghcr.io/stakater/reloader",
-			"reloader.isOpenshift": true, "reloader.syncAfterRestart": true, "reloader.enableMetricsByNamespace": true,
-			"reloader.deployment.livenessProbe":      map[string]any{"timeoutSeconds": 5},
-			"reloader.deployment.env.secret":         map[string]any{"ALERT_ON_RELOAD": "true"},
-			"reloader.verticalPodAutoscaler.enabled": true,
-			// Where Reloader's charts before 1.4 kept the image.
-			"reloader.deployment.image": map[string]any{"name": "stakater/reloader", "tag": "v1.0.0", "pullPolicy": "IfNotPresent"},
-		})...)...)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	_, notes, found := strings.Cut(out, "NOTES:")
-	g.Expect(found).To(gomega.BeTrue())
-	for _, key := range []string{"image:", "reloader.isOpenshift:", "reloader.syncAfterRestart:", "reloader.enableMetricsByNamespace:",
-		"reloader.deployment.livenessProbe/readinessProbe:", "reloader.deployment.env.secret.ALERT_ON_RELOAD:", "reloader.verticalPodAutoscaler:",
-		"reloader.deployment.image:"} {
-		g.Expect(notes).To(gomega.ContainSubstring("  - "+key), "a NOTES line for %s", key)
-	}
-
-	out, err = helm("install", "r", chartDir, "--namespace", "reroll-system", "--dry-run=client")
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(out).NotTo(gomega.ContainSubstring("Reloader values that have no meaning"), "no notes without Reloader values")
-}
-
-// renderChartFile runs `helm template` of the chart in namespace
-// "reroll-system" with a values file (relative to the repository root).
-func renderChartFile(t *testing.T, file string) []*unstructured.Unstructured {
-	t.Helper()
-	out, err := run(helmEnv, helmBin, "template", "r", chartDir, "--namespace", "reroll-system", "-f", file)
-	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
-	return decodeAll(t, out)
-}
-
-// objectsByID keys rendered objects by kind, namespace and name.
-func objectsByID(objs []*unstructured.Unstructured) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for _, o := range objs {
-		out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o.Object
-	}
-	return out
 }
 
 func TestHelmChart_WebhookURLFromASecret(t *testing.T) {
