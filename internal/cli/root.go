@@ -73,6 +73,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   why KIND/NAME             a workload's record, its last rollouts, its trigger, what blocks it now
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
   status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations
+  migrate-check -f FILE     what Reroll's chart does with each key of a Reloader values file
   version                   the plugin's version, commit and build date
 
 Exit status 0, or 1 on an error: the API server cannot be reached, refuses the credentials,
@@ -88,6 +89,6 @@ roll and 2 when it fails, as kubectl diff does.`,
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newVersion(o))
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newMigrateCheck(o), newVersion(o))
 	return cmd
 }

@@ -44,14 +44,18 @@ func TestAnnotatedPods_OfAnUnknownOwnerAreEvictedOnceButNeverBareOrUnannotatedOn
 	}
 	g.Expect(old).To(gomega.HaveLen(2))
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
-	startReroll(t, ns, Options{PodRecords: records})
+	startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 	record := func(uid types.UID) map[string]string {
 		var cm corev1.ConfigMap
 		if err := k8s.Get(t.Context(), records, &cm); err != nil {
 			return nil
 		}
+		v, ok := cm.Data[ns+"."+string(uid)]
+		if !ok {
+			return nil
+		}
 		var out map[string]string
-		_ = json.Unmarshal([]byte(cm.Data[ns+"."+string(uid)]), &out)
+		g.Expect(json.Unmarshal([]byte(v), &out)).To(gomega.Succeed(), "a pod group's record is JSON")
 		return out
 	}
 	// First sight records both groups and evicts nothing.
@@ -90,7 +94,7 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 	op := runPodOwner(t, operandGVK, ns, "db", 2, labels, nil, autoOn)
 	old := l.allReady(t, 2)
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
-	first := startReroll(t, ns, Options{PodRecords: records})
+	first := startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 	g.Eventually(func() string {
 		var cm corev1.ConfigMap
 		if err := k8s.Get(t.Context(), records, &cm); err != nil {
@@ -101,7 +105,7 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 	first.stop(t)
 
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
-	startReroll(t, ns, Options{PodRecords: records})
+	startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 
 	// Positive: both pods are replaced; the replacements, created after
 	// the change, are never evicted.
