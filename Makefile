@@ -77,7 +77,7 @@ bench-check: ## Run the built binary through the small bench profile and fail on
 # `make test-unit` runs the tests of their *_unit_test.go files with -unit,
 # which leaves the plane off (test/unitonly); it runs every other package whole.
 PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli
-PLANE_ONLY_PKGS := internal/store internal/controlplane test/e2e
+PLANE_ONLY_PKGS := internal/store test/controlplane test/e2e
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane (seconds).

@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/reroll/reroll/internal/controller"
-	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // result is everything a run measured; it is printed as one JSON line.

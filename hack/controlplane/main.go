@@ -26,7 +26,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // defaultDir is the state folder of `up` and `down`, relative to the

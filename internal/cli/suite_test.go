@@ -28,8 +28,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controller"
-	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/test/controlplane"
 	"github.com/reroll/reroll/test/unitonly"
 )
 

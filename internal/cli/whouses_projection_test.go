@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
-	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // TestWhoUses_ListsProjectionsThatReadTheObject: a Projection whose source

@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/test/controlplane"
 	"github.com/reroll/reroll/test/unitonly"
 )
 

@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // admissionServer is Reroll's webhook server in a test: a wrapper that

@@ -38,10 +38,10 @@ import (
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
-	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/test/controlplane"
 	"github.com/reroll/reroll/test/unitonly"
 )
 

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
-	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // startProjectionsWithWebhook runs the Projection controller with the

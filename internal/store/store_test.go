@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // plane is the real control plane (etcd and kube-apiserver) of the

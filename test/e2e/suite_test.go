@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // The environment every test shares, set up once by TestMain.

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reroll/reroll/internal/controlplane"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 const managedLabel = "reroll.dev/managed"
