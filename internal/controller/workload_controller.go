@@ -154,6 +154,11 @@ type Options struct {
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
 	Alerter Alerter
+	// InstalledAt is Reroll's installation time (LoadInstalledAt): on first
+	// sight a workload rolls for what changed after it and after the
+	// workload's pod template was last written (plan.Options.InstalledAt).
+	// The zero time turns that rule off: first sight only records.
+	InstalledAt time.Time
 }
 
 // Alerter is told of each rollout after it is made. Alert must return
@@ -198,6 +203,9 @@ type WorkloadReconciler struct {
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
 	journal *jobJournal
+	// creations orders the workloads' creations seen on the watch against
+	// the store's changes, for the first-sight rule; nil orders by seconds.
+	creations *creations
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -274,6 +282,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	now := r.now()
 	in := plan.NewInput(r.Kind, obj, template, now)
+	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
 	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -329,6 +338,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 		return ctrl.Result{}, err
 	}
+	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
+		// Recorded (or forgotten): the first-sight rule is done with it.
+		r.creations.forget(obj.GetUID())
+	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
 		r.rollouts.started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
 	}
@@ -361,7 +374,7 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 		MaxConcurrentRollouts: o.MaxConcurrentRollouts, RolloutTimeout: o.RolloutTimeout,
 		WaitForRollout: o.WaitForRollout, PausePeriod: o.PausePeriod, Recheck: o.Recheck,
 		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
-		NoEviction: o.noEviction,
+		NoEviction: o.noEviction, InstalledAt: o.InstalledAt,
 	}
 }
 

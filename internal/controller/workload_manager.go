@@ -160,6 +160,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}
+		if !opts.InstalledAt.IsZero() {
+			if err := r.watchCreations(ctx, mgr); err != nil {
+				return err
+			}
+		}
 		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
 			r.registerWebhook(mgr)
 		}

@@ -49,7 +49,7 @@ type Scope struct {
 // digest.Objects, so a cached read of one fails with a type error instead of
 // holding values.
 func (s Scope) CacheOptions() cache.Options {
-	o := cache.Options{DefaultTransform: digest.Transform}
+	o := cache.Options{DefaultTransform: summarizeWrites(digest.Key{})}
 	if len(s.Namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range s.Namespaces {
@@ -94,7 +94,7 @@ func (o Options) StoreOptions() store.Options {
 // the cache digesting values under o.Key.
 func (o Options) ManagerOptions() ctrl.Options {
 	mo := o.Scope.ManagerOptions()
-	mo.Cache.DefaultTransform = o.Key.Transform
+	mo.Cache.DefaultTransform = summarizeWrites(o.Key)
 	return mo
 }
 

@@ -95,6 +95,11 @@ type Options struct {
 	// NoEviction is set when Reroll may not list, watch or evict pods:
 	// workloads that restart ByEviction are then NotRestarted.
 	NoEviction bool
+	// InstalledAt is Reroll's installation time, durable and the same for
+	// every replica (controller.LoadInstalledAt): on first sight, only what
+	// happened after it rolls (firstsight.go). The zero time turns the
+	// first-sight rule off: first sight then only records.
+	InstalledAt time.Time
 }
 
 // Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
@@ -145,6 +150,11 @@ type Input struct {
 	Progress *workload.Progress
 	// Rollouts are the counts behind the concurrent rollout bound.
 	Rollouts Rollouts
+	// Since is when the workload's pod template or opt-in was last
+	// written (WrittenAt), and, when the caller saw the workload's creation
+	// on its watch and nothing was written since, the revision of that
+	// creation: on first sight, what happened after it rolls.
+	Since Happened
 }
 
 // NewInput builds the Input of obj, of kind k, whose pods run template
@@ -155,6 +165,7 @@ func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSp
 		Annotations: obj.GetAnnotations(), Template: template,
 		Action: workload.ActionOf(k, obj, false), ReloaderAction: workload.ActionOf(k, obj, true),
 		Deleting: obj.GetDeletionTimestamp() != nil, Now: now,
+		Since: Happened{At: WrittenAt(obj)},
 	}
 	if p, ok := k.(workload.Pausable); ok {
 		in.Pausable, in.Paused = true, p.Paused(obj)
@@ -186,7 +197,8 @@ const (
 	// nothing is written, so the change rolls once it is complete.
 	Waiting Outcome = "waiting"
 	// FirstSight: nothing was recorded; the record is written, nothing
-	// rolls.
+	// rolls (the first-sight rule found nothing to roll: a workload it
+	// rolls has Outcome Roll, or whatever the change leads to).
 	FirstSight Outcome = "first-sight"
 	// DamagedRecord: the record is unreadable; it is replaced, nothing
 	// rolls, and a Warning Event says so.
@@ -416,6 +428,22 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Outcome = DamagedRecord
 	case prev == nil:
 		p.Outcome = FirstSight
+		if p.RecordKeyChanged {
+			// A record exists, made under another key: Reroll answered
+			// this workload before, and the first-sight rule cannot tell
+			// what it answered.
+			break
+		}
+		// The first-sight rule: what changed after the workload's pod
+		// template was last written, and after Reroll's installation.
+		for _, d := range firstSightChanges(o, in, sel, src) {
+			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
+			if held := heldBy(o, d); held != "" {
+				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
+				continue
+			}
+			p.Changes = append(p.Changes, d)
+		}
 	default:
 		for _, d := range diff(sel.refs, prevCmp, cur) {
 			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
