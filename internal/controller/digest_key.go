@@ -40,8 +40,8 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 			ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name, Labels: map[string]string{"app.kubernetes.io/name": "reroll"},
 				// Created now: Reroll is installed now (LoadInstalledAt).
 				Annotations: map[string]string{InstalledAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{DigestKeyData: secret},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{DigestKeyData: secret},
 		}
 		err = c.Create(ctx, &s, client.FieldOwner(FieldManager))
 		if apierrors.IsAlreadyExists(err) {
