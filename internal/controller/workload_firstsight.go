@@ -10,14 +10,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
@@ -73,28 +73,26 @@ type creations struct {
 
 func newCreations() *creations { return &creations{byUID: map[types.UID]uint64{}} }
 
-// handler notes each workload created while the informer watched (not
-// those of its initial list) and forgets each deleted one.
-func (c *creations) handler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, isInInitialList bool) {
-			m, err := meta.Accessor(obj)
-			if isInInitialList || err != nil {
-				return
-			}
-			if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil {
+// noted is a predicate that passes every event, and first notes each
+// workload created while the informer watched (not those of its initial
+// list) and forgets each deleted one. As a predicate it runs before the
+// request is queued, so the first sight always finds the note.
+func (c *creations) noted() predicate.Predicate {
+	if c == nil {
+		return predicate.Funcs{}
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			if rv, err := strconv.ParseUint(e.Object.GetResourceVersion(), 10, 64); err == nil && !e.IsInInitialList {
 				c.mu.Lock()
-				c.byUID[m.GetUID()] = rv
+				c.byUID[e.Object.GetUID()] = rv
 				c.mu.Unlock()
 			}
+			return true
 		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if m, err := meta.Accessor(obj); err == nil {
-				c.forget(m.GetUID())
-			}
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			c.forget(e.Object.GetUID())
+			return true
 		},
 	}
 }
@@ -118,19 +116,6 @@ func (c *creations) forget(uid types.UID) {
 	c.mu.Lock()
 	delete(c.byUID, uid)
 	c.mu.Unlock()
-}
-
-// watchCreations registers r's creation tracker on the informer of its kind.
-func (r *WorkloadReconciler) watchCreations(ctx context.Context, mgr ctrl.Manager) error {
-	inf, err := mgr.GetCache().GetInformer(ctx, r.Kind.New())
-	if err != nil {
-		return fmt.Errorf("getting the %s informer: %w", r.Kind.Name(), err)
-	}
-	r.creations = newCreations()
-	if _, err := inf.AddEventHandler(r.creations.handler()); err != nil {
-		return fmt.Errorf("watching %s creations: %w", r.Kind.Name(), err)
-	}
-	return nil
 }
 
 // history is the first-sight history of a stored object; its
