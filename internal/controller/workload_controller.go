@@ -314,6 +314,12 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
+	if wait := r.firstSightHold(p, now); wait > 0 {
+		// Nothing is written: the workload stays unrecorded, so the next
+		// look (or a restarted Reroll) finds the same changes.
+		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", wait.String())
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	switch p.Outcome {
 	case plan.Deleting:
 		return ctrl.Result{}, nil

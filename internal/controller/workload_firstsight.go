@@ -164,3 +164,17 @@ func summarizeWrites(k digest.Key) toolscache.TransformFunc {
 		return out, err
 	}
 }
+
+// firstSightHold returns how long to hold back a rollout of the first-sight
+// rule: until Options.CoalesceWindow has passed since the latest change it
+// answers (counted from the end of that change's second, the API's
+// resolution), so that the rest of the change's burst joins this one
+// rollout, as the ConfigMap and Secret watches' debounce does for a
+// recorded workload. 0 means now; never more than the window and a second.
+func (r *WorkloadReconciler) firstSightHold(p plan.Plan, now time.Time) time.Duration {
+	w := r.Options.CoalesceWindow
+	if w <= 0 || p.FirstSightChanged.IsZero() || len(p.Changes) == 0 {
+		return 0
+	}
+	return min(p.FirstSightChanged.Add(time.Second+w).Sub(now), time.Second+w)
+}

@@ -84,10 +84,15 @@ func after(e, since Happened, installed time.Time) bool {
 // firstSightChanges returns what the first-sight rule rolls for a
 // workload without a record: one Diff per selected reference whose data
 // changed (Keys empty: the API does not say which key), or that was created
-// or deleted, after in.Since and o.InstalledAt. A reference the selection
-// could not read counts as unchanged.
-func firstSightChanges(o Options, in Input, sel selection, src Source) []Diff {
-	var out []Diff
+// or deleted, after in.Since and o.InstalledAt, and the latest time among
+// them. A reference the selection could not read counts as unchanged.
+func firstSightChanges(o Options, in Input, sel selection, src Source) (out []Diff, latest time.Time) {
+	note := func(d Diff, h Happened) {
+		out = append(out, d)
+		if h.At.After(latest) {
+			latest = h.At
+		}
+	}
 	deletions, _ := src.(Deletions)
 	for _, ref := range sel.refs {
 		ns := RefNamespace(ref, in.Namespace)
@@ -96,7 +101,7 @@ func firstSightChanges(o Options, in Input, sel selection, src Source) []Diff {
 				continue
 			}
 			if d, ok := deletions.Deleted(ref.Kind, ns, ref.Name); ok && after(d, in.Since, o.InstalledAt) {
-				out = append(out, Diff{Ref: ref, Deleted: true})
+				note(Diff{Ref: ref, Deleted: true}, d)
 			}
 			continue
 		}
@@ -104,12 +109,12 @@ func firstSightChanges(o Options, in Input, sel selection, src Source) []Diff {
 		switch {
 		case !ok:
 		case after(h.Changed, in.Since, o.InstalledAt):
-			out = append(out, Diff{Ref: ref})
+			note(Diff{Ref: ref}, h.Changed)
 		case after(h.Created, in.Since, o.InstalledAt):
-			out = append(out, Diff{Ref: ref, Created: true})
+			note(Diff{Ref: ref, Created: true}, h.Created)
 		}
 	}
-	return out
+	return out, latest
 }
 
 func historyKey(kind reference.Kind, namespace, name string) string {

@@ -246,6 +246,12 @@ type Plan struct {
 	// RecordKeyChanged is true when the old record was made under another
 	// digest key (or none): it is made again, as on first sight.
 	RecordKeyChanged bool
+	// FirstSightChanged is set when Changes come from the first-sight rule
+	// (no record yet): the latest time, in whole seconds, at which one of
+	// them happened. The controller holds such a rollout back for its
+	// coalescing window after that time, so that the rest of the burst the
+	// change belongs to joins it.
+	FirstSightChanged time.Time
 
 	// Record is the new value of RecordAnnotation.
 	Record Record
@@ -436,13 +442,15 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		}
 		// The first-sight rule: what changed after the workload's pod
 		// template was last written, and after Reroll's installation.
-		for _, d := range firstSightChanges(o, in, sel, src) {
+		changes, latest := firstSightChanges(o, in, sel, src)
+		for _, d := range changes {
 			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
 			if held := heldBy(o, d); held != "" {
 				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
 				continue
 			}
 			p.Changes = append(p.Changes, d)
+			p.FirstSightChanged = latest
 		}
 	default:
 		for _, d := range diff(sel.refs, prevCmp, cur) {
