@@ -7,12 +7,15 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/reroll/reroll/internal/trigger"
@@ -233,4 +236,43 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 		g.Eventually(func() string { return get(t, d).Annotations[ObservedAnnotation] }).Should(gomega.Equal(recordOf("cfg", map[string]string{"a": "2"})))
 		g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())
 	})
+}
+
+func TestLoadInstalledAt_WrittenOnceAndSharedByReplicas(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	// A key Secret the user provided, without the annotation.
+	name := types.NamespacedName{Namespace: ns, Name: "user-key"}
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name.Name}, Data: map[string][]byte{DigestKeyData: make([]byte, 32)}})
+
+	// Replicas starting at once, each with its own clock.
+	times := make([]time.Time, 4)
+	var wg sync.WaitGroup
+	for i := range times {
+		wg.Go(func() {
+			at, err := LoadInstalledAt(t.Context(), k8s, name, time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC))
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			times[i] = at
+		})
+	}
+	wg.Wait()
+	for _, at := range times {
+		g.Expect(at).To(gomega.Equal(times[0]), "every replica reads the time the first write made")
+	}
+	g.Expect(get(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name.Name}}).Annotations).
+		To(gomega.HaveKeyWithValue(InstalledAtAnnotation, times[0].Format(time.RFC3339)))
+	again, err := LoadInstalledAt(t.Context(), k8s, name, time.Now())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(again).To(gomega.Equal(times[0]), "a restart reads the same time")
+
+	// A key Secret Reroll creates carries it from its creation.
+	own := types.NamespacedName{Namespace: ns, Name: "reroll-digest-key"}
+	before := time.Now().Truncate(time.Second)
+	_, err = LoadDigestKey(t.Context(), k8s, own)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	at, err := LoadInstalledAt(t.Context(), k8s, own, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(at).To(gomega.BeTemporally(">=", before))
+	g.Expect(at).To(gomega.BeTemporally("<=", time.Now()))
 }

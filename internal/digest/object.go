@@ -113,8 +113,8 @@ func unixSeconds(t time.Time) uint32 {
 }
 
 // DataWrittenAt returns the latest time among the managedFields entries
-// that own data or binaryData of a ConfigMap or Secret (a Secret's
-// stringData is stored as data, and owned so): an upper bound of the time
+// that own data or binaryData of a ConfigMap or Secret (or a Secret's
+// stringData, which is stored as data): an upper bound of the time
 // its data was last written, at the API server's one-second resolution.
 // A write by another field manager that owns no data (a label-only write)
 // does not move it; one by a manager that also owns data does, since an
@@ -132,7 +132,8 @@ func DataWrittenAt(entries []metav1.ManagedFieldsEntry) time.Time {
 		}
 		_, data := top["f:data"]
 		_, binary := top["f:binaryData"]
-		if (data || binary) && e.Time.After(latest) {
+		_, str := top["f:stringData"]
+		if (data || binary || str) && e.Time.After(latest) {
 			latest = e.Time.Time
 		}
 	}
