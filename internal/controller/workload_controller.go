@@ -206,6 +206,9 @@ type WorkloadReconciler struct {
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *creations
+	// coalesce is the debounce of the ConfigMap and Secret watches; a
+	// rollout waits while it holds the workload (see held).
+	coalesce *debouncer
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -314,6 +317,15 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
+	if len(p.Changes) > 0 && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+		// A change to the workload's objects is inside its coalescing
+		// window (this reconcile came from the workload's own event, such
+		// as its first-sight record): the debounce adds the workload once
+		// the burst is over, and that one reconcile rolls it for the whole
+		// burst. Nothing is written now.
+		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
+		return ctrl.Result{}, nil
+	}
 	if wait := r.firstSightHold(p, now); wait > 0 {
 		// Nothing is written: the workload stays unrecorded, so the next
 		// look (or a restarted Reroll) finds the same changes.

@@ -211,6 +211,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// access to it.
 	// One debounce for both kinds: a change of either extends the wait.
 	coalesce := newDebouncer(r.coalescing())
+	r.coalesce = coalesce
 	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
 		if !r.Options.Store.Watches(kind) {
 			continue
