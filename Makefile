@@ -54,6 +54,17 @@ bench-webhook: ## Measure the admission webhook's answer to a replace (Go benchm
 bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
 	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
 
+# How many seeds `make soak` runs, from which, and how many at once.
+SEEDS ?= 1000
+FIRST_SEED ?= 1
+SOAK_PARALLEL ?= 10
+
+.PHONY: soak
+soak: ## Run the model-based test of first sight and coalescing (no change lost) over SEEDS seeds from FIRST_SEED; REROLL_SEED=n replays one.
+	hack/tools.sh etcd kube kwok
+	REROLL_MODEL_SEEDS=$(SEEDS) REROLL_MODEL_FIRST_SEED=$(FIRST_SEED) REROLL_MODEL_PARALLEL=$(SOAK_PARALLEL) \
+	  $(GO) test -count=1 -timeout 0 -run 'TestWorkloadReconciler_ModelNoChangeLost' ./internal/controller/
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
 	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/ ./internal/eviction/ ./internal/revert/
