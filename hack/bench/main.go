@@ -62,14 +62,14 @@ type run struct {
 	PeakRSS       float64     `json:"peakRSSBytes"`
 	// HeapPeak is the highest heap scraped (every 250 ms during start-up
 	// and at each step): a lower bound of the true peak.
-	HeapPeak   float64          `json:"heapPeakScrapedBytes"`
-	Sequential latency          `json:"sequential"`
+	HeapPeak   float64 `json:"heapPeakScrapedBytes"`
+	Sequential latency `json:"sequential"`
 	// Install is the install scenario (changes during first sight).
-	Install    *installResult   `json:"install,omitempty"`
-	LabelOnly  *labelOnlyResult `json:"labelOnly,omitempty"`
-	Storm      *rolloutsResult  `json:"storm,omitempty"`
-	Shared     *rolloutsResult  `json:"shared,omitempty"`
-	Together   *rolloutsResult  `json:"together,omitempty"`
+	Install   *installResult   `json:"install,omitempty"`
+	LabelOnly *labelOnlyResult `json:"labelOnly,omitempty"`
+	Storm     *rolloutsResult  `json:"storm,omitempty"`
+	Shared    *rolloutsResult  `json:"shared,omitempty"`
+	Together  *rolloutsResult  `json:"together,omitempty"`
 }
 
 type machine struct {
