@@ -444,22 +444,14 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		// template was last written, and after Reroll's installation.
 		changes, latest := firstSightChanges(o, in, sel, src)
 		for _, d := range changes {
-			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
-			if held := heldBy(o, d); held != "" {
-				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
-				continue
-			}
-			p.Changes = append(p.Changes, d)
+			p.classify(o, sel, d)
+		}
+		if len(p.Changes) > 0 {
 			p.FirstSightChanged = latest
 		}
 	default:
 		for _, d := range diff(sel.refs, prevCmp, cur) {
-			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
-			if held := heldBy(o, d); held != "" {
-				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
-				continue
-			}
-			p.Changes = append(p.Changes, d)
+			p.classify(o, sel, d)
 		}
 		p.Outcome = Unchanged
 		if len(p.Held) > 0 {
@@ -525,6 +517,17 @@ func (d Diff) object() change.Object {
 		o.Keys = d.Keys
 	}
 	return o
+}
+
+// classify adds d, with Reloader's hash of its object, to the plan's
+// Changes, or to Held with the flag that holds it back.
+func (p *Plan) classify(o Options, sel selection, d Diff) {
+	d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
+	if held := heldBy(o, d); held != "" {
+		p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
+		return
+	}
+	p.Changes = append(p.Changes, d)
 }
 
 // heldBy names the flag that holds a created or deleted object's change
