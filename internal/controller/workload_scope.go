@@ -43,7 +43,9 @@ type Scope struct {
 
 // CacheOptions returns the manager's cache settings for the scope: the
 // digest transform on every object (it drops managedFields and the
-// last-applied-configuration annotation), the namespaces, and the
+// last-applied-configuration annotation; a workload keeps one managedFields
+// entry, the time of its last write, for the first-sight rule:
+// summarizeWrites), the namespaces, and the
 // server-side selectors. ConfigMaps and Secrets are not in this cache but in
 // the store (StoreOptions); the same transform turns any that reach it into
 // digest.Objects, so a cached read of one fails with a type error instead of
