@@ -239,10 +239,12 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
 			r.metrics.OutOfScope(req.NamespacedName)
+			r.creations.forget(obj.GetUID())
 		}
 		return ctrl.Result{}, err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
+		r.creations.forget(obj.GetUID())
 		return ctrl.Result{}, nil
 	}
 	var result ctrl.Result
