@@ -79,6 +79,17 @@ bench-check: ## Run the built binary through the small bench profile and fail on
 PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli
 PLANE_ONLY_PKGS := internal/store test/controlplane test/e2e
 
+# How many seeds `make soak` runs, from which, and how many at once.
+SEEDS ?= 1000
+FIRST_SEED ?= 1
+SOAK_PARALLEL ?= 10
+
+.PHONY: soak
+soak: ## Run the model-based test of first sight and coalescing (no change lost) over SEEDS seeds from FIRST_SEED; REROLL_SEED=n replays one.
+	hack/tools.sh etcd kube kwok
+	REROLL_MODEL_SEEDS=$(SEEDS) REROLL_MODEL_FIRST_SEED=$(FIRST_SEED) REROLL_MODEL_PARALLEL=$(SOAK_PARALLEL) \
+	  $(GO) test -count=1 -timeout 0 -run 'TestWorkloadReconciler_ModelNoChangeLost' ./internal/controller/
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane (seconds).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -E '/($(subst $() ,|,$(strip $(PLANE_UNIT_PKGS) $(PLANE_ONLY_PKGS))))$$')

@@ -123,7 +123,13 @@ func run(args []string) error {
 	if f.podRecords != "" {
 		opts.PodRecords = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.podRecords}
 	}
-	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret})
+	keySecret := types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret}
+	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, keySecret)
+	if err == nil {
+		// Durable and shared by the replicas: the first-sight rule rolls
+		// only what changed after it.
+		opts.InstalledAt, err = controller.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
+	}
 	cancelKey()
 	if err != nil {
 		return err

@@ -62,12 +62,14 @@ type run struct {
 	PeakRSS       float64     `json:"peakRSSBytes"`
 	// HeapPeak is the highest heap scraped (every 250 ms during start-up
 	// and at each step): a lower bound of the true peak.
-	HeapPeak   float64          `json:"heapPeakScrapedBytes"`
-	Sequential latency          `json:"sequential"`
-	LabelOnly  *labelOnlyResult `json:"labelOnly,omitempty"`
-	Storm      *rolloutsResult  `json:"storm,omitempty"`
-	Shared     *rolloutsResult  `json:"shared,omitempty"`
-	Together   *rolloutsResult  `json:"together,omitempty"`
+	HeapPeak   float64 `json:"heapPeakScrapedBytes"`
+	Sequential latency `json:"sequential"`
+	// Install is the install scenario (changes during first sight).
+	Install   *installResult   `json:"install,omitempty"`
+	LabelOnly *labelOnlyResult `json:"labelOnly,omitempty"`
+	Storm     *rolloutsResult  `json:"storm,omitempty"`
+	Shared    *rolloutsResult  `json:"shared,omitempty"`
+	Together  *rolloutsResult  `json:"together,omitempty"`
 }
 
 type machine struct {
@@ -235,7 +237,7 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 	if window != "" {
 		flags = append(flags, "--coalesce-window="+window)
 	}
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, plane.Kubeconfig, filepath.Join(dir, "reroll-cold.log"), p.totalDeployments(), flags)
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, plane.Kubeconfig, filepath.Join(dir, "reroll-cold.log"), p.totalDeployments(), flags, installWorkloads(ws, 20))
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +293,7 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 
 	// Restart without a window: start-up with every workload recorded, and
 	// the latency of Reroll's own work.
-	restart, b, err := startRun(ctx, tr, ch, rerollBin, plane.Kubeconfig, filepath.Join(dir, "reroll-restart.log"), p.totalDeployments(), []string{"--coalesce-window=0"})
+	restart, b, err := startRun(ctx, tr, ch, rerollBin, plane.Kubeconfig, filepath.Join(dir, "reroll-restart.log"), p.totalDeployments(), []string{"--coalesce-window=0"}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -332,14 +334,20 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 }
 
 // startRun starts Reroll, waits for ready, for every Deployment recorded and
-// for quiet, and measures the start.
-func startRun(ctx context.Context, tr *tracker, ch *changer, bin, kubeconfig, logPath string, deployments int, flags []string) (*run, *bench, error) {
+// for quiet, and measures the start. With install, it runs the install
+// scenario: the objects of install change while Reroll records.
+func startRun(ctx context.Context, tr *tracker, ch *changer, bin, kubeconfig, logPath string, deployments int, flags []string, install []workload) (*run, *bench, error) {
 	logf("starting Reroll %s (log %s)", strings.Join(flags, " "), logPath)
 	rp, err := startReroll(ctx, bin, kubeconfig, logPath, 5*time.Minute, flags...)
 	if err != nil {
 		return nil, nil, err
 	}
 	r := &run{Flags: flags, StartupSeconds: rp.Ready.Sub(rp.Started).Seconds()}
+	var ic *installChanges
+	if len(install) > 0 {
+		logf("install scenario: changing the objects of %d workloads over %s while Reroll records", len(install), installSpread(deployments))
+		ic = startInstallChanges(ctx, ch, install, installSpread(deployments))
+	}
 	// First sight is one PATCH per Deployment at Reroll's --kube-api-qps
 	// (50): 10,000 Deployments take 200 s at best.
 	if err := tr.waitRecorded(ctx, deployments, max(5*time.Minute, time.Duration(deployments/25)*time.Second)); err != nil {
@@ -355,6 +363,14 @@ func startRun(ctx context.Context, tr *tracker, ch *changer, bin, kubeconfig, lo
 				return nil, nil, err
 			}
 		}
+	}
+	if ic != nil {
+		if r.Install, err = ic.finish(ctx, b); err != nil {
+			rp.stop()
+			return nil, nil, err
+		}
+		logf("install scenario: %d changes (%d before the workload's first sight); rollouts per changed workload %d..%d, of the others %d",
+			r.Install.Changes, r.Install.BeforeFirstSight, r.Install.RolloutsMin, r.Install.RolloutsMax, r.Install.OtherRollouts)
 	}
 	if err := b.quiet(ctx); err != nil {
 		rp.stop()
@@ -391,6 +407,7 @@ func evaluate(res *result) {
 	add("start-up to synced (restart)", res.Restart.StartupSeconds, 10, "s")
 
 	fail := func(format string, args ...any) { res.Failures = append(res.Failures, fmt.Sprintf(format, args...)) }
+	checkInstall(res)
 	if l := c.LabelOnly; l != nil && (l.Requests.total() != 0 || l.Rollouts != 0) {
 		fail("label-only changes made %v requests and %d rollouts, want none", l.Requests, l.Rollouts)
 	}
@@ -466,6 +483,10 @@ func printTable(res *result) {
 		fmt.Fprintf(w, "  start-up to /readyz\t%.2f s\n", c.StartupSeconds)
 		fmt.Fprintf(w, "  then every Deployment recorded\t%.2f s\n", c.FirstSightSeconds)
 		fmt.Fprintf(w, "  requests until quiet\t%s\n", formatRequests(c.StartRequests, 1))
+		if i := c.Install; i != nil {
+			fmt.Fprintf(w, "  install: %d ConfigMaps/Secrets changed over %.0f s while recording\t%d before their workload's first sight; rollouts per changed workload %d..%d, of the others %d\n",
+				i.Changes, i.SpreadSeconds, i.BeforeFirstSight, i.RolloutsMin, i.RolloutsMax, i.OtherRollouts)
+		}
 		fmt.Fprintf(w, "  RSS / heap after sync\t%.1f MiB / %.1f MiB\n", c.AfterSync.RSS/mib, c.AfterSync.HeapAlloc/mib)
 		fmt.Fprintf(w, "  peak RSS (VmHWM) / peak heap scraped\t%.1f MiB / %.1f MiB\n", c.PeakRSS/mib, c.HeapPeak/mib)
 		s := c.Sequential

@@ -127,7 +127,7 @@ func safety(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 		return err
 	}
 	flags := []string{"--max-concurrent-rollouts=" + strconv.Itoa(bound)}
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-safety.log"), p.totalDeployments(), flags)
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-safety.log"), p.totalDeployments(), flags, nil)
 	if err != nil {
 		return err
 	}

@@ -26,10 +26,12 @@ type tracker struct {
 	mu       sync.Mutex
 	rollouts map[string][]time.Time
 	recorded map[string]bool
+	// firstRecorded is when each Deployment was first seen recorded.
+	firstRecorded map[string]time.Time
 }
 
 func newTracker(ctx context.Context, cs kubernetes.Interface) (*tracker, error) {
-	t := &tracker{rollouts: map[string][]time.Time{}, recorded: map[string]bool{}}
+	t := &tracker{rollouts: map[string][]time.Time{}, recorded: map[string]bool{}, firstRecorded: map[string]time.Time{}}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Apps().V1().Deployments().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -56,6 +58,9 @@ func (t *tracker) see(old, d *appsv1.Deployment) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, t.recorded[key] = d.Annotations[observedAnnotation]
+	if _, seen := t.firstRecorded[key]; t.recorded[key] && !seen {
+		t.firstRecorded[key] = now
+	}
 	if old != nil && old.Spec.Template.Annotations[configHashAnnotation] != d.Spec.Template.Annotations[configHashAnnotation] {
 		t.rollouts[key] = append(t.rollouts[key], now)
 	}
@@ -65,6 +70,27 @@ func (t *tracker) rolloutCount(key string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.rollouts[key])
+}
+
+// recordedAt returns when key was first seen recorded.
+func (t *tracker) recordedAt(key string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.firstRecorded[key]
+	return at, ok
+}
+
+// rolloutsExcept counts the rollouts of every Deployment not in keys.
+func (t *tracker) rolloutsExcept(keys map[string]bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for k, r := range t.rollouts {
+		if !keys[k] {
+			n += len(r)
+		}
+	}
+	return n
 }
 
 func (t *tracker) recordedCount() int {

@@ -6,10 +6,11 @@ import (
 )
 
 // xl runs the xl profile: a cold start of Reroll over 100,000 Secrets and
-// 10,000 Deployments (start-up, first sight, memory after sync), then 20
+// 10,000 Deployments (start-up, first sight, memory after sync) during
+// which the install scenario changes 20 ConfigMaps and Secrets, then 20
 // single changes, one at a time, for the latency of one change at this size.
 func xl(ctx context.Context, res *result, p profile, tr *tracker, ch *changer, rerollBin, kubeconfig, dir string) error {
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-xl.log"), p.totalDeployments(), nil)
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-xl.log"), p.totalDeployments(), nil, installWorkloads(p.workloads(), 20))
 	if err != nil {
 		return err
 	}
@@ -35,4 +36,5 @@ func evaluateXL(res *result) {
 	}
 	add("start-up to synced (cold)", c.StartupSeconds, 30, "s")
 	add("RSS after sync", c.AfterSync.RSS/mib, 160, "MiB")
+	checkInstall(res)
 }

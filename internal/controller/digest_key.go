@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,9 +37,11 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 			return digest.Key{}, fmt.Errorf("generating the digest key: %w", err)
 		}
 		s = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name, Labels: map[string]string{"app.kubernetes.io/name": "reroll"}},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{DigestKeyData: secret},
+			ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name, Labels: map[string]string{"app.kubernetes.io/name": "reroll"},
+				// Created now: Reroll is installed now (LoadInstalledAt).
+				Annotations: map[string]string{InstalledAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{DigestKeyData: secret},
 		}
 		err = c.Create(ctx, &s, client.FieldOwner(FieldManager))
 		if apierrors.IsAlreadyExists(err) {

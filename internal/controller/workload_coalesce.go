@@ -185,6 +185,17 @@ func (d *debouncer) fire(req reconcile.Request) {
 	q.Add(req)
 }
 
+// holds reports whether req is held: a change to one of its objects is
+// still inside its window. A nil debouncer holds nothing.
+func (d *debouncer) holds(req reconcile.Request) bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pending[req] != nil
+}
+
 // waiting returns how many requests are held; for tests.
 func (d *debouncer) waiting() int {
 	d.mu.Lock()

@@ -156,6 +156,11 @@ type Options struct {
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
 	Alerter Alerter
+	// InstalledAt is Reroll's installation time (LoadInstalledAt): on first
+	// sight a workload rolls for what changed after it and after the
+	// workload's pod template was last written (plan.Options.InstalledAt).
+	// The zero time turns that rule off: first sight only records.
+	InstalledAt time.Time
 }
 
 // Alerter is told of each rollout after it is made. Alert must return
@@ -200,6 +205,12 @@ type WorkloadReconciler struct {
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
 	journal *jobJournal
+	// creations orders the workloads' creations seen on the watch against
+	// the store's changes, for the first-sight rule; nil orders by seconds.
+	creations *creations
+	// coalesce is the debounce of the ConfigMap and Secret watches; a
+	// rollout waits while it holds the workload (see held).
+	coalesce *debouncer
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -230,10 +241,12 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
 			r.metrics.OutOfScope(req.NamespacedName)
+			r.creations.forget(obj.GetUID())
 		}
 		return ctrl.Result{}, err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
+		r.creations.forget(obj.GetUID())
 		return ctrl.Result{}, nil
 	}
 	var result ctrl.Result
@@ -276,6 +289,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	now := r.now()
 	in := plan.NewInput(r.Kind, obj, template, now)
+	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
 	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -307,6 +321,21 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
+	if len(p.Changes) > 0 && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+		// A change to the workload's objects is inside its coalescing
+		// window (this reconcile came from the workload's own event, such
+		// as its first-sight record): the debounce adds the workload once
+		// the burst is over, and that one reconcile rolls it for the whole
+		// burst. Nothing is written now.
+		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
+		return ctrl.Result{}, nil
+	}
+	if wait := r.firstSightHold(p, now); wait > 0 {
+		// Nothing is written: the workload stays unrecorded, so the next
+		// look (or a restarted Reroll) finds the same changes.
+		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", wait.String())
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	switch p.Outcome {
 	case plan.Deleting:
 		return ctrl.Result{}, nil
@@ -330,6 +359,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 			r.recordFailure(obj, p)
 		}
 		return ctrl.Result{}, err
+	}
+	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
+		// Recorded (or forgotten): the first-sight rule is done with it.
+		r.creations.forget(obj.GetUID())
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
 		r.rollouts.started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
@@ -363,7 +396,7 @@ func (r *WorkloadReconciler) planOptions() plan.Options {
 		MaxConcurrentRollouts: o.MaxConcurrentRollouts, RolloutTimeout: o.RolloutTimeout,
 		WaitForRollout: o.WaitForRollout, PausePeriod: o.PausePeriod, Recheck: o.Recheck,
 		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
-		NoEviction: o.noEviction,
+		NoEviction: o.noEviction, InstalledAt: o.InstalledAt,
 	}
 }
 

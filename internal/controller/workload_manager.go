@@ -161,6 +161,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			r.deliveries = newDeliveries()
 			r.delivered = make(chan event.GenericEvent, deliveredBuffer)
 		}
+		if !opts.InstalledAt.IsZero() {
+			r.creations = newCreations()
+		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err
 		}
@@ -203,7 +206,8 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
-		For(r.Kind.New(), builder.WithPredicates(r.workloadChanges()))
+		// The first-sight rule notes each creation seen live first.
+		For(r.Kind.New(), builder.WithPredicates(r.creations.noted(), r.workloadChanges()))
 	// ConfigMaps and Secrets: a data change maps through the reference
 	// index to the workloads that may consume the object. Updates of
 	// other metadata are dropped here, before any work. A kind in
@@ -211,6 +215,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// access to it.
 	// One debounce for both kinds: a change of either extends the wait.
 	coalesce := newDebouncer(r.coalescing())
+	r.coalesce = coalesce
 	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
 		if !r.Options.Store.Watches(kind) {
 			continue

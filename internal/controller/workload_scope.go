@@ -43,13 +43,15 @@ type Scope struct {
 
 // CacheOptions returns the manager's cache settings for the scope: the
 // digest transform on every object (it drops managedFields and the
-// last-applied-configuration annotation), the namespaces, and the
+// last-applied-configuration annotation; a workload keeps one managedFields
+// entry, the time of its last write, for the first-sight rule:
+// summarizeWrites), the namespaces, and the
 // server-side selectors. ConfigMaps and Secrets are not in this cache but in
 // the store (StoreOptions); the same transform turns any that reach it into
 // digest.Objects, so a cached read of one fails with a type error instead of
 // holding values.
 func (s Scope) CacheOptions() cache.Options {
-	o := cache.Options{DefaultTransform: digest.Transform}
+	o := cache.Options{DefaultTransform: summarizeWrites(digest.Key{})}
 	if len(s.Namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range s.Namespaces {
@@ -94,7 +96,7 @@ func (o Options) StoreOptions() store.Options {
 // the cache digesting values under o.Key.
 func (o Options) ManagerOptions() ctrl.Options {
 	mo := o.Scope.ManagerOptions()
-	mo.Cache.DefaultTransform = o.Key.Transform
+	mo.Cache.DefaultTransform = summarizeWrites(o.Key)
 	return mo
 }
 

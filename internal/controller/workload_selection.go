@@ -42,7 +42,7 @@ func (s cacheSource) Object(kind reference.Kind, namespace, name string) (plan.O
 	if !ok {
 		return plan.Object{}, false, nil
 	}
-	return plan.Object{Annotations: obj.GetAnnotations(), Data: obj.Data(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}, true, nil
+	return plan.Object{Annotations: obj.GetAnnotations(), Data: obj.Data(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), History: history(obj)}, true, nil
 }
 
 // Names implements plan.Source.

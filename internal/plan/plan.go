@@ -98,6 +98,11 @@ type Options struct {
 	// Warning Event instead of the NotRolled one, and are warned on first
 	// sight too.
 	NoEviction bool
+	// InstalledAt is Reroll's installation time, durable and the same for
+	// every replica (controller.LoadInstalledAt): on first sight, only what
+	// happened after it rolls (firstsight.go). The zero time turns the
+	// first-sight rule off: first sight then only records.
+	InstalledAt time.Time
 }
 
 // Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
@@ -148,6 +153,11 @@ type Input struct {
 	Progress *workload.Progress
 	// Rollouts are the counts behind the concurrent rollout bound.
 	Rollouts Rollouts
+	// Since is when the workload's pod template or opt-in was last
+	// written (WrittenAt), and, when the caller saw the workload's creation
+	// on its watch and nothing was written since, the revision of that
+	// creation: on first sight, what happened after it rolls.
+	Since Happened
 }
 
 // NewInput builds the Input of obj, of kind k, whose pods run template
@@ -158,6 +168,7 @@ func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSp
 		Annotations: obj.GetAnnotations(), Template: template,
 		Action: workload.ActionOf(k, obj, false), ReloaderAction: workload.ActionOf(k, obj, true),
 		Deleting: obj.GetDeletionTimestamp() != nil, Now: now,
+		Since: Happened{At: WrittenAt(obj)},
 	}
 	if p, ok := k.(workload.Pausable); ok {
 		in.Pausable, in.Paused = true, p.Paused(obj)
@@ -189,7 +200,8 @@ const (
 	// nothing is written, so the change rolls once it is complete.
 	Waiting Outcome = "waiting"
 	// FirstSight: nothing was recorded; the record is written, nothing
-	// rolls.
+	// rolls (the first-sight rule found nothing to roll: a workload it
+	// rolls has Outcome Roll, or whatever the change leads to).
 	FirstSight Outcome = "first-sight"
 	// DamagedRecord: the record is unreadable; it is replaced, nothing
 	// rolls, and a Warning Event says so.
@@ -237,6 +249,12 @@ type Plan struct {
 	// RecordKeyChanged is true when the old record was made under another
 	// digest key (or none): it is made again, as on first sight.
 	RecordKeyChanged bool
+	// FirstSightChanged is set when Changes come from the first-sight rule
+	// (no record yet): the latest time, in whole seconds, at which one of
+	// them happened. The controller holds such a rollout back for its
+	// coalescing window after that time, so that the rest of the burst the
+	// change belongs to joins it.
+	FirstSightChanged time.Time
 
 	// Record is the new value of RecordAnnotation.
 	Record Record
@@ -419,14 +437,24 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Outcome = DamagedRecord
 	case prev == nil:
 		p.Outcome = FirstSight
+		if p.RecordKeyChanged {
+			// A record exists, made under another key: Reroll answered
+			// this workload before, and the first-sight rule cannot tell
+			// what it answered.
+			break
+		}
+		// The first-sight rule: what changed after the workload's pod
+		// template was last written, and after Reroll's installation.
+		changes, latest := firstSightChanges(o, in, sel, src)
+		for _, d := range changes {
+			p.classify(o, sel, d)
+		}
+		if len(p.Changes) > 0 {
+			p.FirstSightChanged = latest
+		}
 	default:
 		for _, d := range diff(sel.refs, prevCmp, cur) {
-			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
-			if held := heldBy(o, d); held != "" {
-				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
-				continue
-			}
-			p.Changes = append(p.Changes, d)
+			p.classify(o, sel, d)
 		}
 		p.Outcome = Unchanged
 		if len(p.Held) > 0 {
@@ -501,6 +529,17 @@ func (d Diff) object() change.Object {
 		o.Keys = d.Keys
 	}
 	return o
+}
+
+// classify adds d, with Reloader's hash of its object, to the plan's
+// Changes, or to Held with the flag that holds it back.
+func (p *Plan) classify(o Options, sel selection, d Diff) {
+	d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
+	if held := heldBy(o, d); held != "" {
+		p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
+		return
+	}
+	p.Changes = append(p.Changes, d)
 }
 
 // heldBy names the flag that holds a created or deleted object's change

@@ -92,6 +92,8 @@ type selection struct {
 	// refused names references to other namespaces that were not
 	// followed ("Secret other/name"; --allow-cross-namespace-references).
 	refused []string
+	// history holds the History of each object read, by historyKey.
+	history map[string]History
 }
 
 // WrittenKey is the single pseudo-key of an object in SAP pod-reloader's
@@ -157,6 +159,7 @@ func (s *selector) lookup(namespace string, kind reference.Kind, name string) (*
 	if !ok {
 		return nil, false, nil
 	}
+	s.sel.history[historyKey(kind, namespace, name)] = o.History
 	return &o, false, nil
 }
 
@@ -184,7 +187,7 @@ func dataOf(o *Object) *digest.Data {
 // are sorted by kind, then name; pod-reloader's and Wave's keep their
 // annotation and template order.
 func selectReferences(cfg annotation.Config, src Source, namespace string, allowCross bool, optIn annotation.OptIn, template *corev1.PodTemplateSpec) (selection, error) {
-	s := &selector{cfg: cfg, src: src, namespace: namespace, allowCross: allowCross, sel: selection{data: map[string]*digest.Data{}}}
+	s := &selector{cfg: cfg, src: src, namespace: namespace, allowCross: allowCross, sel: selection{data: map[string]*digest.Data{}, history: map[string]History{}}}
 	var err error
 	switch optIn.Dialect {
 	case annotation.DialectPodReloader:

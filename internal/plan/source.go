@@ -32,6 +32,10 @@ type Object struct {
 	// UID and ResourceVersion identify the version of the object, for SAP
 	// pod-reloader's dialect, where any write counts.
 	UID, ResourceVersion string
+	// History is when it was created and its data last changed, for the
+	// first-sight rule; a Source that cannot tell leaves it zero (nothing
+	// then rolls on first sight for this object).
+	History History
 }
 
 // ErrUnreadable marks a Source error for an object the caller may not read.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,8 @@ type Options struct {
 // does, so that no decision is made on a partial view.
 type Store struct {
 	kinds map[reference.Kind]*informerSet
+	// deletions remembers the objects deleted recently (see Deleted).
+	deletions *deletions
 }
 
 // informerSet is the informers of one kind.
@@ -86,7 +89,7 @@ func New(cfg *rest.Config, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the client of the ConfigMap and Secret informers: %w", err)
 	}
-	s := &Store{kinds: map[reference.Kind]*informerSet{}}
+	s := &Store{kinds: map[reference.Kind]*informerSet{}, deletions: newDeletions(DeletionMemory, time.Now)}
 	tweak := func(lo *metav1.ListOptions) {
 		if o.LabelSelector != nil && !o.LabelSelector.Empty() {
 			lo.LabelSelector = o.LabelSelector.String()
@@ -99,7 +102,6 @@ func New(cfg *rest.Config, o Options) (*Store, error) {
 			lo.FieldSelector = fields.AndSelectors(sels...).String()
 		}
 	}
-	transform := compact(o.Key)
 	for _, kind := range o.Kinds {
 		if kind != reference.ConfigMap && kind != reference.Secret {
 			return nil, fmt.Errorf("a Store watches ConfigMaps and Secrets, not %s", kind)
@@ -112,8 +114,8 @@ func New(cfg *rest.Config, o Options) (*Store, error) {
 			w.byNamespace = map[string]toolscache.SharedIndexInformer{}
 		}
 		for _, ns := range namespaces {
-			inf := newInformer(c, kind, ns, tweak)
-			if err := inf.SetTransform(transform); err != nil {
+			inf := newInformer(c, kind, ns, tweak, s.deletions.watched(kind))
+			if err := inf.SetTransform(compact(o.Key, inf.GetIndexer(), time.Now)); err != nil {
 				return nil, fmt.Errorf("setting the %s transform: %w", kind, err)
 			}
 			// Reloader's reloader_events_received_total counts what the
@@ -137,13 +139,13 @@ func New(cfg *rest.Config, o Options) (*Store, error) {
 // what client-go's generated informers build, on the core/v1 client alone
 // (the generated factory would link every API group's informers into the
 // binary), with the namespace index that Names reads.
-func newInformer(c corev1client.CoreV1Interface, kind reference.Kind, namespace string, tweak func(*metav1.ListOptions)) toolscache.SharedIndexInformer {
+func newInformer(c corev1client.CoreV1Interface, kind reference.Kind, namespace string, tweak func(*metav1.ListOptions), deleted watch.FilterFunc) toolscache.SharedIndexInformer {
 	var lw *toolscache.ListWatch
 	var example runtime.Object
 	if kind == reference.Secret {
-		example, lw = &corev1.Secret{}, listWatch(c.Secrets(namespace), tweak)
+		example, lw = &corev1.Secret{}, listWatch(c.Secrets(namespace), tweak, deleted)
 	} else {
-		example, lw = &corev1.ConfigMap{}, listWatch(c.ConfigMaps(namespace), tweak)
+		example, lw = &corev1.ConfigMap{}, listWatch(c.ConfigMaps(namespace), tweak, deleted)
 	}
 	// With the list-watch semantics of the client, so that the reflector
 	// streams the initial list (WatchList) and the transform runs while it
@@ -159,8 +161,9 @@ type lister[L runtime.Object] interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// listWatch returns the list and watch of c, their options set by tweak.
-func listWatch[L runtime.Object](c lister[L], tweak func(*metav1.ListOptions)) *toolscache.ListWatch {
+// listWatch returns the list and watch of c, their options set by tweak;
+// every watch event passes through seen before the informer gets it.
+func listWatch[L runtime.Object](c lister[L], tweak func(*metav1.ListOptions), seen watch.FilterFunc) *toolscache.ListWatch {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			tweak(&lo)
@@ -168,19 +171,33 @@ func listWatch[L runtime.Object](c lister[L], tweak func(*metav1.ListOptions)) *
 		},
 		WatchFuncWithContext: func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
 			tweak(&lo)
-			return c.Watch(ctx, lo)
+			w, err := c.Watch(ctx, lo)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, seen), nil
 		},
 	}
 }
 
 // compact is the informers' transform: digest.Key.Transform, with the
 // namespace of every object made one shared string (thousands of objects
-// share a few namespaces; the decoder makes a string per object).
-func compact(k digest.Key) toolscache.TransformFunc {
+// share a few namespaces; the decoder makes a string per object), and the
+// data change history carried from the Object held for the same
+// key (digest.Object.SinceChange): a change is told from a write of
+// metadata by comparing digests, live, which managedFields alone cannot do.
+func compact(k digest.Key, held toolscache.Indexer, now func() time.Time) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
+		m, isMeta := obj.(metav1.Object)
 		out, err := k.Transform(obj)
-		if o, ok := out.(*digest.Object); ok {
-			o.SetNamespace(unique.Make(o.GetNamespace()).Value())
+		o, ok := out.(*digest.Object)
+		if !ok || !isMeta || out == obj {
+			return out, err
+		}
+		o.SetNamespace(unique.Make(o.GetNamespace()).Value())
+		if prev, exists, _ := held.GetByKey(m.GetNamespace() + "/" + m.GetName()); exists {
+			p, _ := prev.(*digest.Object)
+			o.SinceChange(p, now())
 		}
 		return out, err
 	}

@@ -793,7 +793,7 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 		g.Expect(roles).To(gomega.HaveLen(1))
 		g.Expect(roles[0].Namespace).To(gomega.Equal("reroll-system"))
 		g.Expect(roles[0].Rules).To(gomega.ConsistOf(
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-job-journal", "r-reroll-pod-records"}, Verbs: []string{"get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},

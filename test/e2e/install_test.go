@@ -60,7 +60,7 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"create", "", "events", app}, {"patch", "", "events", app},
 			{"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}, // Namespace annotations, namespaceSelector
 			{"get", "coordination.k8s.io", "leases#reroll-leader", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
-			{"get", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
+			{"get", "", "secrets#reroll-digest-key", sys}, {"update", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
 		},
 		[]access{
 			// No pod access without podEviction.enabled.

@@ -1,0 +1,184 @@
+package plan
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// The first-sight rule. A workload Reroll has no record of is recorded, and
+// rolls once when, after the later of its pod template's last write and
+// Reroll's installation, data it reads changed (or, with
+// --reload-on-create and --reload-on-delete, an object it reads was created
+// or deleted): a change made between the workload's creation and Reroll's
+// first look at it (tens of milliseconds, or minutes while a fresh
+// installation records every workload) is then rolled, never taken as the
+// baseline. The order comes from what the API says (docs/design.md, "First
+// sight"):
+//   - times at the API server's one-second resolution: creationTimestamps
+//     and the times of managedFields entries; an event in the same second as
+//     the workload's last write counts as after it (a spurious rollout of a
+//     workload seconds old beats a lost change), and one in the same second
+//     as the installation as before it (installing rolls nothing);
+//   - resourceVersions, where both sides are known, to order events within
+//     a second: an object's resourceVersion is at least the revision of its
+//     creation and of its latest data change, so one below the revision of
+//     the workload's creation proves the event came before the workload.
+// The creation of an object is not a change of its data: a workload created
+// together with its ConfigMap, neither changed since, does not roll.
+
+// Happened is when something happened, as the API tells it.
+type Happened struct {
+	// At is the time, whole seconds of the API server's clock (the zero
+	// time: unknown, or it did not happen).
+	At time.Time
+	// ResourceVersion is the revision it happened at or an upper bound of
+	// it, as a number; 0 when unknown.
+	ResourceVersion uint64
+}
+
+// History is what the API says of one ConfigMap's or Secret's past.
+type History struct {
+	// Created is its creation (creationTimestamp; the resourceVersion is
+	// the object's current one, an upper bound).
+	Created Happened
+	// Changed is the latest change of its data after its creation: zero At
+	// when none is known (digest.Object.History).
+	Changed Happened
+}
+
+// Deletions is implemented by a Source that remembers the objects deleted
+// recently (the controller's store); the first-sight rule then knows that a
+// missing object was deleted, and when.
+type Deletions interface {
+	// Deleted returns the latest deletion of the object, and whether one is
+	// known.
+	Deleted(kind reference.Kind, namespace, name string) (Happened, bool)
+}
+
+// after reports whether e happened after since (the workload's last pod
+// template write) and after installed (Reroll's installation time), by the
+// first-sight rule's order: whole seconds, an event in since's second
+// counting as after it and one in installed's second as before it, and
+// resourceVersions when both are known. A zero e.At, since.At or installed
+// is never after.
+func after(e, since Happened, installed time.Time) bool {
+	if e.At.IsZero() || since.At.IsZero() || installed.IsZero() {
+		return false
+	}
+	if e.At.Unix() <= installed.Unix() || e.At.Unix() < since.At.Unix() {
+		return false
+	}
+	if e.ResourceVersion != 0 && since.ResourceVersion != 0 && e.ResourceVersion < since.ResourceVersion {
+		// Its revision, or an upper bound of it, comes before the workload.
+		return false
+	}
+	return true
+}
+
+// firstSightChanges returns what the first-sight rule rolls for a
+// workload without a record: one Diff per selected reference whose data
+// changed (Keys empty: the API does not say which key), or that was created
+// or deleted, after in.Since and o.InstalledAt, and the latest time among
+// them. A reference the selection could not read counts as unchanged.
+func firstSightChanges(o Options, in Input, sel selection, src Source) (out []Diff, latest time.Time) {
+	note := func(d Diff, h Happened) {
+		out = append(out, d)
+		if h.At.After(latest) {
+			latest = h.At
+		}
+	}
+	deletions, _ := src.(Deletions)
+	for _, ref := range sel.refs {
+		ns := RefNamespace(ref, in.Namespace)
+		if sel.data[ref.ID()] == nil {
+			if deletions == nil || ref.Kind == reference.SecretProviderClass {
+				continue
+			}
+			if d, ok := deletions.Deleted(ref.Kind, ns, ref.Name); ok && after(d, in.Since, o.InstalledAt) {
+				note(Diff{Ref: ref, Deleted: true}, d)
+			}
+			continue
+		}
+		h, ok := sel.history[historyKey(ref.Kind, ns, ref.Name)]
+		switch {
+		case !ok:
+		case after(h.Changed, in.Since, o.InstalledAt):
+			note(Diff{Ref: ref}, h.Changed)
+		case after(h.Created, in.Since, o.InstalledAt):
+			note(Diff{Ref: ref, Created: true}, h.Created)
+		}
+	}
+	return out, latest
+}
+
+func historyKey(kind reference.Kind, namespace, name string) string {
+	return string(kind) + "/" + namespace + "/" + name
+}
+
+// SummaryManager is the manager of the one managedFields entry that the
+// controller's cache keeps of a workload's: its time is WrittenAt's.
+const SummaryManager = "reroll.dev/last-written"
+
+// WrittenAt returns when the workload's pod template or opt-in was last
+// written, as its managedFields say: the latest time among the entries
+// (not of a subresource, not Reroll's own) that own a field of the spec or
+// a metadata annotation, not counting annotations that Kubernetes'
+// controllers write (*kubernetes.io/*); its creationTimestamp when that is
+// later or no entry qualifies. It is an upper bound of the pod template's
+// last write (an entry's time is that of its manager's latest change of
+// any field), at one-second resolution. On a workload read from the
+// controller's cache it reads the one entry of SummaryManager that the
+// cache's transform left in place of the others.
+func WrittenAt(obj metav1.Object) time.Time {
+	at := obj.GetCreationTimestamp().Time
+	for _, e := range obj.GetManagedFields() {
+		if e.Time == nil || e.Time.Time.Before(at) {
+			continue
+		}
+		if e.Manager == SummaryManager || (e.Manager != workload.FieldManager && e.Subresource == "" && ownsSpecOrAnnotations(e.FieldsV1)) {
+			at = e.Time.Time
+		}
+	}
+	return at.UTC()
+}
+
+// ownsSpecOrAnnotations reports whether a managedFields entry owns a field
+// of the spec or a metadata annotation not written by Kubernetes'
+// controllers.
+func ownsSpecOrAnnotations(f *metav1.FieldsV1) bool {
+	if f == nil {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(f.Raw, &top) != nil {
+		return false
+	}
+	if _, ok := top["f:spec"]; ok {
+		return true
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(top["f:metadata"], &meta) != nil {
+		return false
+	}
+	var annotations map[string]json.RawMessage
+	if json.Unmarshal(meta["f:annotations"], &annotations) != nil {
+		return false
+	}
+	for k := range annotations {
+		key, ok := strings.CutPrefix(k, "f:")
+		if !ok {
+			continue
+		}
+		domain, _, _ := strings.Cut(key, "/")
+		if domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") {
+			return true
+		}
+	}
+	return false
+}
