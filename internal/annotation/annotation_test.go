@@ -314,12 +314,12 @@ func TestParse_BoundsLists(t *testing.T) {
 
 func TestCompile_OncePerDistinctPattern(t *testing.T) {
 	g := gomega.NewWithT(t)
-	a, err := compile("db-.*")
+	a, _, err := compile("db-.*")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	b, _ := compile("db-.*")
+	b, _, _ := compile("db-.*")
 	g.Expect(b).To(gomega.BeIdenticalTo(a))
-	_, err = compile("[")
+	_, _, err = compile("[")
 	g.Expect(err).To(gomega.HaveOccurred())
-	_, again := compile("[")
+	_, _, again := compile("[")
 	g.Expect(again).To(gomega.BeIdenticalTo(err))
 }

@@ -311,6 +311,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	case plan.Waiting:
 		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(p.Missing, ", "))
 		return ctrl.Result{}, nil
+	case plan.Refused:
+		// The Warning Event says why; retrying costs the same until the
+		// annotations or the namespace's names change, which reconciles.
+		log.Info("Not rolling: list patterns cost too much to match", "annotation", p.OptIn.MatchBudgetExceeded())
+		return ctrl.Result{}, nil
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.
 		accepted, wait, err := r.deliver(obj, p)

@@ -282,7 +282,7 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 // counted (with a Warning Event for the latter), a running one is checked
 // again; a pending change that no longer rolls anything is cleared.
 func (p *Plan) track(o Options, in Input) {
-	if p.Outcome == Deleting {
+	if p.Outcome == Deleting || p.Outcome == Refused {
 		return
 	}
 	if p.Outcome == Roll {
@@ -295,7 +295,7 @@ func (p *Plan) track(o Options, in Input) {
 		}
 		return
 	}
-	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout && p.Outcome != Waiting {
+	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout && p.Outcome != Waiting && p.Outcome != Refused {
 		p.Annotations[PendingAnnotation] = ""
 	}
 	at, ok := RolledAt(in.Annotations)

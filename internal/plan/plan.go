@@ -185,6 +185,11 @@ const (
 	// Waiting: Wave's dialect, and a required object or key is missing;
 	// nothing is written, so the change rolls once it is complete.
 	Waiting Outcome = "waiting"
+	// Refused: the workload's list patterns cost more than
+	// annotation.MaxMatchCost to match against the names of its namespace;
+	// nothing is written and a Warning Event (ReasonInvalidAnnotation) says
+	// which annotation, so that one tenant's patterns cannot hold a worker.
+	Refused Outcome = "refused"
 	// FirstSight: nothing was recorded; the record is written, nothing
 	// rolls.
 	FirstSight Outcome = "first-sight"
@@ -360,6 +365,15 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, in.Template)
 	if err != nil {
 		return Plan{}, err
+	}
+	if key := optIn.MatchBudgetExceeded(); key != "" {
+		// The selection is incomplete: act on none of it.
+		p.Outcome = Refused
+		p.Annotations, p.Labels = map[string]string{}, map[string]string{}
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, fmt.Sprintf(
+			"Not rolling: matching the patterns of annotation %s against the names in namespace %s costs more than the limit of %d; use fewer or simpler patterns, or exact names",
+			key, in.Namespace, annotation.MaxMatchCost)})
+		return p, nil
 	}
 	p.Considered, p.References, p.Unreadable = sel.considered, sel.refs, sel.unreadable
 	if len(sel.missing) > 0 {
