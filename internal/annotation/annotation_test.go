@@ -132,6 +132,21 @@ func TestConfig_Parse(t *testing.T) {
 			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
 			wantErrs: 1,
 		},
+		// The security review paused a Deployment for 292 years.
+		"a pause period past the limit is refused": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", "deployment.reloader.stakater.com/pause-period": "2562047h"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
+			wantErrs: 1,
+		},
+		"a pause period at the limit is kept": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", PausePeriod: "24h"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.Equal(24 * time.Hour)) },
+		},
+		"a long pause period is refused unparsed": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", PausePeriod: strings.Repeat("1", 100) + "ns"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
+			wantErrs: 1,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

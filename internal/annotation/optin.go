@@ -206,9 +206,17 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 		if !ok {
 			continue
 		}
+		if len(v) > maxScalarLength {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: value of %d bytes is longer than the limit of %d", key, len(v), maxScalarLength))
+			continue
+		}
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
 			p.errs = append(p.errs, fmt.Errorf("annotation %s: value %q is not a positive duration (want e.g. \"5m\" or \"30s\")", key, v))
+			continue
+		}
+		if d > MaxPausePeriod {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: %s is longer than the limit of %s", key, d, MaxPausePeriod))
 			continue
 		}
 		o.PausePeriod = d
@@ -449,6 +457,15 @@ const (
 	// MaxListEntries is the most entries read from one list annotation.
 	MaxListEntries = 64
 )
+
+// MaxPausePeriod is the longest pause period a workload's annotation may
+// ask for: a pause keeps a Deployment from rolling at all, so a tenant's
+// "2562047h" (292 years) is refused, with a Warning, rather than obeyed.
+const MaxPausePeriod = 24 * time.Hour
+
+// maxScalarLength is the longest value read from an annotation holding one
+// boolean or duration.
+const maxScalarLength = 64
 
 // entries splits a comma-separated list annotation into its trimmed,
 // non-empty entries, within MaxListLength and MaxListEntries.
