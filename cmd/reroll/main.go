@@ -320,6 +320,8 @@ func (c auditCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Che
 }
 
 // Write is reached only through the CheckedEntry of all or sampled.
-func (c auditCore) Write(e zapcore.Entry, fields []zapcore.Field) error { return c.all.Write(e, fields) }
+func (c auditCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	return c.all.Write(e, fields)
+}
 
 func (c auditCore) Sync() error { return c.all.Sync() }
