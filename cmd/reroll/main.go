@@ -31,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
@@ -126,7 +125,7 @@ func run(args []string) error {
 	}
 	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
-	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
+	mo.Metrics = f.metrics.serverOptions(f.metricsAddr)
 	mo.HealthProbeBindAddress = f.probeAddr
 	mo.LeaderElection = f.enableHA
 	mo.LeaderElectionID = f.leaderElection.id
