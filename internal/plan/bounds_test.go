@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,3 +62,57 @@ func TestDecide_RefusesPatternsPastTheMatchBudget(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// The security review: a Deployment applied with kubectl, referencing 3,000
+// ConfigMaps, whose last-applied-configuration alone is 171 KB. Its record
+// could never be written (the API server refused the patch as too long),
+// so it never rolled. Now it records one digest for all objects, says so,
+// and rolls on a change.
+func TestDecide_RecordFitsBesideALargeAnnotation(t *testing.T) {
+	var names []string
+	before, after := memory{}, memory{}
+	for i := range 3000 {
+		n := fmt.Sprintf("%s-%04d", strings.Repeat("c", 30), i)
+		names = append(names, n)
+		before[cm(n)] = obj(map[string]string{"k": "1"}, nil, "1")
+		after[cm(n)] = before[cm(n)]
+	}
+	after[cm(names[1234])] = obj(map[string]string{"k": "2"}, nil, "2")
+	in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now, Template: template(names),
+		Annotations: map[string]string{"reroll.dev/auto": "true", "kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 171_000)}}
+	first, err := Decide(defaults(), in, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Outcome != FirstSight {
+		t.Fatalf("outcome = %s", first.Outcome)
+	}
+	total := 0
+	for k, v := range in.Annotations {
+		total += len(k) + len(v)
+	}
+	for k, v := range first.Annotations {
+		total += len(k) + len(v)
+	}
+	if total > 256<<10 {
+		t.Errorf("annotations of %d bytes, over Kubernetes' 256 KiB", total)
+	}
+	if len(first.Warnings) != 1 || first.Warnings[0].Reason != ReasonRecordTooLarge || !strings.Contains(first.Warnings[0].Note, "one digest for all") {
+		t.Errorf("warnings = %+v", first.Warnings)
+	}
+	in.Annotations[RecordAnnotation] = first.Annotations[RecordAnnotation]
+	again, err := Decide(defaults(), in, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Outcome != Unchanged || len(again.Warnings) != 0 {
+		t.Errorf("unchanged: outcome %s, warnings %+v", again.Outcome, again.Warnings)
+	}
+	p, err := Decide(defaults(), in, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Outcome != Roll {
+		t.Fatalf("outcome after a change = %s", p.Outcome)
+	}
+}

@@ -406,11 +406,16 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			cur[id] = v
 		}
 	}
-	record, cur, prevCmp, tooLarge := bounded(cur, prev)
-	if tooLarge && !prev.perObject() {
+	room := recordRoom(in.Annotations)
+	record, cur, prevCmp, level := bounded(cur, prev, room)
+	switch {
+	case level == perObjectLevel && prev.level() != perObjectLevel:
 		// Once per fall-back, not per record written.
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
-			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", maxRecordBytes)})
+			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", min(maxRecordBytes, room))})
+	case level == allObjectsLevel && prev.level() != allObjectsLevel:
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
+			fmt.Sprintf("Even one digest per object for the %d consumed objects would pass the %d bytes that the workload's other annotations leave of Kubernetes' 256 KiB; recording one digest for all of them, so a change rolls the workload without naming the object", len(sel.refs), room)})
 	}
 	if len(sel.refused) > 0 && record.String() != prevValue {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
@@ -431,7 +436,11 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	case prev == nil:
 		p.Outcome = FirstSight
 	default:
-		for _, d := range diff(sel.refs, prevCmp, cur) {
+		diffs := diff(sel.refs, prevCmp, cur)
+		if cur.allObjects() {
+			diffs = allObjectsDiff(sel.refs, prevCmp, cur)
+		}
+		for _, d := range diffs {
 			d.ReloaderSHA1 = sel.reloaderSHA1(d.Ref)
 			if held := heldBy(o, d); held != "" {
 				p.Held, p.HeldBy = append(p.Held, d), append(p.HeldBy, held)
