@@ -97,16 +97,16 @@ func TestDecide_RecordFitsBesideALargeAnnotation(t *testing.T) {
 	if total > 256<<10 {
 		t.Errorf("annotations of %d bytes, over Kubernetes' 256 KiB", total)
 	}
-	if len(first.Warnings) != 1 || first.Warnings[0].Reason != ReasonRecordTooLarge || !strings.Contains(first.Warnings[0].Note, "one digest for all") {
-		t.Errorf("warnings = %+v", first.Warnings)
+	if len(first.Events) != 1 || first.Events[0].Reason != ReasonRecordTooLarge || !strings.Contains(first.Events[0].Note, "one digest for all") {
+		t.Errorf("events = %+v", first.Events)
 	}
 	in.Annotations[RecordAnnotation] = first.Annotations[RecordAnnotation]
 	again, err := Decide(defaults(), in, before)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Outcome != Unchanged || len(again.Warnings) != 0 {
-		t.Errorf("unchanged: outcome %s, warnings %+v", again.Outcome, again.Warnings)
+	if again.Outcome != Unchanged || len(again.Warnings) != 0 || len(again.Events) != 0 {
+		t.Errorf("unchanged: outcome %s, warnings %+v, events %+v", again.Outcome, again.Warnings, again.Events)
 	}
 	p, err := Decide(defaults(), in, after)
 	if err != nil {

@@ -408,13 +408,16 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	}
 	room := recordRoom(in.Annotations)
 	record, cur, prevCmp, level := bounded(cur, prev, room)
+	// Once per fall-back, not per record written, and only once the record
+	// is written: a write the API server refuses as too long (the cache
+	// holds no kubectl last-applied-configuration, so room can be less than
+	// it says) is decided again from the API server's copy.
 	switch {
 	case level == perObjectLevel && prev.level() != perObjectLevel:
-		// Once per fall-back, not per record written.
-		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", min(maxRecordBytes, room))})
 	case level == allObjectsLevel && prev.level() != allObjectsLevel:
-		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("Even one digest per object for the %d consumed objects would pass the %d bytes that the workload's other annotations leave of Kubernetes' 256 KiB; recording one digest for all of them, so a change rolls the workload without naming the object", len(sel.refs), room)})
 	}
 	if len(sel.refused) > 0 && record.String() != prevValue {

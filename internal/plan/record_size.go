@@ -71,7 +71,7 @@ func recordRoom(annotations map[string]string) int {
 // maxRecordBytes; else one digest per object when that fits room; else one
 // digest for all objects. Both states are compared at the coarser of the
 // level written and the previous record's, so that the comparison is like
-// for like.
+// for like. A previous record of one digest for all objects keeps that level.
 func bounded(cur, prev Record, room int) (record, curCmp, prevCmp Record, level recordLevel) {
 	switch {
 	case len(cur.String()) <= min(maxRecordBytes, room):
@@ -79,6 +79,12 @@ func bounded(cur, prev Record, room int) (record, curCmp, prevCmp Record, level 
 	case len(perObject(cur).String()) <= room:
 		level = perObjectLevel
 	default:
+		level = allObjectsLevel
+	}
+	if prev.level() == allObjectsLevel {
+		// Once one digest for all, always: room is computed from a cached
+		// workload without its kubectl last-applied-configuration, so a
+		// finer record that seems to fit may not.
 		level = allObjectsLevel
 	}
 	cmp := max(level, prev.level())

@@ -43,8 +43,8 @@ func TestBounded(t *testing.T) {
 		"many objects with room: one digest per object": {
 			cur: many, room: maxAnnotationsBytes, want: perObjectLevel, wantCmp: perObjectLevel,
 		},
-		"a previous record of one digest for all compares so": {
-			cur: small, prev: allObjects(small), room: maxAnnotationsBytes, wantCmp: allObjectsLevel,
+		"a previous record of one digest for all stays so": {
+			cur: small, prev: allObjects(small), room: maxAnnotationsBytes, want: allObjectsLevel, wantCmp: allObjectsLevel,
 		},
 		"a small room for a small record": {
 			cur: small, prev: small, room: 10, want: allObjectsLevel, wantCmp: allObjectsLevel,
