@@ -172,6 +172,8 @@ func run(args []string) error {
 	if f.webhook.enabled && f.projections.enabled {
 		// Reads only its requests: served even before the CRD is installed.
 		projection.RegisterWebhook(mgr)
+		// A Projection's author must be allowed to act as its ServiceAccount.
+		projection.RegisterAuthorWebhook(mgr, mgr.GetClient(), projectionOpts.DefaultServiceAccount)
 	}
 	if err := freeMemoryAfterSync(mgr, opts.Store); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)

@@ -73,6 +73,7 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	g.Expect(paths).To(gomega.HaveKeyWithValue("statefulsets", "/mutate-statefulset"))
 	g.Expect(paths).To(gomega.HaveKeyWithValue("rollouts", "/mutate-rollout.argoproj.io"))
 	g.Expect(paths).To(gomega.HaveKeyWithValue("widgets", "/mutate-projected"))
+	g.Expect(paths).To(gomega.HaveKeyWithValue("projections", "/validate-projection-author"))
 
 	port := freeAddr(t)[len("127.0.0.1:"):]
 	for i := range cfg.Webhooks {
