@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"net"
 	"strconv"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -26,17 +24,11 @@ func TestProjectionAuthor_MustBeAllowedToImpersonateTheServiceAccount(t *testing
 	t.Parallel()
 	g := newT(t)
 	ns, p := harbor(t)
-	dir := t.TempDir()
-	caPEM := servingCert(t, dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	port := l.Addr().(*net.TCPAddr).Port
-	g.Expect(l.Close()).To(gomega.Succeed())
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
 	// The reviews go out as the plane's admin: the chart grants Reroll
 	// create on subjectaccessreviews with the webhook and Projections.
-	srv.Register(AuthorWebhookPath, &webhook.Admission{Handler: authorAdmission{c: k8s, defaultSA: "default"}})
-	startProjections(t, ns, Options{}, func(mo *ctrl.Options) { mo.WebhookServer = srv })
+	port, caPEM := startProjectionsServing(t, ns, func(srv webhook.Server) {
+		srv.Register(AuthorWebhookPath, &webhook.Admission{Handler: authorAdmission{c: k8s, defaultSA: "default"}})
+	})
 	url := "https://127.0.0.1:" + strconv.Itoa(port) + AuthorWebhookPath
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "reroll-projection-author-" + ns},
