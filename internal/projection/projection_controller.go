@@ -76,6 +76,11 @@ type Options struct {
 	// kind unwatched, so that Projections never make Reroll cache objects it
 	// was told to ignore; their changes are then seen at each interval.
 	IgnoreSecrets, IgnoreConfigMaps bool
+	// MinInterval is the shortest spec.interval honoured: a shorter one (the
+	// CRD accepts "1ms") is read as MinInterval, since each check costs a GET
+	// of the target and of each source as the Projection's ServiceAccount.
+	// 0 means DefaultMinInterval.
+	MinInterval time.Duration
 	// Workers is how many Projections are reconciled at once
 	// (--projection-workers), 1 to MaxWorkers; 0 means 1.
 	Workers int
@@ -91,10 +96,8 @@ type Options struct {
 	Store *store.Store
 }
 
-// MinInterval is the shortest spec.interval honoured: a shorter one (the
-// CRD accepts "1ms") is read as MinInterval, since each check costs a GET of
-// the target and of each source as the Projection's ServiceAccount.
-const MinInterval = 30 * time.Second
+// DefaultMinInterval is the default of Options.MinInterval.
+const DefaultMinInterval = 30 * time.Second
 
 // MaxWorkers bounds Options.Workers.
 const MaxWorkers = 16
@@ -221,7 +224,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	now := r.now()
 	interval := 10 * time.Minute
 	if p.Spec.Interval != nil && p.Spec.Interval.Duration > 0 {
-		interval = max(p.Spec.Interval.Duration, MinInterval)
+		interval = max(p.Spec.Interval.Duration, r.Options.MinInterval)
 	}
 	if c := st.Conflict; c != nil && c.StoppedGeneration != 0 {
 		if c.StoppedGeneration == p.Generation {

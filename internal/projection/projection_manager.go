@@ -47,6 +47,9 @@ func Setup(mgr ctrl.Manager, opts Options, reg prometheus.Registerer) error {
 	if opts.MaxRetry <= 0 {
 		opts.MaxRetry = d.MaxRetry
 	}
+	if opts.MinInterval <= 0 {
+		opts.MinInterval = DefaultMinInterval
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return fmt.Errorf("registering the projection metrics: %w", err)
