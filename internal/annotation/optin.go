@@ -1,6 +1,7 @@
 package annotation
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -431,8 +432,12 @@ func (p *parser) list(annotations map[string]string, key string, regex bool) Lis
 			continue
 		}
 		re, insts, err := compile(entry)
+		if errors.Is(err, errTooCostly) {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is refused as a regular expression: %w", key, truncate(entry), err))
+			continue
+		}
 		if err != nil {
-			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not an accepted regular expression: %w", key, truncate(entry), err))
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid regular expression: %w", key, truncate(entry), err))
 			continue
 		}
 		pat := Pattern{Text: entry, Name: len(problems) == 0, insts: insts, annotation: key, meter: p.meter}

@@ -1,6 +1,7 @@
 package annotation
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -102,9 +103,13 @@ func compile(entry string) (*regexp.Regexp, int, error) {
 	return c.re, c.insts, c.err
 }
 
+// errTooCostly marks an entry refused for its size or its program's cost,
+// not for its syntax.
+var errTooCostly = errors.New("too costly")
+
 func compileBounded(entry string) compiledPattern {
 	if len(entry) > MaxPatternLength {
-		return compiledPattern{err: fmt.Errorf("%d bytes is longer than the limit of %d", len(entry), MaxPatternLength)}
+		return compiledPattern{err: fmt.Errorf("%w: %d bytes is longer than the limit of %d", errTooCostly, len(entry), MaxPatternLength)}
 	}
 	source := "^(?:" + entry + ")$"
 	tree, err := syntax.Parse(source, syntax.Perl)
@@ -116,14 +121,14 @@ func compileBounded(entry string) compiledPattern {
 	// the program without building it.
 	tree = tree.Simplify()
 	if c := treeCost(tree, map[*syntax.Regexp]int64{}); c > MaxPatternCost {
-		return compiledPattern{err: fmt.Errorf("it would compile to a program costing %s units, more than the limit of %d", costString(c), MaxPatternCost)}
+		return compiledPattern{err: fmt.Errorf("%w: it would compile to a program costing %s units, more than the limit of %d", errTooCostly, costString(c), MaxPatternCost)}
 	}
 	prog, err := syntax.Compile(tree)
 	if err != nil {
 		return compiledPattern{err: err}
 	}
 	if c := progCost(prog); c > MaxPatternCost {
-		return compiledPattern{err: fmt.Errorf("it compiles to a program costing %d units, more than the limit of %d", c, MaxPatternCost)}
+		return compiledPattern{err: fmt.Errorf("%w: it compiles to a program costing %d units, more than the limit of %d", errTooCostly, c, MaxPatternCost)}
 	}
 	re, err := regexp.Compile(source)
 	return compiledPattern{re: re, insts: len(prog.Inst), err: err}
