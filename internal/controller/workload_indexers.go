@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -201,6 +202,28 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 		return nil
 	}
 	return requestsOf(list)
+}
+
+// requestsPendingInNamespace maps a Namespace whose annotations changed to
+// the workloads of r's kind in it whose rollout is deferred
+// (plan.PendingAnnotation): its rollout window or bound may have changed.
+func (r *WorkloadReconciler) requestsPendingInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	if s := r.Options.Scope; (len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, ns.GetName())) || slices.Contains(s.IgnoredNamespaces, ns.GetName()) {
+		return nil
+	}
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		if o := item.(client.Object); plan.PendingReason(o.GetAnnotations()) != "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+		}
+		return nil
+	})
+	return out
 }
 
 // requestsOf returns one request per object of list, in list order.

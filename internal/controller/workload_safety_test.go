@@ -302,3 +302,29 @@ func TestWorkloadReconciler_RolloutQueueSurvivesRestart(t *testing.T) {
 	g.Consistently(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.Equal(workloads), "nothing rolls twice")
 	g.Expect(most).To(gomega.BeNumerically("<=", 1), "at no sampled moment did more than one run")
 }
+
+// A workload deferred by its Namespace's window is decided again when the
+// Namespace's annotations change, not by polling (the recheck waits for the
+// window's opening, weeks away here).
+func TestWorkloadReconciler_NamespaceWindowChangeDecidesAgain(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		n.Annotations = map[string]string{plan.RolloutWindowAnnotation: "0 2 1 1 * 1h"}
+	})
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
+	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true"}, podSpec(envFrom("cfg")))
+	create(t, d)
+	startReroll(t, ns, Options{})
+	recorded(t, d)
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(gomega.HaveLen(1))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
+
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		delete(n.Annotations, plan.RolloutWindowAnnotation)
+	})
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }, 30*time.Second).Should(gomega.HaveLen(1))
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
+}

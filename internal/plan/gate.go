@@ -106,10 +106,6 @@ const DefaultRecheck = 5 * time.Second
 // deadline (StatefulSets, DaemonSets) counts as running at most, by default.
 const DefaultRolloutTimeout = 10 * time.Minute
 
-// maxWindowRecheck bounds the wait for a window to open, so that a changed
-// Namespace annotation is seen within it.
-const maxWindowRecheck = 5 * time.Minute
-
 // PendingSince is when the pending change of a workload with annotations
 // was first deferred, or now when none is (or the value is unreadable).
 func PendingSince(annotations map[string]string, now time.Time) time.Time {
@@ -269,7 +265,9 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 		recheck = DefaultRecheck
 	}
 	if !d.Until.IsZero() {
-		recheck = min(d.Until.Sub(in.Now), maxWindowRecheck)
+		// Until the gate opens: a change of the workload's annotations, or
+		// of its Namespace's (watched), decides again before that.
+		recheck = d.Until.Sub(in.Now)
 		// The opening second itself: Until is exact, a requeue may fire a
 		// little early.
 		recheck = max(recheck, 0) + time.Second
