@@ -7,14 +7,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	"github.com/spf13/pflag"
+	uzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/controller"
@@ -139,7 +141,7 @@ func run(args []string) error {
 	}
 	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
-	mo.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
+	mo.Metrics = f.metrics.serverOptions(f.metricsAddr)
 	mo.HealthProbeBindAddress = f.probeAddr
 	mo.LeaderElection = f.enableHA
 	mo.LeaderElectionID = f.leaderElection.id
@@ -186,6 +188,8 @@ func run(args []string) error {
 	if f.webhook.enabled && f.projections.enabled {
 		// Reads only its requests: served even before the CRD is installed.
 		projection.RegisterWebhook(mgr)
+		// A Projection's author must be allowed to act as its ServiceAccount.
+		projection.RegisterAuthorWebhook(mgr, mgr.GetClient(), projectionOpts.DefaultServiceAccount)
 	}
 	if err := freeMemoryAfterSync(mgr, opts.Store); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
@@ -289,13 +293,23 @@ func restConfig(path string) (*rest.Config, error) {
 // newLogger builds the zap logger for --log-format and --log-level. Reloader's
 // levels map onto logr verbosity: trace and debug show V(1) lines, warning
 // and above hide info lines.
+//
+// Repeated lines are sampled as controller-runtime's production logger
+// does (the first 100 of a message per second, then one in 100), except
+// controller.AuditMessages: every rollout leaves its line.
 func newLogger(format, level string) (logr.Logger, error) {
-	opts := zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder}
+	return newLoggerTo(os.Stderr, format, level)
+}
+
+// newLoggerTo is newLogger writing to w.
+func newLoggerTo(w io.Writer, format, level string) (logr.Logger, error) {
+	opts := zap.Options{}
+	rfc3339 := func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339TimeEncoder }
 	switch format {
 	case "json":
-		zap.JSONEncoder()(&opts)
+		zap.JSONEncoder(rfc3339)(&opts)
 	case "", "text":
-		zap.ConsoleEncoder()(&opts)
+		zap.ConsoleEncoder(rfc3339)(&opts)
 	default:
 		return logr.Logger{}, fmt.Errorf("--log-format: unknown format %q (want \"json\" or \"text\")", format)
 	}
@@ -313,5 +327,35 @@ func newLogger(format, level string) (logr.Logger, error) {
 	default:
 		return logr.Logger{}, fmt.Errorf("--log-level: unknown level %q (want trace, debug, info, warning, error, fatal or panic)", level)
 	}
-	return zap.New(zap.UseFlagOptions(&opts)), nil
+	sink := zapcore.Lock(zapcore.AddSync(w))
+	base := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: opts.Encoder}, sink, opts.Level)
+	core := auditCore{all: base, sampled: zapcore.NewSamplerWithOptions(base, time.Second, 100, 100), audit: controller.AuditMessages}
+	return zapr.NewLogger(uzap.New(core, uzap.AddStacktrace(zapcore.ErrorLevel), uzap.ErrorOutput(sink))), nil
 }
+
+// auditCore writes the entries whose message is one of audit through all,
+// every one, and the others through sampled.
+type auditCore struct {
+	all, sampled zapcore.Core
+	audit        []string
+}
+
+func (c auditCore) Enabled(l zapcore.Level) bool { return c.all.Enabled(l) }
+
+func (c auditCore) With(fields []zapcore.Field) zapcore.Core {
+	return auditCore{all: c.all.With(fields), sampled: c.sampled.With(fields), audit: c.audit}
+}
+
+func (c auditCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if slices.Contains(c.audit, e.Message) {
+		return c.all.Check(e, ce)
+	}
+	return c.sampled.Check(e, ce)
+}
+
+// Write is reached only through the CheckedEntry of all or sampled.
+func (c auditCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	return c.all.Write(e, fields)
+}
+
+func (c auditCore) Sync() error { return c.all.Sync() }

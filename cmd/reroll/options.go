@@ -64,6 +64,7 @@ type flags struct {
 	kubeAPIBurst       int
 	webhook            webhookFlags
 	projections        projectionFlags
+	metrics            metricsFlags
 	enablePProf        bool
 	pprofAddr          string
 	enableCSI          bool
@@ -153,6 +154,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
 	addProjectionFlags(fs, &f.projections)
+	addMetricsFlags(fs, &f.metrics)
 	f.set = fs
 	return fs
 }

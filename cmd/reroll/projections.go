@@ -24,6 +24,8 @@ type projectionFlags struct {
 	keyFile        string
 	rewrites       int
 	window         time.Duration
+	workers        int
+	clusterScoped  bool
 }
 
 func addProjectionFlags(fs *pflag.FlagSet, f *projectionFlags) {
@@ -32,6 +34,8 @@ func addProjectionFlags(fs *pflag.FlagSet, f *projectionFlags) {
 	fs.StringVar(&f.serviceAccount, "projection-service-account", d.DefaultServiceAccount, "ServiceAccount, in each Projection's namespace, that Reroll impersonates for Projections without spec.serviceAccountName.")
 	fs.StringVar(&f.keyFile, "projection-key-file", "", "File holding the key (at least 32 bytes) of the HMAC-SHA-256 digests that Projections write; empty derives it from the installation key (--digest-key-secret). A change of key changes every digest once.")
 	fs.IntVar(&f.rewrites, "projection-conflict-rewrites", d.Conflict.Rewrites, "How many rewrites of a projected field by another field manager Reroll writes back within --projection-conflict-window; one more stops the Projection with Ready=False, reason Conflict.")
+	fs.IntVar(&f.workers, "projection-workers", 2, fmt.Sprintf("How many Projections are reconciled at once, 1 to %d.", projection.MaxWorkers))
+	fs.BoolVar(&f.clusterScoped, "projection-allow-cluster-scoped-targets", false, "Let Projections write cluster-scoped objects. Off by default: a Projection writes only objects of its own namespace.")
 	fs.DurationVar(&f.window, "projection-conflict-window", d.Conflict.Window, "The window over which rewrites of a projected field by another field manager are counted.")
 }
 
@@ -53,6 +57,9 @@ func (f *projectionFlags) options() (projection.Options, error) {
 	if f.window <= 0 {
 		errs = append(errs, fmt.Errorf("--projection-conflict-window: %s is not positive", f.window))
 	}
+	if f.workers < 1 || f.workers > projection.MaxWorkers {
+		errs = append(errs, fmt.Errorf("--projection-workers: %d is not between 1 and %d", f.workers, projection.MaxWorkers))
+	}
 	if f.keyFile == "" {
 		// Derived from the installation key once it is loaded (main).
 	} else if key, err := os.ReadFile(f.keyFile); err != nil {
@@ -65,6 +72,7 @@ func (f *projectionFlags) options() (projection.Options, error) {
 	}
 	o.DefaultServiceAccount = f.serviceAccount
 	o.Conflict = projection.ConflictLimits{Rewrites: f.rewrites, Window: f.window}
+	o.Workers, o.AllowClusterScopedTargets = f.workers, f.clusterScoped
 	return o, errors.Join(errs...)
 }
 

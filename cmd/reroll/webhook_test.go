@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,14 +10,17 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 func TestOptions_WebhookOffByDefault(t *testing.T) {
@@ -112,4 +116,74 @@ func TestWebhookClientCA_RefusesClientsWithoutItsCertificate(t *testing.T) {
 
 	_, err = parse(t, map[string]string{"POD_NAMESPACE": "ns"}, "--enable-webhook", "--webhook-client-ca="+filepath.Join(t.TempDir(), "missing"))
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("--webhook-client-ca: reading the CA bundle")))
+}
+
+// selfSignedCertDir writes a self-signed serving certificate for 127.0.0.1
+// as tls.crt and tls.key in a new directory, as the webhook server reads it.
+func selfSignedCertDir(t *testing.T) string {
+	t.Helper()
+	g := gomega.NewWithT(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)).To(gomega.Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)).To(gomega.Succeed())
+	return dir
+}
+
+// negotiated starts s and returns the protocol it agrees on with a client
+// that offers HTTP/2 first, as Go's and the API server's clients do.
+func negotiated(t *testing.T, s webhook.Server, port int) string {
+	t.Helper()
+	g := gomega.NewWithT(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var proto string
+	g.Eventually(func() error {
+		conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{
+			InsecureSkipVerify: true, //nolint:gosec // the test's own self-signed certificate
+			NextProtos:         []string{"h2", "http/1.1"},
+		})
+		if err != nil {
+			return err
+		}
+		proto = conn.ConnectionState().NegotiatedProtocol
+		return conn.Close()
+	}, 10*time.Second, 50*time.Millisecond).Should(gomega.Succeed())
+	return proto
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	gomega.NewWithT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestWebhookServer_ServesHTTP1Only(t *testing.T) {
+	g := gomega.NewWithT(t)
+	dir := selfSignedCertDir(t)
+	// Positive control: controller-runtime's server, as is, agrees on HTTP/2.
+	port := freePort(t)
+	g.Expect(negotiated(t, webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}), port)).To(gomega.Equal("h2"))
+
+	f, err := parse(t, map[string]string{"POD_NAMESPACE": "ns"}, "--enable-webhook", "--webhook-cert-dir="+dir)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	f.webhook.port = freePort(t)
+	s := f.webhook.server(nil).(*webhook.DefaultServer)
+	s.Options.Host = "127.0.0.1"
+	g.Expect(negotiated(t, s, f.webhook.port)).To(gomega.Equal("http/1.1"))
 }

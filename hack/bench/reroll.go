@@ -48,7 +48,7 @@ func startReroll(ctx context.Context, bin, kubeconfig, logPath string, timeout t
 		return nil, err
 	}
 	defer logFile.Close()
-	args := append([]string{"--kubeconfig=" + kubeconfig, "--metrics-bind-address=" + r.metricsAddr, "--health-probe-bind-address=" + r.probeAddr, "--digest-key-namespace=default"}, extra...)
+	args := append([]string{"--kubeconfig=" + kubeconfig, "--metrics-bind-address=" + r.metricsAddr, "--health-probe-bind-address=" + r.probeAddr, "--digest-key-namespace=default", "--metrics-secure=false"}, extra...)
 	r.cmd = exec.Command(bin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

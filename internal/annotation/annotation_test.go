@@ -132,6 +132,21 @@ func TestConfig_Parse(t *testing.T) {
 			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
 			wantErrs: 1,
 		},
+		// The security review paused a Deployment for 292 years.
+		"a pause period past the limit is refused": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", "deployment.reloader.stakater.com/pause-period": "2562047h"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
+			wantErrs: 1,
+		},
+		"a pause period at the limit is kept": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", PausePeriod: "24h"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.Equal(24 * time.Hour)) },
+		},
+		"a long pause period is refused unparsed": {
+			workload: map[string]string{"reloader.stakater.com/auto": "true", PausePeriod: strings.Repeat("1", 100) + "ns"},
+			check:    func(g *gomega.WithT, o OptIn) { g.Expect(o.PausePeriod).To(gomega.BeZero()) },
+			wantErrs: 1,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -314,12 +329,12 @@ func TestParse_BoundsLists(t *testing.T) {
 
 func TestCompile_OncePerDistinctPattern(t *testing.T) {
 	g := gomega.NewWithT(t)
-	a, err := compile("db-.*")
+	a, _, err := compile("db-.*")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	b, _ := compile("db-.*")
+	b, _, _ := compile("db-.*")
 	g.Expect(b).To(gomega.BeIdenticalTo(a))
-	_, err = compile("[")
+	_, _, err = compile("[")
 	g.Expect(err).To(gomega.HaveOccurred())
-	_, again := compile("[")
+	_, _, again := compile("[")
 	g.Expect(again).To(gomega.BeIdenticalTo(err))
 }

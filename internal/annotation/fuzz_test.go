@@ -1,6 +1,7 @@
 package annotation
 
 import (
+	"regexp"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -46,6 +47,49 @@ func FuzzParsePodReloader(f *testing.F) {
 		}
 		if len(o.PodReloaderConfigMaps) > MaxListEntries || len(o.PodReloaderSecrets) > MaxListEntries {
 			t.Fatalf("kept more than %d entries", MaxListEntries)
+		}
+	})
+}
+
+// FuzzCompile feeds one Reloader list entry to compile: it must never panic,
+// never accept an entry past MaxPatternLength or whose program costs more
+// than MaxPatternCost, and what it accepts must match as regexp does.
+func FuzzCompile(f *testing.F) {
+	for _, seed := range []string{"app-.*", "[a-z0-9]{1,63}", `\pL+`, "(", "(?:a{30}){30}", slowMatch, bigClasses, hugeRepeat[:600]} {
+		f.Add(seed, "app-x")
+	}
+	f.Fuzz(func(t *testing.T, entry, name string) {
+		c := compileBounded(entry)
+		re, insts, err := c.re, c.insts, c.err
+		if err != nil {
+			return
+		}
+		if len(entry) > MaxPatternLength {
+			t.Fatalf("accepted %d bytes", len(entry))
+		}
+		if insts <= 0 || insts > MaxPatternCost {
+			t.Fatalf("accepted %q of %d instructions", entry, insts)
+		}
+		want := regexp.MustCompile("^(?:" + entry + ")$").MatchString(name)
+		if got := re.MatchString(name); got != want {
+			t.Fatalf("%q matches %q: %v, want %v", entry, name, got, want)
+		}
+	})
+}
+
+// FuzzParsePausePeriod feeds a pause period to Parse: what it keeps is
+// positive and at most MaxPausePeriod.
+func FuzzParsePausePeriod(f *testing.F) {
+	for _, seed := range []string{"5m", "2562047h", "0s", "-1h", "24h", "24h0m1s", "soon"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		o, errs := DefaultConfig().Parse(map[string]string{Auto: "true", PausePeriod: v}, nil)
+		if o.PausePeriod < 0 || o.PausePeriod > MaxPausePeriod {
+			t.Fatalf("kept pause period %s of %q", o.PausePeriod, v)
+		}
+		if o.PausePeriod == 0 && len(errs) == 0 {
+			t.Fatalf("dropped %q without an error", v)
 		}
 	})
 }

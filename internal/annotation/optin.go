@@ -1,6 +1,7 @@
 package annotation
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/lru"
 
 	"github.com/reroll/reroll/internal/reference"
 )
@@ -113,7 +113,16 @@ type OptIn struct {
 	Wave                bool
 	WaveExtraConfigMaps []types.NamespacedName
 	WaveExtraSecrets    []types.NamespacedName
+
+	// meter is the matching budget the lists share.
+	meter *meter
 }
+
+// MatchBudgetExceeded names the list annotation whose pattern matching
+// spent the budget of MaxMatchCost, "" while it lasts. Once it is spent,
+// List.Matches answers false for every pattern, so a decision made with the
+// lists since then is incomplete and must not be acted on.
+func (o OptIn) MatchBudgetExceeded() string { return o.meter.exceeded() }
 
 // Enabled reports whether the workload opted in at all.
 func (o OptIn) Enabled() bool {
@@ -154,7 +163,7 @@ var rerollKeys = []string{Auto, AutoConfigMaps, AutoSecrets, ConfigMaps, Secrets
 // counts as unset, a bad list entry is dropped), so one typo never disables
 // the rest.
 func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
-	var p parser
+	p := parser{meter: &meter{left: MaxMatchCost}}
 	source := workload
 	if !hasAny(workload, c.optInKeys()) {
 		source = template
@@ -198,9 +207,17 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 		if !ok {
 			continue
 		}
+		if len(v) > maxScalarLength {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: value of %d bytes is longer than the limit of %d", key, len(v), maxScalarLength))
+			continue
+		}
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
 			p.errs = append(p.errs, fmt.Errorf("annotation %s: value %q is not a positive duration (want e.g. \"5m\" or \"30s\")", key, v))
+			continue
+		}
+		if d > MaxPausePeriod {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: %s is longer than the limit of %s", key, d, MaxPausePeriod))
 			continue
 		}
 		o.PausePeriod = d
@@ -217,6 +234,7 @@ func (c Config) Parse(workload, template map[string]string) (OptIn, []error) {
 			o.WaveExtraSecrets = p.namespaced(workload, WaveExtraSecrets)
 		}
 	}
+	o.meter = p.meter
 	return o, p.errs
 }
 
@@ -321,12 +339,24 @@ type Pattern struct {
 	Name bool
 	// re matches other names too; nil for an exact name.
 	re *regexp.Regexp
+	// insts is re's instruction count; annotation is the list's annotation;
+	// meter is the matching budget of the Parse that made the list.
+	insts      int
+	annotation string
+	meter      *meter
 }
 
-// Matches reports whether any entry matches name.
+// Matches reports whether any entry matches name. Each match of a pattern
+// entry is charged to the budget of the Parse that made the list
+// (MaxMatchCost); once that is spent, patterns match nothing, and
+// OptIn.MatchBudgetExceeded says so: a caller must then not act on the
+// result.
 func (l List) Matches(name string) bool {
 	for _, p := range l {
-		if p.Text == name || (p.re != nil && p.re.MatchString(name)) {
+		if p.Text == name {
+			return true
+		}
+		if p.re != nil && p.meter.charge(p.annotation, int64(p.insts)*int64(len(name)+1)) && p.re.MatchString(name) {
 			return true
 		}
 	}
@@ -356,7 +386,11 @@ func (l List) HasPatterns() bool {
 	return false
 }
 
-type parser struct{ errs []error }
+type parser struct {
+	errs []error
+	// meter is the matching budget of every list parsed.
+	meter *meter
+}
 
 // boolean reads a boolean annotation; set is false when it is absent or
 // malformed (which is recorded as an error).
@@ -397,12 +431,16 @@ func (p *parser) list(annotations map[string]string, key string, regex bool) Lis
 			out = append(out, Pattern{Text: entry, Name: true})
 			continue
 		}
-		re, err := compile(entry)
-		if err != nil {
-			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid regular expression: %w", key, entry, err))
+		re, insts, err := compile(entry)
+		if errors.Is(err, errTooCostly) {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is refused as a regular expression: %w", key, truncate(entry), err))
 			continue
 		}
-		pat := Pattern{Text: entry, Name: len(problems) == 0}
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("annotation %s: entry %q is not a valid regular expression: %w", key, truncate(entry), err))
+			continue
+		}
+		pat := Pattern{Text: entry, Name: len(problems) == 0, insts: insts, annotation: key, meter: p.meter}
 		// A valid name without "." matches only itself; anything else, a "."
 		// included, is a pattern.
 		if !pat.Name || strings.Contains(entry, ".") {
@@ -424,6 +462,15 @@ const (
 	// MaxListEntries is the most entries read from one list annotation.
 	MaxListEntries = 64
 )
+
+// MaxPausePeriod is the longest pause period a workload's annotation may
+// ask for: a pause keeps a Deployment from rolling at all, so a tenant's
+// "2562047h" (292 years) is refused, with a Warning, rather than obeyed.
+const MaxPausePeriod = 24 * time.Hour
+
+// maxScalarLength is the longest value read from an annotation holding one
+// boolean or duration.
+const maxScalarLength = 64
 
 // entries splits a comma-separated list annotation into its trimmed,
 // non-empty entries, within MaxListLength and MaxListEntries.
@@ -448,30 +495,6 @@ func (p *parser) entries(annotations map[string]string, key string) []string {
 	return out
 }
 
-// compiled memoizes compile: Parse runs on every reconcile of a workload,
-// and most lists repeat the same few patterns. It is bounded (least recently
-// used entries go first) because the patterns come from users' annotations.
-// A regexp.Regexp is safe for concurrent use.
-var compiled = lru.New(1024)
-
-// compiledPattern is one entry of compiled.
-type compiledPattern struct {
-	re  *regexp.Regexp
-	err error
-}
-
-// compile returns entry as a regular expression anchored at both ends
-// (Reloader's list syntax), compiling each distinct entry once.
-func compile(entry string) (*regexp.Regexp, error) {
-	if v, ok := compiled.Get(entry); ok {
-		c := v.(compiledPattern)
-		return c.re, c.err
-	}
-	re, err := regexp.Compile("^(?:" + entry + ")$")
-	compiled.Add(entry, compiledPattern{re: re, err: err})
-	return re, err
-}
-
 func hasAny(annotations map[string]string, keys []string) bool {
 	for _, k := range keys {
 		if _, ok := annotations[k]; ok {
@@ -479,4 +502,14 @@ func hasAny(annotations map[string]string, keys []string) bool {
 		}
 	}
 	return false
+}
+
+// truncate shortens an entry quoted in an error, so that an Event stays
+// readable (entries may be up to MaxListLength bytes).
+func truncate(entry string) string {
+	const keep = 64
+	if len(entry) <= keep {
+		return entry
+	}
+	return entry[:keep] + "..."
 }

@@ -321,6 +321,8 @@ func planFor(t target, before, after plan.Plan, overlay map[objectKey]objectStat
 		w.Reason = "no record yet: Reroll records first sight without a rollout"
 	case after.Outcome == plan.Waiting:
 		w.Reason = "Wave's dialect waits for " + strings.Join(after.Missing, ", ")
+	case after.Outcome == plan.Refused:
+		w.Reason = "its list patterns cost too much to match (annotation " + after.OptIn.MatchBudgetExceeded() + ")"
 	case after.Outcome == plan.Deleting:
 		w.Reason = "being deleted"
 	case len(w.Changes) > 0 && after.Outcome == plan.NotRolled:

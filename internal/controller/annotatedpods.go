@@ -266,7 +266,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	switch p.Outcome {
 	case plan.NotOptedIn:
 		return ctrl.Result{}, a.write(ctx, req.NamespacedName, nil)
-	case plan.Deleting, plan.Waiting:
+	case plan.Deleting, plan.Waiting, plan.Refused:
 		return ctrl.Result{}, nil
 	}
 	mode, problems := eviction.ParseMode(template.Annotations, 0)

@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -251,10 +253,12 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	var result ctrl.Result
 	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.OnError(retry.DefaultRetry, retryable, func() error {
 		if !first {
-			// The cache was behind the write that conflicted; read the
-			// workload from the API server.
+			// The cache was behind the write that conflicted, or holds no
+			// kubectl last-applied-configuration (digest.Transform drops it)
+			// so that the record planned did not fit; read the workload from
+			// the API server.
 			if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
 				return err
 			}
@@ -268,6 +272,22 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	return result, err
+}
+
+// retryable reports whether a write is worth deciding again from the API
+// server's copy of the workload: a conflict, or annotations refused as too
+// long (plan.Decide sizes the record by the annotations it sees).
+func retryable(err error) bool {
+	var status *apierrors.StatusError
+	if apierrors.IsConflict(err) || !errors.As(err, &status) || status.ErrStatus.Details == nil {
+		return apierrors.IsConflict(err)
+	}
+	for _, c := range status.ErrStatus.Details.Causes {
+		if c.Type == metav1.CauseType(field.ErrorTypeTooLong) && c.Field == "metadata.annotations" {
+			return true
+		}
+	}
+	return false
 }
 
 // sync does one pass of Reconcile on obj: it reads the pod template, asks
@@ -341,6 +361,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		return ctrl.Result{}, nil
 	case plan.Waiting:
 		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(p.Missing, ", "))
+		return ctrl.Result{}, nil
+	case plan.Refused:
+		// The Warning Event says why; retrying costs the same until the
+		// annotations or the namespace's names change, which reconciles.
+		log.Info("Not rolling: list patterns cost too much to match", "annotation", p.OptIn.MatchBudgetExceeded())
 		return ctrl.Result{}, nil
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -191,6 +192,13 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 // for --namespace-selector: a namespace whose labels change may enter or
 // leave the scope.
 func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.requestsInNamespaceWhere(ctx, ns, nil)
+}
+
+// requestsInNamespaceWhere maps a Namespace to the workloads of r's kind
+// in it, from the cache, that keep passes (all when keep is nil); none when
+// the Namespace is outside the scope.
+func (r *WorkloadReconciler) requestsInNamespaceWhere(ctx context.Context, ns client.Object, keep func(client.Object) bool) []reconcile.Request {
 	// Namespaces are watched cluster-wide; most are outside the scope.
 	if s := r.Options.Scope; (len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, ns.GetName())) || slices.Contains(s.IgnoredNamespaces, ns.GetName()) {
 		return nil
@@ -200,7 +208,24 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
 	}
-	return requestsOf(list)
+	if keep == nil {
+		return requestsOf(list)
+	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		if o := item.(client.Object); keep(o) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+		}
+		return nil
+	})
+	return out
+}
+
+// requestsPendingInNamespace maps a Namespace whose annotations changed to
+// the workloads of r's kind in it whose rollout is deferred
+// (plan.PendingAnnotation): its rollout window or bound may have changed.
+func (r *WorkloadReconciler) requestsPendingInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.requestsInNamespaceWhere(ctx, ns, func(o client.Object) bool { return plan.PendingReason(o.GetAnnotations()) != "" })
 }
 
 // requestsOf returns one request per object of list, in list order.

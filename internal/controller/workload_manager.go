@@ -259,6 +259,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if !r.Options.noEviction {
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	}
+	if r.readNamespaces {
+		// Namespaces' annotations (rollout window, rollout bound): a
+		// workload deferred by them is decided again when they change, so
+		// that a deferral waits for its gate's opening instead of polling.
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.requestsPendingInNamespace),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.AnnotationChangedPredicate{}))
+	}
 	if sel := r.Options.Scope.NamespaceSelector; sel != nil && !sel.Empty() {
 		// Namespaces, metadata only, for --namespace-selector: a namespace
 		// whose labels change may enter the scope.

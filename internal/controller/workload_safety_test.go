@@ -197,11 +197,12 @@ func TestWorkloadReconciler_PauseHoldSurvivesKill(t *testing.T) {
 	g.Consistently(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.HaveLen(1))
 }
 
-func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
+// inClosedNamespaceWindow makes a namespace whose rollout window opens at
+// 02:00 UTC on the 1st of January only (closed now), with Deployment "web"
+// consuming ConfigMap "cfg", starts Reroll and waits for the record.
+func inClosedNamespaceWindow(t *testing.T) (string, *appsv1.Deployment, *reroll) {
+	t.Helper()
 	ns := newNamespace(t)
-	// Opens at 02:00 UTC on the 1st of January only: closed now.
 	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
 		n.Annotations = map[string]string{plan.RolloutWindowAnnotation: "0 2 1 1 * 1h"}
 	})
@@ -210,6 +211,13 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 	create(t, d)
 	rr := startReroll(t, ns, Options{})
 	recorded(t, d)
+	return ns, d, rr
+}
+
+func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns, d, rr := inClosedNamespaceWindow(t)
 
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(
@@ -301,4 +309,22 @@ func TestWorkloadReconciler_RolloutQueueSurvivesRestart(t *testing.T) {
 	g.Eventually(pending).Should(gomega.BeZero())
 	g.Consistently(func() int { most = max(most, runningRollouts(t, ns)); return rolled() }).Should(gomega.Equal(workloads), "nothing rolls twice")
 	g.Expect(most).To(gomega.BeNumerically("<=", 1), "at no sampled moment did more than one run")
+}
+
+// A workload deferred by its Namespace's window is decided again when the
+// Namespace's annotations change, not by polling (the recheck waits for the
+// window's opening, weeks away here).
+func TestWorkloadReconciler_NamespaceWindowChangeDecidesAgain(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns, d, _ := inClosedNamespaceWindow(t)
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(gomega.HaveLen(1))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
+
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		delete(n.Annotations, plan.RolloutWindowAnnotation)
+	})
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }, 30*time.Second).Should(gomega.HaveLen(1))
+	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
 }

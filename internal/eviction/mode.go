@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -50,17 +52,41 @@ func ParseMode(annotations map[string]string, desired int) (Mode, []error) {
 		problems = append(problems, fmt.Errorf("annotation %s: %q is neither %q nor %q", RestartAnnotation, v, RestartTemplate, RestartEvict))
 	}
 	if v, ok := annotations[MaxUnavailableAnnotation]; ok {
-		n, err := intstr.GetScaledValueFromIntOrPercent(ptrTo(intstr.Parse(v)), desired, false)
-		switch {
-		case err != nil:
-			problems = append(problems, fmt.Errorf("annotation %s: %w", MaxUnavailableAnnotation, err))
-		case n < 0:
-			problems = append(problems, fmt.Errorf("annotation %s: %q is negative", MaxUnavailableAnnotation, v))
-		default:
+		if n, err := parseMaxUnavailable(v, desired); err != nil {
+			problems = append(problems, fmt.Errorf("annotation %s: %w; using the default of 1", MaxUnavailableAnnotation, err))
+		} else {
 			m.MaxUnavailable = max(n, 1)
 		}
 	}
 	return m, problems
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// parseMaxUnavailable resolves a MaxUnavailableAnnotation value against
+// desired pods. 0 and 0% are refused: they would evict nothing, yet a
+// restart needs at least one pod at a time. A percentage above 100% and a
+// value longer than 16 bytes are refused as meaningless.
+func parseMaxUnavailable(v string, desired int) (int, error) {
+	if len(v) > 16 {
+		return 0, fmt.Errorf("value of %d bytes is longer than the limit of 16", len(v))
+	}
+	iv := intstr.Parse(strings.TrimSpace(v))
+	raw := iv.IntValue()
+	if iv.Type == intstr.String {
+		pct, ok := strings.CutSuffix(iv.StrVal, "%")
+		p, err := strconv.Atoi(pct)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("%q is neither a number nor a percentage", v)
+		}
+		if p > 100 {
+			return 0, fmt.Errorf("%q is above 100%%", v)
+		}
+		raw = p
+	}
+	switch {
+	case raw < 0:
+		return 0, fmt.Errorf("%q is negative", v)
+	case raw == 0:
+		return 0, fmt.Errorf("%q would evict no pod", v)
+	}
+	return intstr.GetScaledValueFromIntOrPercent(&iv, desired, false)
+}

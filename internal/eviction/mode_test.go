@@ -33,9 +33,26 @@ func TestParseMode(t *testing.T) {
 			annotations: map[string]string{MaxUnavailableAnnotation: "10%"}, desired: 3,
 			want: Mode{MaxUnavailable: 1},
 		},
-		"max-unavailable 0 is at least 1": {
+		// The security review: 0 evicted a pod silently, 1000% passed.
+		"max-unavailable 0: 1, and said": {
 			annotations: map[string]string{MaxUnavailableAnnotation: "0"}, desired: 3,
-			want: Mode{MaxUnavailable: 1},
+			want: Mode{MaxUnavailable: 1}, problems: 1,
+		},
+		"max-unavailable 0%: 1, and said": {
+			annotations: map[string]string{MaxUnavailableAnnotation: "0%"}, desired: 3,
+			want: Mode{MaxUnavailable: 1}, problems: 1,
+		},
+		"max-unavailable 1000%: 1, and said": {
+			annotations: map[string]string{MaxUnavailableAnnotation: "1000%"}, desired: 3,
+			want: Mode{MaxUnavailable: 1}, problems: 1,
+		},
+		"max-unavailable 100% is every pod": {
+			annotations: map[string]string{MaxUnavailableAnnotation: "100%"}, desired: 3,
+			want: Mode{MaxUnavailable: 3},
+		},
+		"a long max-unavailable: 1, and said": {
+			annotations: map[string]string{MaxUnavailableAnnotation: "00000000000000000001"}, desired: 3,
+			want: Mode{MaxUnavailable: 1}, problems: 1,
 		},
 		"malformed max-unavailable: 1, and said": {
 			annotations: map[string]string{MaxUnavailableAnnotation: "lots%"}, desired: 3,
@@ -52,6 +69,10 @@ func TestParseMode(t *testing.T) {
 			m, problems := ParseMode(tc.annotations, tc.desired)
 			g.Expect(m).To(Equal(tc.want))
 			g.Expect(problems).To(HaveLen(tc.problems))
+			for _, p := range problems {
+				// The Warning Event names the annotation.
+				g.Expect(p.Error()).To(HavePrefix("annotation reroll.dev/"))
+			}
 		})
 	}
 }

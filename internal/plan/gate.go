@@ -106,10 +106,6 @@ const DefaultRecheck = 5 * time.Second
 // deadline (StatefulSets, DaemonSets) counts as running at most, by default.
 const DefaultRolloutTimeout = 10 * time.Minute
 
-// maxWindowRecheck bounds the wait for a window to open, so that a changed
-// Namespace annotation is seen within it.
-const maxWindowRecheck = 5 * time.Minute
-
 // PendingSince is when the pending change of a workload with annotations
 // was first deferred, or now when none is (or the value is unreadable).
 func PendingSince(annotations map[string]string, now time.Time) time.Time {
@@ -269,7 +265,9 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 		recheck = DefaultRecheck
 	}
 	if !d.Until.IsZero() {
-		recheck = min(d.Until.Sub(in.Now), maxWindowRecheck)
+		// Until the gate opens: a change of the workload's annotations, or
+		// of its Namespace's (watched), decides again before that.
+		recheck = d.Until.Sub(in.Now)
 		// The opening second itself: Until is exact, a requeue may fire a
 		// little early.
 		recheck = max(recheck, 0) + time.Second
@@ -282,7 +280,7 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 // counted (with a Warning Event for the latter), a running one is checked
 // again; a pending change that no longer rolls anything is cleared.
 func (p *Plan) track(o Options, in Input) {
-	if p.Outcome == Deleting {
+	if p.Outcome == Deleting || p.Outcome == Refused {
 		return
 	}
 	if p.Outcome == Roll {
@@ -295,7 +293,7 @@ func (p *Plan) track(o Options, in Input) {
 		}
 		return
 	}
-	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout && p.Outcome != Waiting {
+	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout && p.Outcome != Waiting && p.Outcome != Refused {
 		p.Annotations[PendingAnnotation] = ""
 	}
 	at, ok := RolledAt(in.Annotations)

@@ -56,6 +56,15 @@ func TestDecide_Gates(t *testing.T) {
 			extra: map[string]string{RolloutWindowAnnotation: "whenever"},
 			want:  Roll,
 		},
+		// The security review: deferred forever, polled every 5 s.
+		"a malformed window that never opens is ignored with a warning": {
+			extra: map[string]string{RolloutWindowAnnotation: "0 0 30 2 * 1h"},
+			want:  Roll,
+		},
+		"a malformed namespace window of 250 KB is ignored with a warning": {
+			namespace: map[string]string{RolloutWindowAnnotation: strings.Repeat("0 0 30 2 * 1h;", 18000)},
+			want:      Roll,
+		},
 		"the override rolls outside the window": {
 			extra: map[string]string{RolloutWindowAnnotation: "0 2 * * * 1h", RolloutOverrideAnnotation: "true"},
 			want:  Roll,
@@ -217,6 +226,9 @@ func TestDecide_Gates(t *testing.T) {
 			}
 			if strings.Contains(name, "malformed") && len(p.Warnings) != 1 {
 				t.Errorf("warnings = %+v, want one", p.Warnings)
+			}
+			if strings.Contains(name, "malformed window") && !strings.Contains(p.Warnings[0].Note, RolloutWindowAnnotation) {
+				t.Errorf("warning %q does not name %s", p.Warnings[0].Note, RolloutWindowAnnotation)
 			}
 		})
 	}

@@ -199,6 +199,11 @@ const (
 	// Waiting: Wave's dialect, and a required object or key is missing;
 	// nothing is written, so the change rolls once it is complete.
 	Waiting Outcome = "waiting"
+	// Refused: the workload's list patterns cost more than
+	// annotation.MaxMatchCost to match against the names of its namespace;
+	// nothing is written and a Warning Event (ReasonInvalidAnnotation) says
+	// which annotation, so that one tenant's patterns cannot hold a worker.
+	Refused Outcome = "refused"
 	// FirstSight: nothing was recorded; the record is written, nothing
 	// rolls (the first-sight rule found nothing to roll: a workload it
 	// rolls has Outcome Roll, or whatever the change leads to).
@@ -382,6 +387,15 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if key := optIn.MatchBudgetExceeded(); key != "" {
+		// The selection is incomplete: act on none of it.
+		p.Outcome = Refused
+		p.Annotations, p.Labels = map[string]string{}, map[string]string{}
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, fmt.Sprintf(
+			"Not rolling: matching the patterns of annotation %s against the names in namespace %s costs more than the limit of %d; use fewer or simpler patterns, or exact names",
+			key, in.Namespace, annotation.MaxMatchCost)})
+		return p, nil
+	}
 	p.Considered, p.References, p.Unreadable = sel.considered, sel.refs, sel.unreadable
 	if len(sel.missing) > 0 {
 		// Wave's rule: nothing happens while a required object or key is
@@ -413,11 +427,19 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			cur[id] = v
 		}
 	}
-	record, cur, prevCmp, tooLarge := bounded(cur, prev)
-	if tooLarge && !prev.perObject() {
-		// Once per fall-back, not per record written.
-		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
-			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", maxRecordBytes)})
+	room := recordRoom(in.Annotations)
+	record, cur, prevCmp, level := bounded(cur, prev, room)
+	// Once per fall-back, not per record written, and only once the record
+	// is written: a write the API server refuses as too long (the cache
+	// holds no kubectl last-applied-configuration, so room can be less than
+	// it says) is decided again from the API server's copy.
+	switch {
+	case level == perObjectLevel && prev.level() != perObjectLevel:
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
+			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", min(maxRecordBytes, room))})
+	case level == allObjectsLevel && prev.level() != allObjectsLevel:
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
+			fmt.Sprintf("Even one digest per object for the %d consumed objects would pass the %d bytes that the workload's other annotations leave of Kubernetes' 256 KiB; recording one digest for all of them, so a change rolls the workload without naming the object", len(sel.refs), room)})
 	}
 	if len(sel.refused) > 0 && record.String() != prevValue {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
@@ -453,7 +475,11 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			p.FirstSightChanged = latest
 		}
 	default:
-		for _, d := range diff(sel.refs, prevCmp, cur) {
+		diffs := diff(sel.refs, prevCmp, cur)
+		if cur.allObjects() {
+			diffs = allObjectsDiff(sel.refs, prevCmp, cur)
+		}
+		for _, d := range diffs {
 			p.classify(o, sel, d)
 		}
 		p.Outcome = Unchanged

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -75,12 +76,35 @@ type Options struct {
 	// kind unwatched, so that Projections never make Reroll cache objects it
 	// was told to ignore; their changes are then seen at each interval.
 	IgnoreSecrets, IgnoreConfigMaps bool
+	// MinInterval is the shortest spec.interval honoured: a shorter one (the
+	// CRD accepts "1ms") is read as MinInterval, since each check costs a GET
+	// of the target and of each source as the Projection's ServiceAccount.
+	// 0 means DefaultMinInterval.
+	MinInterval time.Duration
+	// Workers is how many Projections are reconciled at once
+	// (--projection-workers), 1 to MaxWorkers; 0 means 1.
+	Workers int
+	// AllowClusterScopedTargets lets a Projection write a cluster-scoped
+	// object (--projection-allow-cluster-scoped-targets). Without it such a
+	// Projection stops with Ready=False, reason InvalidSpec: a target is
+	// an object of the Projection's own namespace.
+	AllowClusterScopedTargets bool
 	// Store is the ConfigMap and Secret store whose events wake Projections
 	// (the workload controller's, shared). Nil makes Setup create one for
 	// the kinds not ignored, cluster-wide, digesting under a key derived
 	// from Key.
 	Store *store.Store
 }
+
+// DefaultMinInterval is the default of Options.MinInterval.
+const DefaultMinInterval = 30 * time.Second
+
+// MaxWorkers bounds Options.Workers.
+const MaxWorkers = 16
+
+// maxClients bounds the impersonating clients kept, one per ServiceAccount
+// in use; the least recently used goes first.
+const maxClients = 256
 
 // DefaultOptions are the controller's defaults, also those of its flags.
 func DefaultOptions() Options {
@@ -114,8 +138,10 @@ type Reconciler struct {
 	now     func() time.Time
 	metrics *projectionMetrics
 
-	mu      sync.Mutex
-	clients map[string]client.Client
+	mu sync.Mutex
+	// clients are the impersonating clients, by user name, at most
+	// maxClients.
+	clients *lru.Cache
 }
 
 // Reroll's rules for Projections: no access to targets, only impersonation
@@ -198,7 +224,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	now := r.now()
 	interval := 10 * time.Minute
 	if p.Spec.Interval != nil && p.Spec.Interval.Duration > 0 {
-		interval = p.Spec.Interval.Duration
+		interval = max(p.Spec.Interval.Duration, r.Options.MinInterval)
 	}
 	if c := st.Conflict; c != nil && c.StoppedGeneration != 0 {
 		if c.StoppedGeneration == p.Generation {
@@ -240,6 +266,9 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 			return fail(ReasonTargetKindUnknown, fmt.Sprintf("the API server serves no %s; reading it again in %s", gvk, retry), retry)
 		}
 		return outcome{err: fmt.Errorf("mapping %s: %w", gvk, err)}
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace && !r.Options.AllowClusterScopedTargets {
+		return fail(ReasonInvalidSpec, fmt.Sprintf("%s is cluster-scoped; a Projection writes only objects of its own namespace (--projection-allow-cluster-scoped-targets allows more)", gvk.Kind), 0)
 	}
 	res := mapping.Resource
 	target := &unstructured.Unstructured{}
@@ -544,14 +573,18 @@ func (r *Reconciler) prune(ctx context.Context, p *rerollv1alpha1.Projection) er
 }
 
 // clientFor returns an uncached client that acts as the ServiceAccount sa
-// of ns (impersonation), one per ServiceAccount for the process's life.
+// of ns (impersonation), kept for the maxClients ServiceAccounts used
+// last.
 // Nothing it reads is kept.
 func (r *Reconciler) clientFor(ns, sa string) (client.Client, error) {
 	user := "system:serviceaccount:" + ns + ":" + sa
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.clients[user]; ok {
-		return c, nil
+	if r.clients == nil {
+		r.clients = lru.New(maxClients)
+	}
+	if c, ok := r.clients.Get(user); ok {
+		return c.(client.Client), nil
 	}
 	cfg := rest.CopyConfig(r.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
@@ -559,9 +592,6 @@ func (r *Reconciler) clientFor(ns, sa string) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", user, err)
 	}
-	if r.clients == nil {
-		r.clients = map[string]client.Client{}
-	}
-	r.clients[user] = c
+	r.clients.Add(user, c)
 	return c, nil
 }

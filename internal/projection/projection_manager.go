@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -45,6 +46,9 @@ func Setup(mgr ctrl.Manager, opts Options, reg prometheus.Registerer) error {
 	}
 	if opts.MaxRetry <= 0 {
 		opts.MaxRetry = d.MaxRetry
+	}
+	if opts.MinInterval <= 0 {
+		opts.MinInterval = DefaultMinInterval
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -107,6 +111,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		b = b.WatchesRawSource(src)
 	}
+	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: min(max(r.Options.Workers, 1), MaxWorkers)})
 	return b.Complete(r)
 }
 

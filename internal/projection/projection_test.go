@@ -177,7 +177,8 @@ func TestProjection_ConflictingWriterIsDetected(t *testing.T) {
 	g := newT(t)
 	ns, p := harbor(t)
 	p.Spec.Interval = &metav1.Duration{Duration: time.Second}
-	startProjections(t, ns, Options{Conflict: ConflictLimits{Rewrites: 2, Window: 10 * time.Minute}})
+	// The test's interval of 1s, under the default minimum of 30s.
+	startProjections(t, ns, Options{Conflict: ConflictLimits{Rewrites: 2, Window: 10 * time.Minute}, MinInterval: time.Second})
 	create(t, p)
 	g.Eventually(func() string { return field(t, getWidget(t, ns, "harbor"), accessKeyPath) }).Should(gomega.Equal("AK1"))
 

@@ -74,6 +74,10 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		// Fuzzing runs only the fuzz targets, which need no control plane.
+		return m.Run()
+	}
 	if code, ran := unitonly.Main(m, *unitOnly); ran {
 		return code
 	}

@@ -38,15 +38,7 @@ import (
 // returns the handler's URL.
 func startProjectionsWithWebhook(t *testing.T, ns string) string {
 	t.Helper()
-	g := newT(t)
-	dir := t.TempDir()
-	caPEM := servingCert(t, dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	port := l.Addr().(*net.TCPAddr).Port
-	g.Expect(l.Close()).To(gomega.Succeed())
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
-	startProjections(t, ns, Options{}, func(mo *ctrl.Options) { mo.WebhookServer = srv })
+	port, caPEM := startProjectionsServing(t, ns, nil)
 
 	url := "https://127.0.0.1:" + strconv.Itoa(port) + WebhookPath
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -70,6 +62,27 @@ func startProjectionsWithWebhook(t *testing.T, ns string) string {
 	create(t, cfg)
 	t.Cleanup(func() { _ = k8s.Delete(t.Context(), cfg) })
 	return url
+}
+
+// startProjectionsServing runs the Projection controller with a webhook
+// server on a free local port, with a serving certificate the test makes
+// (SAN 127.0.0.1); register, when given, adds handlers to the server first.
+// It returns the port and the CA bundle.
+func startProjectionsServing(t *testing.T, ns string, register func(webhook.Server)) (int, []byte) {
+	t.Helper()
+	g := newT(t)
+	dir := t.TempDir()
+	caPEM := servingCert(t, dir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	port := l.Addr().(*net.TCPAddr).Port
+	g.Expect(l.Close()).To(gomega.Succeed())
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
+	if register != nil {
+		register(srv)
+	}
+	startProjections(t, ns, Options{}, func(mo *ctrl.Options) { mo.WebhookServer = srv })
+	return port, caPEM
 }
 
 // servingCert writes a self-signed serving certificate for 127.0.0.1 as

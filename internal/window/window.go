@@ -30,14 +30,38 @@ type Window struct {
 // month, day of week) and the optional CRON_TZ=/TZ= prefix.
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// Limits on a rollout-window annotation, which any tenant who can annotate
+// a workload or (for the namespace's) a Namespace writes. A 250 KB value of
+// windows that never open used to be parsed on every reconcile, each
+// reconcile then polling 5 s later.
+const (
+	// MaxLength is the longest value read, in bytes.
+	MaxLength = 1024
+	// MaxDuration is the longest a window may stay open: a week, since
+	// windows recur at least weekly in practice and a longer one is no
+	// gate at all.
+	MaxDuration = 7 * 24 * time.Hour
+)
+
+// reference is the time from which Parse checks that a window opens at
+// all: cron schedules repeat within four years (leap days), and the parser
+// searches five years ahead.
+var reference = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Parse reads an annotation value: windows separated by ";", each
 // "[CRON_TZ=<IANA zone>] <minute> <hour> <day of month> <month> <day of week> <duration>",
 // where the five cron fields say when the window opens (github.com/robfig/cron/v3
 // syntax: "*", lists, ranges, steps, MON-FRI) in the zone (UTC when none is
 // given), and the duration (Go syntax: "2h", "90m") how long it stays
 // open. Example: "CRON_TZ=Europe/Berlin 0 2 * * MON-FRI 2h; 0 10 * * SAT 4h".
-// It returns an error naming each malformed window.
+// It returns an error naming each malformed window, a window open longer
+// than MaxDuration, and a window that never opens (such as "0 0 30 2 * 1h",
+// on 30 February); and an error for a value longer than MaxLength, before
+// parsing any of it.
 func Parse(v string) (Windows, error) {
+	if len(v) > MaxLength {
+		return nil, fmt.Errorf("rollout window of %d bytes is longer than the limit of %d", len(v), MaxLength)
+	}
 	var out Windows
 	var errs []error
 	for part := range strings.SplitSeq(v, ";") {
@@ -74,6 +98,9 @@ func parseOne(s string) (Window, error) {
 	if d <= 0 {
 		return Window{}, fmt.Errorf("rollout window %q: duration %s is not positive", s, d)
 	}
+	if d > MaxDuration {
+		return Window{}, fmt.Errorf("rollout window %q: duration %s is longer than the limit of %s", s, d, MaxDuration)
+	}
 	if !strings.HasPrefix(spec, "CRON_TZ=") && !strings.HasPrefix(spec, "TZ=") {
 		// Without a zone the parser would use the process's local zone.
 		spec = "CRON_TZ=UTC " + spec
@@ -84,6 +111,9 @@ func parseOne(s string) (Window, error) {
 	sched, err := parser.Parse(spec)
 	if err != nil {
 		return Window{}, fmt.Errorf("rollout window %q: %w", s, err)
+	}
+	if sched.Next(reference).IsZero() {
+		return Window{}, fmt.Errorf("rollout window %q: never opens", s)
 	}
 	return Window{Spec: s, Start: sched, Duration: d}, nil
 }

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +60,22 @@ func TestParseAndAt(t *testing.T) {
 		"nothing":              {value: " ; ", err: true},
 		"one bad of two":       {value: "0 2 * * * 2h; x", err: true},
 		"seconds are no field": {value: "0 0 2 * * * 2h", err: true},
+		// The security review's window: 30 February never comes.
+		"a window that never opens":     {value: "0 0 30 2 * 1h", err: true},
+		"one window of two never opens": {value: "0 2 * * * 1h; 0 0 31 4 * 1h", err: true},
+		"a leap day opens": {
+			value: "0 0 29 2 * 1h",
+			now:   time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC),
+			until: time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC),
+		},
+		"open longer than a week": {value: "0 2 * * MON 169h", err: true},
+		"open for a week": {
+			value: "0 0 * * MON 168h",
+			now:   time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC), // a Monday
+			open:  true, until: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+		},
+		// The review's 250 KB value, refused on its length alone.
+		"longer than the limit": {value: strings.Repeat("0 0 30 2 * 1h;", 20000), err: true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -100,7 +117,18 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if len(v) > MaxLength {
+			t.Fatalf("accepted %d bytes", len(v))
+		}
+		for _, w := range ws {
+			if w.Duration <= 0 || w.Duration > MaxDuration {
+				t.Fatalf("accepted duration %s of %q", w.Duration, v)
+			}
+		}
 		open, until := ws.At(now)
+		if !open && until.IsZero() {
+			t.Errorf("At(%s) on %q: accepted a window that never opens", now, v)
+		}
 		if !open && !until.IsZero() && until.Before(now) {
 			t.Errorf("At(%s) on %q: closed, next opening %s is in the past", now, v, until)
 		}

@@ -218,8 +218,14 @@ func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 		"projections": {
 			values: map[string]any{"projections.enabled": true, "projections.conflictWindow": "5m"},
 			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-projections",
-				"--projection-key-file=/var/run/reroll/projection-key/key", "--projection-service-account=default",
+				"--projection-service-account=default",
 				"--projection-conflict-rewrites=3", "--projection-conflict-window=5m"},
+		},
+		"projections with a key Secret": {
+			values: map[string]any{"projections.enabled": true, "projections.keySecret.name": "mine"},
+			want: []string{"--reload-strategy=annotations", "--log-level=info", "--enable-projections",
+				"--projection-key-file=/var/run/reroll/projection-key/key", "--projection-service-account=default",
+				"--projection-conflict-rewrites=3", "--projection-conflict-window=10m"},
 		},
 		"pprof and CSI integration": {
 			values: map[string]any{"pprof.enabled": true, "pprof.address": ":6061", "csiIntegration.enabled": true},
@@ -800,4 +806,25 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 		))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))
 	}
+}
+
+// The security review: the chart's Projection key was made again on every
+// render where `lookup` finds nothing (helm template, Argo CD, Flux), so
+// auto-sync rotated it. By default the key is derived from the installation
+// key, which Reroll creates and keeps: two renders are equal.
+func TestHelmChart_ProjectionKeySurvivesTemplateRenders(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	render := func(values ...string) string {
+		out, err := helm(append([]string{"template", "r", chartDir}, values...)...)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return out
+	}
+	// Positive control: a chart-made key Secret differs from render to render.
+	g.Expect(render("--set", "projections.enabled=true", "--set", "projections.keySecret.create=true")).NotTo(
+		gomega.Equal(render("--set", "projections.enabled=true", "--set", "projections.keySecret.create=true")))
+	first := render("--set", "projections.enabled=true")
+	g.Expect(first).To(gomega.ContainSubstring("--enable-projections"))
+	g.Expect(first).NotTo(gomega.ContainSubstring("projection-key"))
+	g.Expect(render("--set", "projections.enabled=true")).To(gomega.Equal(first))
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,6 +259,11 @@ func startReroll(t *testing.T, kubeconfig string, args []string, env map[string]
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	// Later flags win: the pod's bind addresses are replaced by local ones.
 	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr)
+	if !slices.Contains(args, "--metrics-secure=true") {
+		// scrape reads plain HTTP; TestMetrics_ServedOnlyToAuthorizedClients
+		// checks the secure default.
+		args = append(args, "--metrics-secure=false")
+	}
 	p := &process{cmd: exec.Command(rerollBin, args...), log: &syncBuffer{}, metricsAddr: metricsAddr, probeAddr: probeAddr, done: make(chan error, 1)}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range env {

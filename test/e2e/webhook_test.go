@@ -73,6 +73,7 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	g.Expect(paths).To(gomega.HaveKeyWithValue("statefulsets", "/mutate-statefulset"))
 	g.Expect(paths).To(gomega.HaveKeyWithValue("rollouts", "/mutate-rollout.argoproj.io"))
 	g.Expect(paths).To(gomega.HaveKeyWithValue("widgets", "/mutate-projected"))
+	g.Expect(paths).To(gomega.HaveKeyWithValue("projections", "/validate-projection-author"))
 
 	port := freeAddr(t)[len("127.0.0.1:"):]
 	for i := range cfg.Webhooks {
@@ -93,11 +94,9 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 	mountSecret(t, secretKey, certDir)
 	createWorkload(t, app)
 	kubeconfig, _ := serviceAccountKubeconfig(t, sys, release)
-	keyDir := t.TempDir()
-	mountSecret(t, client.ObjectKey{Namespace: sys, Name: release + "-projection-key"}, keyDir)
-	g.Eventually(func() error { _, err := os.Stat(filepath.Join(keyDir, "key")); return err }).Should(gomega.Succeed())
-	args := append(podArgs(t, sys, release), "--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-extra-dns-names=localhost",
-		"--projection-key-file="+filepath.Join(keyDir, "key"))
+	// The Projection key is derived from the installation key (the chart's
+	// default): no key Secret to mount.
+	args := append(podArgs(t, sys, release), "--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-extra-dns-names=localhost")
 	g.Expect(args).To(gomega.ContainElements("--enable-webhook", "--webhook-cert-secret="+release+"-webhook-cert", "--webhook-configuration-name="+release))
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
 

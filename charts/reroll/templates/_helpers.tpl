@@ -209,6 +209,12 @@ the Projection's ServiceAccount (docs/projections.md#security). */}}
 {{- end }}
 
 {{/* The Secret holding the HMAC key of Projections' digests. */}}
+{{/* Whether Projections read their key from a Secret (else it is derived
+from the installation key). */}}
+{{- define "reroll.projectionKeyFile" -}}
+{{- if or .Values.projections.keySecret.create .Values.projections.keySecret.name }}true{{ end }}
+{{- end }}
+
 {{- define "reroll.projectionKeySecret" -}}
 {{- default (printf "%s-projection-key" (include "reroll.fullname" .)) .Values.projections.keySecret.name }}
 {{- end }}

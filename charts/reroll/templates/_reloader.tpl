@@ -22,6 +22,10 @@ nothing. docs/migrating-from-reloader.md has the table.
 {{- $_ := set $v "__reloader" $x }}
 {{- if hasKey $v "reloader" }}
 {{- $r := $v.reloader | default dict }}
+{{- /* Reloader serves /metrics over plain HTTP, and its users' monitors,
+dashboards and alerts scrape it so: keep that wherever the file is
+Reloader's (docs/migrating-from-reloader.md). */}}
+{{- $_ := set $v.metrics "secure" false }}
 {{- $d := $r.deployment | default dict }}
 {{- /* Plain values of the same meaning. */}}
 {{- range $from, $to := dict "autoReloadAll" "autoReloadAll" "ignoreSecrets" "ignoreSecrets" "ignoreConfigMaps" "ignoreConfigMaps" "reloadOnCreate" "reloadOnCreate" "reloadOnDelete" "reloadOnDelete" "watchGlobally" "watchGlobally" "resourceLabelSelector" "resourceLabelSelector" "logFormat" "logFormat" "logLevel" "logLevel" }}
