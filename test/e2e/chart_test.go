@@ -431,8 +431,10 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 				g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(tc.want))
 				return
 			}
-			g.Expect(only(objs, "ClusterRole")).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
-			g.Expect(only(objs, "ClusterRoleBinding")).To(gomega.BeEmpty())
+			// Only the secure metrics endpoint's cluster-scoped roles
+			// (TokenReviews, SubjectAccessReviews; GET /metrics).
+			g.Expect(withoutMetricsRoles(only(objs, "ClusterRole"))).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
+			g.Expect(withoutMetricsRoles(only(objs, "ClusterRoleBinding"))).To(gomega.BeEmpty())
 			var in []string
 			for _, r := range withoutDigestKeyRole(only(objs, "Role")) {
 				in = append(in, r.GetNamespace())
@@ -501,6 +503,9 @@ func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind, namespace st
 	var found []*unstructured.Unstructured
 	for _, o := range withoutDigestKeyRole(only(objs, kind)) {
 		if o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
+			continue
+		}
+		if isMetricsRole(o) {
 			continue
 		}
 		if o.GetNamespace() == namespace {
@@ -643,7 +648,7 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 			var out []admissionregistrationv1.MutatingWebhook
 			for _, c := range only(renderChart(t, values), "MutatingWebhookConfiguration") {
 				for _, w := range convert[admissionregistrationv1.MutatingWebhookConfiguration](t, c).Webhooks {
-					if w.ObjectSelector.MatchLabels[projection.ProjectedLabel] != "" {
+					if w.ObjectSelector != nil && w.ObjectSelector.MatchLabels[projection.ProjectedLabel] != "" {
 						out = append(out, w)
 					}
 				}
@@ -757,8 +762,11 @@ func TestHelmChart_ProjectionsAreForAdminsOnly(t *testing.T) {
 	for _, p := range expand(convert[rbacv1.ClusterRole](t, admin[0]).Rules) {
 		g.Expect(p).To(gomega.HavePrefix("reroll.dev|projections"))
 	}
-	secrets := only(objs, "Secret")
-	g.Expect(secrets).To(gomega.HaveLen(1), "the digest key")
+	// The Projection key is derived from the installation key by default, so
+	// no render makes one; keySecret.create makes a Secret with a key.
+	g.Expect(only(objs, "Secret")).To(gomega.BeEmpty(), "no Projection key Secret by default")
+	secrets := only(renderChart(t, map[string]any{"projections.enabled": true, "projections.keySecret.create": true}), "Secret")
+	g.Expect(secrets).To(gomega.HaveLen(1), "the Projection key")
 	key, _, err := unstructured.NestedString(secrets[0].Object, "data", "key")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(key).NotTo(gomega.BeEmpty())
@@ -827,4 +835,22 @@ func TestHelmChart_ProjectionKeySurvivesTemplateRenders(t *testing.T) {
 	g.Expect(first).To(gomega.ContainSubstring("--enable-projections"))
 	g.Expect(first).NotTo(gomega.ContainSubstring("projection-key"))
 	g.Expect(render("--set", "projections.enabled=true")).To(gomega.Equal(first))
+}
+
+// isMetricsRole tells the secure metrics endpoint's RBAC objects (TokenReviews
+// and SubjectAccessReviews; GET /metrics for scrapers), which every mode has
+// and TestSecurityDoc_RBACOfEachInstallMode checks.
+func isMetricsRole(o *unstructured.Unstructured) bool {
+	return strings.Contains(o.GetName(), "metrics-auth") || strings.HasSuffix(o.GetName(), "metrics-reader")
+}
+
+// withoutMetricsRoles drops the objects isMetricsRole tells.
+func withoutMetricsRoles(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if !isMetricsRole(o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
