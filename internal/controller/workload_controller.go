@@ -284,7 +284,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// cannot both take the last slot.
 		r.rollouts.mu.Lock()
 		defer r.rollouts.mu.Unlock()
-		if in.Rollouts, err = r.rollouts.count(ctx, r.Client, obj, plan.PendingSince(obj.GetAnnotations(), in.Now), in.Now); err != nil {
+		if in.Rollouts, err = r.rollouts.count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -42,7 +43,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	kind := workload.Deployment{}
 	p, ok := progressOf(kind)
 	g.Expect(ok).To(gomega.BeTrue())
-	tr := newRollouts(0, nil, func() time.Time { return now })
+	tr := newRollouts(0, digest.Key{}, nil, func() time.Time { return now })
 	tr.kinds = []progressKind{{kind: kind, progress: p}}
 
 	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", ResourceVersion: "10", Generation: 1},
@@ -53,7 +54,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	// status.
 	after := before.DeepCopy()
 	after.ResourceVersion, after.Generation = "11", 2
-	after.Annotations = map[string]string{plan.RolledAtAnnotation: stamp}
+	after.Annotations = map[string]string{plan.RolledAtAnnotation: plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp)}
 	after.Status.ObservedGeneration = 1
 
 	self := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "self", UID: "self-uid"}}

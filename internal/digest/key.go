@@ -65,3 +65,23 @@ func (k Key) hash() hash.Hash {
 	}
 	return hmac.New(sha256.New, k.secret)
 }
+
+// stateMACBytes is the length of a state signature: 128 bits, which no
+// one without the key can guess.
+const stateMACBytes = 16
+
+// StateMAC returns the signature of one annotation Reroll writes as its own
+// state on an object (a pending rollout, a rollout's start): the first 16
+// bytes, as lowercase hex (32 characters), of the HMAC-SHA-256 under
+// Derive("state") of the object's UID, the annotation's name and its value,
+// each followed by a NUL byte. A tenant who can write the annotation but
+// not read the key cannot make a signature that verifies, nor move one to
+// another object or annotation.
+func (k Key) StateMAC(uid, name, value string) string {
+	m := hmac.New(sha256.New, k.Derive("state"))
+	for _, s := range []string{uid, name, value} {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil)[:stateMACBytes])
+}

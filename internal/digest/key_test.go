@@ -64,3 +64,31 @@ func TestNewKey_RefusesShortKeys(t *testing.T) {
 	_, err := NewKey(make([]byte, MinKeyBytes-1))
 	gomega.NewWithT(t).Expect(err).To(gomega.MatchError(gomega.ContainSubstring("fewer than the 32 required")))
 }
+
+// The expected signatures were computed outside Go, with K the key's 32
+// bytes of 0x07 in hex (K=$(printf '07%.0s' $(seq 32))):
+//
+//	D=$(printf 'reroll.dev derived key: state' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K -r | cut -d' ' -f1)
+//	printf 'uid-1\0reroll.dev/rolled-at\x002026-11-22T12:00:00Z\0' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$D -r | cut -c1-32
+func TestKey_StateMAC(t *testing.T) {
+	g := gomega.NewWithT(t)
+	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	cases := map[string]struct {
+		// uid, name and value are what is signed.
+		uid, name, value string
+		// want is the signature.
+		want string
+	}{
+		"a rolled-at": {uid: "uid-1", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "c3db983a2922d8f7395add21846f9972"},
+		"the same value on another object signs differently": {uid: "uid-2", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "9003c04dbc5af27e48513ac72ae6c2f3"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gomega.NewWithT(t).Expect(k.StateMAC(tc.uid, tc.name, tc.value)).To(gomega.Equal(tc.want))
+		})
+	}
+	other, err := NewKey(bytes.Repeat([]byte{8}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(other.StateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z")).NotTo(gomega.Equal("c3db983a2922d8f7395add21846f9972"), "another key signs differently")
+}
