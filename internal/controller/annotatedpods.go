@@ -252,7 +252,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	log = log.WithValues("owner", kind.GVK.Kind+"/"+name)
 	template := workload.TemplateOfPods(pods)
 	now := a.w.now()
-	p, err := plan.Decide(a.w.planOptions(), plan.NewInput(kind, obj, template, now), cacheSource{ctx: ctx, c: a.w.Client, store: a.w.Options.Store})
+	p, err := a.w.decide(ctx, a.w.planOptions(), plan.NewInput(kind, obj, template, now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

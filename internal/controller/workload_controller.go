@@ -288,7 +288,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	p, err := plan.Decide(opts, in, cacheSource{ctx: ctx, c: r.Client, store: r.Options.Store})
+	p, err := r.decide(ctx, opts, in)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -69,7 +69,8 @@ func TestWorkloadReconciler_RecordsKeyedDigests(t *testing.T) {
 	recorded(t, d)
 	rec, err := plan.ParseRecord(get(t, d).Annotations[ObservedAnnotation])
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(rec["Secret/db"]["password"]).To(gomega.Equal(key.Value([]byte("correct-horse"))[:16]))
+	g.Expect(rec["Secret/db"]["password"]).To(gomega.Equal(key.Digest("Secret", ns, "db", "password", []byte("correct-horse"))[:16]))
+	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Equal(key.Value([]byte("correct-horse"))[:16]), "bound to its place, not the value alone")
 	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Equal(digest.Value([]byte("correct-horse"))[:16]), "not the plain SHA-256 (9dca666eb5473071)")
 	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(KeyAnnotation, key.ID()))
 }

@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reroll/reroll/internal/plan"
+)
+
+// Records made by a Reroll whose digests were the value's alone (the legacy
+// scheme, under the same installation key) are made again under digests
+// bound to their place without a rollout; a change made while Reroll was
+// upgraded still rolls, once, before the record is made again.
+func TestWorkloadReconciler_LegacyRecordsMigrateWithoutLosingAChange(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), configMap(ns, "still", map[string]string{"a": "1"}))
+	web := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
+	api := deployment(ns, "api", autoOn, podSpec(envFrom("still")))
+	create(t, web, api)
+	waitFirstReplicaSet(t, web)
+	waitFirstReplicaSet(t, api)
+	key := testKey(t, 3)
+
+	old := startReroll(t, ns, Options{Key: key.Legacy()})
+	for _, d := range []string{"web", "api"} {
+		g.Eventually(func() map[string]string { return get(t, deployment(ns, d, nil, podSpec())).Annotations }).
+			Should(gomega.HaveKeyWithValue(KeyAnnotation, key.Legacy().ID()), "the older Reroll recorded %s", d)
+	}
+	old.stop(t)
+	// Made during the upgrade: the older Reroll is gone, the new one not
+	// yet started.
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+
+	startReroll(t, ns, Options{Key: key})
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/cfg changed keys a")),
+		"the change made during the upgrade rolls")
+	for _, d := range []string{"web", "api"} {
+		g.Eventually(func() map[string]string { return get(t, deployment(ns, d, nil, podSpec())).Annotations }).
+			Should(gomega.HaveKeyWithValue(KeyAnnotation, key.ID()), "%s is recorded again under the bound scheme", d)
+	}
+	rec, err := plan.ParseRecord(get(t, api).Annotations[ObservedAnnotation])
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(rec["ConfigMap/still"]["a"]).To(gomega.Equal(key.Digest("ConfigMap", ns, "still", "a", []byte("1"))[:16]))
+	g.Consistently(func() []string { return rolledEvents(t, ns, "api") }).Should(gomega.BeEmpty(), "an unchanged workload does not roll")
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1), "the change rolled once")
+	g.Expect(replicaSets(t, ns, "api")).To(gomega.HaveLen(1))
+
+	// Under the bound scheme, a change rolls as usual.
+	update(t, configMap(ns, "still", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "api") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/still changed keys a")))
+}
