@@ -16,24 +16,31 @@ import (
 // decide asks the planner what to do with the workload in, reading
 // ConfigMaps and Secrets from the store.
 //
-// A record made under the legacy scheme of the current key (digests of the
-// value alone, by a Reroll before digests were bound to their place; its
-// KeyAnnotation is digest.Key.Legacy's ID) is compared under that scheme
-// first, from values read from the API server (the store holds only bound
-// digests): a change made while Reroll was upgraded still rolls, and the
-// legacy record is kept until nothing under it is left to act on. Only then
+// A record made under an older key (digest.Key.Older: the legacy scheme of
+// the current key, digests of the value alone, by a Reroll before digests
+// were bound to their place; during a rotation, the previous key) is
+// compared under that key first, from values read from the API server (the
+// store holds only the current key's digests): a change made while Reroll
+// was upgraded, or its key rotated, still rolls, and the older record is
+// kept until nothing under it is left to act on. Only then
 // is the record made again under the bound scheme, as the planner does for
 // a record of another key, which rolls nothing. Each migrated workload thus
 // costs one read per consumed object, once.
 func (r *WorkloadReconciler) decide(ctx context.Context, opts plan.Options, in plan.Input) (plan.Plan, error) {
 	src := cacheSource{ctx: ctx, c: r.Client, store: r.Options.Store}
-	legacy := opts.Key.Legacy()
-	if legacy.ID() == opts.Key.ID() || in.Annotations[plan.KeyAnnotation] != legacy.ID() {
+	var older *digest.Key
+	for _, k := range opts.Key.Older() {
+		if in.Annotations[plan.KeyAnnotation] == k.ID() {
+			older = &k
+			break
+		}
+	}
+	if older == nil {
 		return plan.Decide(opts, in, src)
 	}
 	lo := opts
-	lo.Key = legacy
-	p, err := plan.Decide(lo, in, legacySource{cacheSource: src, reader: r.APIReader, key: legacy})
+	lo.Key = *older
+	p, err := plan.Decide(lo, in, legacySource{cacheSource: src, reader: r.APIReader, key: *older})
 	if err != nil {
 		return p, err
 	}
@@ -45,9 +52,9 @@ func (r *WorkloadReconciler) decide(ctx context.Context, opts plan.Options, in p
 	return p, nil
 }
 
-// legacySource is the planner's view for a record of the legacy scheme:
-// the ConfigMaps and Secrets the store holds, read again from the API
-// server and digested under key (digest.Key.Legacy), values dropped at
+// legacySource is the planner's view for a record of an older key: the
+// ConfigMaps and Secrets the store holds, read again from the API server
+// and digested under key (one of digest.Key.Older), values dropped at
 // once. An object the store does not hold (outside the watches, or
 // filtered out) counts as absent, as in cacheSource. SecretProviderClasses
 // and names come from cacheSource: their digests are not keyed.

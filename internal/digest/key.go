@@ -35,6 +35,9 @@ type Key struct {
 	// legacy digests each value alone (the scheme of Reroll before digests
 	// were bound to their place).
 	legacy bool
+	// previous is the key replaced by this one in a rotation, nil when
+	// none (WithPrevious).
+	previous []byte
 }
 
 // Key ID labels: the HMAC input of each scheme's ID.
@@ -72,6 +75,32 @@ func (k Key) Legacy() Key {
 		return k
 	}
 	return Key{secret: k.secret, id: keyID(k.secret, legacyIDLabel), legacy: true}
+}
+
+// WithPrevious returns k with previous, the key it replaces in a rotation
+// (at least MinKeyBytes long): records made under previous are still
+// compared under it until they are made again under k (Older).
+func (k Key) WithPrevious(previous []byte) (Key, error) {
+	if len(previous) < MinKeyBytes {
+		return Key{}, fmt.Errorf("the previous digest key has %d bytes, fewer than the %d required", len(previous), MinKeyBytes)
+	}
+	k.previous = previous
+	return k, nil
+}
+
+// Older returns the keys whose records Reroll still compares before making
+// them again under k: k's legacy scheme, and, during a rotation, the
+// previous key under both schemes. None for the zero Key.
+func (k Key) Older() []Key {
+	if k.secret == nil || k.legacy {
+		return nil
+	}
+	out := []Key{k.Legacy()}
+	if k.previous != nil {
+		p := Key{secret: k.previous, id: keyID(k.previous, boundIDLabel)}
+		out = append(out, p, p.Legacy())
+	}
+	return out
 }
 
 // Derive returns a 32-byte key for another use of the installation key
