@@ -46,12 +46,9 @@ func TestAnnotatedPods_OfAnUnknownOwnerAreEvictedOnceButNeverBareOrUnannotatedOn
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
 	startReroll(t, ns, Options{PodRecords: records})
 	record := func(uid types.UID) map[string]string {
-		var cm corev1.ConfigMap
-		if err := k8s.Get(t.Context(), records, &cm); err != nil {
-			return nil
-		}
+		v, _ := storedEntry(t, records, types.NamespacedName{Namespace: ns, Name: string(uid)})
 		var out map[string]string
-		_ = json.Unmarshal([]byte(cm.Data[ns+"."+string(uid)]), &out)
+		_ = json.Unmarshal([]byte(v), &out)
 		return out
 	}
 	// First sight records both groups and evicts nothing.
@@ -91,12 +88,10 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 	old := l.allReady(t, 2)
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
 	first := startReroll(t, ns, Options{PodRecords: records})
+	group := types.NamespacedName{Namespace: ns, Name: string(op.GetUID())}
 	g.Eventually(func() string {
-		var cm corev1.ConfigMap
-		if err := k8s.Get(t.Context(), records, &cm); err != nil {
-			return ""
-		}
-		return cm.Data[ns+"."+string(op.GetUID())]
+		v, _ := storedEntry(t, records, group)
+		return v
 	}).Should(gomega.ContainSubstring(ObservedAnnotation))
 	first.stop(t)
 
@@ -110,9 +105,9 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 		return keys(deleted)
 	}).Should(gomega.ConsistOf(old))
 	g.Eventually(func() string {
-		var cm corev1.ConfigMap
-		g.Expect(k8s.Get(t.Context(), records, &cm)).To(gomega.Succeed())
-		return cm.Data[ns+"."+string(op.GetUID())]
+		v, ok := storedEntry(t, records, group)
+		g.Expect(ok).To(gomega.BeTrue())
+		return v
 	}).ShouldNot(gomega.ContainSubstring(eviction.ProgressAnnotation))
 	live, ready, deleted, _ := l.state()
 	g.Expect(ready).To(gomega.Equal(2))

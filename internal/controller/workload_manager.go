@@ -77,7 +77,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var journal *jobJournal
 	if opts.JobJournal.Name != "" {
-		journal = &jobJournal{configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.JobJournal, what: "the Job journal"}}
+		journal = &jobJournal{newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")}
 		// Once leading, re-create the Jobs a previous leader left deleted.
 		if err := mgr.Add(journal); err != nil {
 			return fmt.Errorf("adding the Job journal: %w", err)
