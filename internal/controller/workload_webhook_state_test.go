@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
@@ -45,11 +47,20 @@ func TestWebhook_KeepsReroll_sCleanUpWithTheGates(t *testing.T) {
 	recorded(t, db)
 
 	// The bound: web and api share one ConfigMap, one waits for the other.
+	// Paused by the user, the first rollout runs until resumed.
+	for _, d := range []*appsv1.Deployment{web, api} {
+		update(t, d, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	}
+	rolled := func() int { return len(rolledEvents(t, ns, "web")) + len(rolledEvents(t, ns, "api")) }
 	update(t, configMap(ns, "shared", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
-	g.Eventually(func() int { return len(rolledEvents(t, ns, "web")) + len(rolledEvents(t, ns, "api")) }).
-		WithTimeout(2*time.Minute).Should(gomega.Equal(2), "both roll, one after the other")
-	g.Expect(len(eventsWithReason(t, ns, "web", plan.ReasonDeferred))+len(eventsWithReason(t, ns, "api", plan.ReasonDeferred))).
-		To(gomega.Equal(1), "one of them waited for the bound")
+	g.Eventually(rolled).Should(gomega.Equal(1))
+	g.Eventually(func() int {
+		return len(eventsWithReason(t, ns, "web", plan.ReasonDeferred)) + len(eventsWithReason(t, ns, "api", plan.ReasonDeferred))
+	}).Should(gomega.Equal(1), "the other waits for the bound")
+	for _, d := range []*appsv1.Deployment{web, api} {
+		update(t, d, func(d *appsv1.Deployment) { d.Spec.Paused = false })
+	}
+	g.Eventually(rolled).WithTimeout(2*time.Minute).Should(gomega.Equal(2), "both roll, one after the other")
 	for _, d := range []*appsv1.Deployment{web, api} {
 		g.Eventually(func() map[string]string { return get(t, d).Annotations }).Should(gomega.Not(gomega.HaveKey(plan.PendingAnnotation)))
 		g.Consistently(func() map[string]string { return get(t, d).Annotations }).WithTimeout(3*time.Second).
@@ -74,13 +85,34 @@ func TestWebhook_KeepsReroll_sCleanUpWithTheGates(t *testing.T) {
 
 	// A restart by eviction: once done, its record stays gone and no pod is
 	// evicted twice.
-	pods.arm()
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
-	expectReplacedOnce(t, pods, oldPods, 2)
+	// The namespace's other rollouts delete pods too: only ev's count.
+	var fresh []types.UID
+	g.Eventually(func() int {
+		live, ready, _, _ := pods.state()
+		fresh = nil
+		for _, uid := range live {
+			if !slices.Contains(oldPods, uid) {
+				fresh = append(fresh, uid)
+			}
+		}
+		if ready != 2 {
+			return -1
+		}
+		return len(fresh)
+	}).Should(gomega.Equal(2), "two Ready pods, both new")
+	_, _, deleted, _ := pods.state()
+	for _, uid := range oldPods {
+		g.Expect(deleted[uid]).To(gomega.Equal(1), "each old pod was evicted once")
+	}
 	g.Eventually(func() map[string]string { return get(t, ev).Annotations }).Should(gomega.Not(gomega.HaveKey(eviction.ProgressAnnotation)))
 	g.Consistently(func() map[string]string { return get(t, ev).Annotations }).WithTimeout(3 * time.Second).
 		Should(gomega.Not(gomega.HaveKey(eviction.ProgressAnnotation)))
 	g.Expect(eventsWithReason(t, ns, "ev", ReasonEvicted)).To(gomega.HaveLen(1))
+	_, _, deleted, _ = pods.state()
+	for _, uid := range fresh {
+		g.Expect(deleted).NotTo(gomega.HaveKey(uid), "no restart started again")
+	}
 
 	// A revert record: removing it by hand (the documented way to let Reroll
 	// patch again) sticks.
