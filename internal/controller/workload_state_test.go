@@ -49,12 +49,22 @@ func TestWorkloadReconciler_ForgedStateHoldsNoRollout(t *testing.T) {
 	// Written again after the clean-up, and at once a change in the other
 	// namespace: the forged state still holds nothing.
 	update(t, running, func(d *appsv1.Deployment) { d.Annotations[plan.RolledAtAnnotation] = "2099-01-01T00:00:00Z" })
+	// Paused by the user: the victim's first rollout runs until resumed.
+	for _, d := range []*appsv1.Deployment{web, api} {
+		update(t, d, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	}
 	update(t, configMap(victim, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	rolled := func() int { return len(rolledEvents(t, victim, "web")) + len(rolledEvents(t, victim, "api")) }
-	g.Eventually(rolled).WithTimeout(10*time.Second).Should(gomega.BeNumerically(">=", 1), "the other namespace's change rolls at once")
+	g.Eventually(rolled).WithTimeout(10*time.Second).Should(gomega.Equal(1), "the other namespace's change rolls at once")
 	// Positive control: the bound itself holds, by Reroll's own signed
 	// stamp: the second workload waits for the first, then rolls.
+	deferred := func() int {
+		return len(eventsWithReason(t, victim, "web", plan.ReasonDeferred)) + len(eventsWithReason(t, victim, "api", plan.ReasonDeferred))
+	}
+	g.Eventually(deferred).Should(gomega.Equal(1), "the second waits for Reroll's own running rollout")
+	for _, d := range []*appsv1.Deployment{web, api} {
+		update(t, d, func(d *appsv1.Deployment) { d.Spec.Paused = false })
+	}
 	g.Eventually(rolled).WithTimeout(2 * time.Minute).Should(gomega.Equal(2))
-	g.Expect(len(eventsWithReason(t, victim, "web", plan.ReasonDeferred))+len(eventsWithReason(t, victim, "api", plan.ReasonDeferred))).
-		To(gomega.Equal(1), "one waited for the other, none for the forged state")
+	g.Expect(deferred()).To(gomega.Equal(1), "none waited for the forged state")
 }
