@@ -57,7 +57,8 @@ func decodeEntry(name types.NamespacedName, v string) (journalEntry, bool) {
 	return e, true
 }
 
-// entries reads the journal.
+// entries reads the journal; an entry that is not a manifest of its own Job
+// is deleted.
 func (j *jobJournal) entries(ctx context.Context) (map[types.NamespacedName]journalEntry, error) {
 	all, err := j.store.list(ctx)
 	if err != nil {
@@ -65,9 +66,15 @@ func (j *jobJournal) entries(ctx context.Context) (map[types.NamespacedName]jour
 	}
 	out := map[types.NamespacedName]journalEntry{}
 	for name, v := range all {
-		if e, ok := decodeEntry(name, v); ok {
-			out[name] = e
+		e, ok := decodeEntry(name, v)
+		if !ok {
+			ctrl.LoggerFrom(ctx).Info("Deleting a journal entry that is not a manifest of its Job", "job", name.String())
+			if err := j.Done(ctx, name.Namespace, name.Name); err != nil {
+				return nil, err
+			}
+			continue
 		}
+		out[name] = e
 	}
 	return out, nil
 }
