@@ -271,11 +271,13 @@ func finished(p workload.Progresser, key digest.Key) predicate.Funcs {
 	}
 }
 
-// started notes a rollout stamped rolledAt and written over obj (as read,
+// started notes a rollout stamped rolledAt (the annotation's signed value)
+// and written over obj (as read,
 // before the write), until the cache shows the write. The caller holds mu.
 func (t *rollouts) started(k workload.Kind, obj client.Object, rolledAt string, deadline time.Duration) {
-	at, err := time.Parse(time.RFC3339, rolledAt)
-	if err != nil {
+	// rolledAt is the signed value the plan wrote.
+	at, ok := plan.RolledAt(t.key, string(obj.GetUID()), map[string]string{plan.RolledAtAnnotation: rolledAt})
+	if !ok {
 		return
 	}
 	t.inflight[obj.GetUID()] = inflight{kind: k, key: client.ObjectKeyFromObject(obj), before: obj.GetResourceVersion(), until: at.Add(deadline)}

@@ -49,7 +49,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", ResourceVersion: "10", Generation: 1},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}}
 	stamp := now.Add(-time.Second).Format(time.RFC3339)
-	tr.started(kind, before, stamp, 10*time.Minute)
+	tr.started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	// The cache now holds the patch: stamped, a generation ahead of the
 	// status.
 	after := before.DeepCopy()
@@ -65,7 +65,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	g.Expect(tr.inflight).To(gomega.BeEmpty(), "the cache caught up: the in-flight entry goes")
 
 	// Once its status reports it complete, it no longer counts.
-	tr.started(kind, before, stamp, 10*time.Minute)
+	tr.started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	done := after.DeepCopy()
 	done.Status.ObservedGeneration = 2
 	r, err = tr.count(t.Context(), laggingCache{current: done}, self, now, now)
