@@ -14,6 +14,20 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 )
 
+// changingAndStill creates, in ns, Deployment web reading ConfigMap cfg
+// (which the test changes) and Deployment api reading ConfigMap still
+// (which stays), and waits for their first ReplicaSets.
+func changingAndStill(t *testing.T, ns string) (web, api *appsv1.Deployment) {
+	t.Helper()
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), configMap(ns, "still", map[string]string{"a": "1"}))
+	web = deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
+	api = deployment(ns, "api", autoOn, podSpec(envFrom("still")))
+	create(t, web, api)
+	waitFirstReplicaSet(t, web)
+	waitFirstReplicaSet(t, api)
+	return web, api
+}
+
 // Records made by a Reroll whose digests were the value's alone (the legacy
 // scheme, under the same installation key) are made again under digests
 // bound to their place without a rollout; a change made while Reroll was
@@ -22,12 +36,7 @@ func TestWorkloadReconciler_LegacyRecordsMigrateWithoutLosingAChange(t *testing.
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), configMap(ns, "still", map[string]string{"a": "1"}))
-	web := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
-	api := deployment(ns, "api", autoOn, podSpec(envFrom("still")))
-	create(t, web, api)
-	waitFirstReplicaSet(t, web)
-	waitFirstReplicaSet(t, api)
+	_, api := changingAndStill(t, ns)
 	key := testKey(t, 3)
 
 	old := startReroll(t, ns, Options{Key: key.Legacy()})
@@ -67,12 +76,7 @@ func TestWorkloadReconciler_KeyRotationLosesNoChange(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), configMap(ns, "still", map[string]string{"a": "1"}))
-	web := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
-	api := deployment(ns, "api", autoOn, podSpec(envFrom("still")))
-	create(t, web, api)
-	waitFirstReplicaSet(t, web)
-	waitFirstReplicaSet(t, api)
+	web, api := changingAndStill(t, ns)
 	oldKey, newSecret := testKey(t, 4), bytes.Repeat([]byte{5}, digest.MinKeyBytes)
 
 	// The key Secret as the procedure leaves it, read as Reroll starts.
