@@ -40,7 +40,7 @@ test: ## Run every test: unit tests and the controller against a real local cont
 
 .PHONY: test-e2e
 test-e2e: ## Run the end-to-end tests: the Helm chart, the Kustomize manifests and the built binary on a local control plane.
-	hack/tools.sh etcd kube kwok helm controller-gen
+	hack/tools.sh etcd kube kwok helm controller-gen helm-docs
 	$(GO) vet -tags e2e ./test/...
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/e2e/
 	$(MAKE) bench-check
@@ -54,17 +54,33 @@ bench-webhook: ## Measure the admission webhook's answer to a replace (Go benchm
 bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
 	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
 
+# Packages whose TestMain starts the local control plane. Of the first three,
+# `make test-unit` runs the tests of their *_unit_test.go files with -unit,
+# which leaves the plane off (test/unitonly); it runs every other package whole.
+PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli
+PLANE_ONLY_PKGS := internal/store internal/controlplane test/e2e
+
 .PHONY: test-unit
-test-unit: ## Run only the tests that need no control plane.
-	$(GO) test -count=1 ./cmd/... ./internal/reference/ ./internal/digest/ ./internal/annotation/ ./internal/trigger/ ./internal/notify/ ./internal/change/ ./internal/plan/ ./internal/workload/ ./internal/eviction/ ./internal/revert/
+test-unit: ## Run only the tests that need no control plane (seconds).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -E '/($(subst $() ,|,$(strip $(PLANE_UNIT_PKGS) $(PLANE_ONLY_PKGS))))$$')
+	$(GO) test -count=1 $(addprefix ./,$(addsuffix /,$(PLANE_UNIT_PKGS))) -args -unit
 
 .PHONY: manifests
 manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs and deepcopy functions from api/, and deploy/reroll.yaml from config/default.
 	hack/manifests.sh
 
 .PHONY: docs
-docs: ## Regenerate docs/flags.md from the flags in the code.
+docs: ## Regenerate docs/flags.md from the flags in the code, and the Reloader values table from charts/reroll/files/reloader-keys.yaml.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
+
+# helm-docs' arguments; test/e2e (TestHelmChart_READMEUpToDate) runs the same.
+HELM_DOCS_ARGS := --chart-search-root=charts --sort-values-order=file --skip-version-footer
+
+.PHONY: chart-docs
+chart-docs: ## Regenerate charts/reroll/README.md from the "# --" comments of values.yaml (helm-docs).
+	hack/tools.sh helm-docs
+	"$$(hack/tools.sh --dir helm-docs)/helm-docs" $(HELM_DOCS_ARGS)
 
 # The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments) or safety (500 Deployments share one Secret, --max-concurrent-rollouts=20).
 PROFILE ?= small

@@ -6,7 +6,7 @@
 #   hack/tools.sh kube kwok  build only the named tools
 #
 # Tools: etcd, kube (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
-# kwok, helm, controller-gen. The first build from empty Go caches takes about ten minutes on
+# kwok, helm, controller-gen, helm-docs. The first build from empty Go caches takes about ten minutes on
 # two cores; every later run takes well under a second.
 set -euo pipefail
 
@@ -22,9 +22,10 @@ dir_of() {
     etcd) echo "$bin/etcd-$ETCD_VERSION" ;;
     kube) echo "$bin/kube-$KUBE_VERSION" ;;
     kwok) echo "$bin/kwok-$KWOK_VERSION" ;;
-    helm) echo "$bin/helm-$HELM_VERSION" ;;
+    helm) echo "$bin/helm-$HELM_VERSION-k8s1.$HELM_KUBE_MINOR" ;;
     controller-gen) echo "$bin/controller-gen-$CONTROLLER_TOOLS_VERSION" ;;
-    *) echo "unknown tool $1 (want etcd, kube, kwok, helm or controller-gen)" >&2; return 1 ;;
+    helm-docs) echo "$bin/helm-docs-$HELM_DOCS_VERSION" ;;
+    *) echo "unknown tool $1 (want etcd, kube, kwok, helm, controller-gen or helm-docs)" >&2; return 1 ;;
   esac
 }
 
@@ -78,7 +79,13 @@ build() {
       [[ -x "$out/helm" ]] && return 0
       echo "==> building helm $HELM_VERSION into $out (about two minutes on a cold cache)"
       mkdir -p "$out.tmp"
-      GOBIN="$out.tmp" with_progress helm go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+      # As helm's Makefile does for a release: the default Kubernetes
+      # version of `helm template` and `helm lint`.
+      ldflags="-s -w"
+      for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$HELM_KUBE_MINOR"
+      done
+      GOBIN="$out.tmp" with_progress helm go install -trimpath -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
       ;;
     controller-gen)
       # Generates config/rbac/role.yaml from the +kubebuilder:rbac markers
@@ -88,6 +95,14 @@ build() {
       echo "==> building controller-gen $CONTROLLER_TOOLS_VERSION into $out (about a minute on a cold cache)"
       mkdir -p "$out.tmp"
       GOBIN="$out.tmp" with_progress controller-gen go install -trimpath -ldflags "-s -w" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
+      ;;
+    helm-docs)
+      # Generates charts/reroll/README.md from values.yaml's "# --" comments
+      # (`make chart-docs`); installed from its own module.
+      [[ -x "$out/helm-docs" ]] && return 0
+      echo "==> building helm-docs $HELM_DOCS_VERSION into $out (about a minute on a cold cache)"
+      mkdir -p "$out.tmp"
+      GOBIN="$out.tmp" with_progress helm-docs go install -trimpath -ldflags "-s -w" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
       ;;
   esac
   # Publish the folder only once every binary in it is complete, so an
@@ -102,7 +117,7 @@ if [[ "${1:-}" == "--dir" ]]; then
 fi
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube kwok helm controller-gen)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube kwok helm controller-gen helm-docs)
 for t in "${tools[@]}"; do
   dir_of "$t" >/dev/null
   build "$t"

@@ -74,17 +74,22 @@ func run(args []string) error {
 	for _, name := range unimplemented(f.set) {
 		warn(logger, "Ignoring a Reloader flag that Reroll does not implement", "flag", name)
 	}
-	cfg, err := restConfig(f.kubeconfig)
+	for _, fl := range f.offReloaderBools() {
+		warn(logger, `A Reloader flag has a value other than "true" or "false": it is off, as in Reloader`, "flag", fl.Name, "value", fl.Value.String())
+	}
+	cfg, err := f.restConfig()
 	if err != nil {
 		return err
 	}
-	// A kubeconfig leaves client-go at 5 requests per second, which would
-	// make a ConfigMap shared by 50 workloads take 10 s to roll.
-	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
 	requests := metrics.NewRequestCounter()
 	cfg.Wrap(requests.Wrap)
 	if err := ctrlmetrics.Registry.Register(requests); err != nil {
 		return fmt.Errorf("registering the request metrics: %w", err)
+	}
+	if os.Getenv(metrics.MetricsByNamespaceEnv) == "enabled" {
+		if err := metrics.RegisterReloaderByNamespace(ctrlmetrics.Registry); err != nil {
+			return fmt.Errorf("registering the metrics by namespace: %w", err)
+		}
 	}
 
 	scheme := runtime.NewScheme()
@@ -194,7 +199,7 @@ func run(args []string) error {
 	}); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	if f.isArgoRollouts {
+	if f.isArgoRollouts.on() {
 		if _, err := mgr.GetRESTMapper().RESTMapping(workload.ArgoRollout().GVK.GroupKind(), "v1alpha1"); err != nil {
 			return fmt.Errorf("--is-Argo-Rollouts: the API server does not serve argoproj.io/v1alpha1 Rollouts: %w", err)
 		}
@@ -216,6 +221,10 @@ func run(args []string) error {
 func configure(args []string, env func(string) string) (*flags, controller.Options, error) {
 	f := &flags{}
 	fs := newFlagSet(f)
+	args, err := reloaderBoolArgs(fs, args)
+	if err != nil {
+		return nil, controller.Options{}, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, controller.Options{}, err
 	}
@@ -234,6 +243,19 @@ func warn(logger logr.Logger, msg string, keysAndValues ...any) {
 		return
 	}
 	logger.Info(msg, keysAndValues...)
+}
+
+// restConfig is the client configuration of --kubeconfig with the
+// client-side rate limit of --kube-api-qps and --kube-api-burst. A
+// kubeconfig leaves client-go at 5 requests per second, which would make a
+// ConfigMap shared by 50 workloads take 10 s to roll.
+func (f *flags) restConfig() (*rest.Config, error) {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
+	return cfg, nil
 }
 
 // restConfig loads the client configuration from path, or from the usual

@@ -32,8 +32,8 @@ type flags struct {
 	logFormat          string
 	logLevel           string
 	reloadStrategy     string
-	reloadOnCreate     bool
-	reloadOnDelete     bool
+	reloadOnCreate     reloaderBool
+	reloadOnDelete     reloaderBool
 	syncAfterRestart   bool
 	autoReloadAll      bool
 	names              annotation.Names
@@ -41,14 +41,14 @@ type flags struct {
 	ignoredWorkloads   []string
 	namespaces         []string
 	namespacesToIgnore []string
-	namespaceSelector  string
-	resourceSelector   string
+	namespaceSelector  []string
+	resourceSelector   []string
 	webhookURL         string
 	webhookURLFile     string
 	enableHA           bool
 	leaderElection     leaderElectionFlags
 	gracefulShutdown   time.Duration
-	isArgoRollouts     bool
+	isArgoRollouts     reloaderBool
 	workloads          []string
 	evictOwners        []string
 	cronJobTrigger     string
@@ -67,6 +67,7 @@ type flags struct {
 	enablePProf        bool
 	pprofAddr          string
 	enableCSI          bool
+	podEviction        bool
 	// reloaderOnly holds the values of reloaderOnlyFlags, which are
 	// accepted and ignored.
 	reloaderOnly map[string]*string
@@ -90,8 +91,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.logFormat, "log-format", "", `Log format: "json", or "" / "text" for human-readable lines.`)
 	fs.StringVar(&f.logLevel, "log-level", "info", "Log level: trace, debug, info, warning, error, fatal or panic.")
 	fs.StringVar(&f.reloadStrategy, "reload-strategy", string(trigger.Annotations), `How a rollout is triggered: "annotations" (a pod template annotation) or "env-vars" (Reloader's STAKATER_* env var).`)
-	fs.BoolVar(&f.reloadOnCreate, "reload-on-create", false, "Roll a workload when a ConfigMap or Secret it references is created.")
-	fs.BoolVar(&f.reloadOnDelete, "reload-on-delete", false, "Roll a workload when a ConfigMap or Secret it references is deleted.")
+	fs.Var(newReloaderBool(&f.reloadOnCreate), "reload-on-create", `Roll a workload when a ConfigMap or Secret it references is created: "true"; any other value is off (a string, as in Reloader, so "--reload-on-create true" works).`)
+	fs.Var(newReloaderBool(&f.reloadOnDelete), "reload-on-delete", `Roll a workload when a ConfigMap or Secret it references is deleted: "true"; any other value is off (a string, as in Reloader).`)
 	fs.BoolVar(&f.syncAfterRestart, "sync-after-restart", false, "Accepted for Reloader compatibility. Reroll always rolls, once, exactly the changes made while it was not running, and never the rest.")
 	fs.BoolVar(&f.autoReloadAll, "auto-reload-all", false, `Treat every workload as if annotated auto "true", unless it says "false".`)
 	d := annotation.DefaultNames()
@@ -111,8 +112,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringSliceVar(&f.ignoredWorkloads, "ignored-workload-types", nil, "Workload kinds never rolled: deployments, statefulsets, daemonsets, jobs, cronjobs, rollouts, deploymentconfigs, or the plural of a --workload kind.")
 	fs.StringSliceVar(&f.namespaces, "namespaces", nil, "Only these namespaces are watched (default all; KUBERNETES_NAMESPACE also sets one).")
 	fs.StringSliceVar(&f.namespacesToIgnore, "namespaces-to-ignore", nil, "Namespaces never watched (filtered by the API server).")
-	fs.StringVar(&f.namespaceSelector, "namespace-selector", "", "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'.")
-	fs.StringVar(&f.resourceSelector, "resource-label-selector", "", "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent.")
+	fs.StringSliceVar(&f.namespaceSelector, "namespace-selector", nil, "Label selector of the namespaces whose workloads are rolled, e.g. 'team=a,env!=dev'; repeated, the selectors are ANDed (as in Reloader).")
+	fs.StringSliceVar(&f.resourceSelector, "resource-label-selector", nil, "Label selector of the ConfigMaps and Secrets watched (filtered by the API server); others count as absent; repeated, the selectors are ANDed (as in Reloader).")
 	fs.StringVar(&f.webhookURL, "webhook-url", "", "POST a JSON description of each change to this URL instead of rolling. The URL is a credential when it holds a token, and a flag is visible in the pod spec: prefer --webhook-url-file or the environment variable "+webhookURLEnv+" (the Helm chart fills it from a Secret). Only its scheme and host are ever shown.")
 	fs.StringVar(&f.webhookURLFile, "webhook-url-file", "", "Read --webhook-url from this file (e.g. a mounted Secret key); surrounding whitespace is ignored.")
 	fs.BoolVar(&f.enableHA, "enable-ha", false, "Run with leader election, so that several replicas can run and one acts.")
@@ -121,9 +122,10 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.leaderElection.leaseDuration, "leader-election-lease-duration", 15*time.Second, "With --enable-ha: how long standbys wait after the last renewal before taking the Lease; the longest fail-over when the leader dies.")
 	fs.DurationVar(&f.leaderElection.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "With --enable-ha: how long the leader keeps retrying to renew the Lease before it gives up leading (and exits); less than --leader-election-lease-duration.")
 	fs.DurationVar(&f.leaderElection.retryPeriod, "leader-election-retry-period", 2*time.Second, "With --enable-ha: how often the leader renews, and standbys try to take, the Lease.")
-	fs.BoolVar(&f.isArgoRollouts, "is-Argo-Rollouts", false, "Require Argo Rollouts (argoproj.io/v1alpha1 Rollout); without it they are handled when the API server serves them.")
+	fs.Var(newReloaderBool(&f.isArgoRollouts), "is-Argo-Rollouts", `"true" requires Argo Rollouts (argoproj.io/v1alpha1 Rollout); otherwise they are handled when the API server serves them (a string, as in Reloader).`)
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
-	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "A kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
+	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "With --enable-pod-eviction: a kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
+	fs.BoolVar(&f.podEviction, "enable-pod-eviction", false, "Restart by eviction the workloads annotated reroll.dev/restart: evict, the --evict-owner kinds and annotated pods (--pod-records). Reroll then watches and caches pods and needs list and watch on pods and create on pods/eviction; off, it never reads pods, and a workload that asks for eviction gets an EvictionDisabled Warning Event.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
@@ -143,7 +145,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. To rotate it, put the new key in data key \"key\" and the old one in \"previous\": records made under the old key are compared under it, then made again under the new one (docs/security.md).")
 	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret, --job-journal and --pod-records (default POD_NAMESPACE, else the pod's own namespace).")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists (one signed ConfigMap per Job), so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
-	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (one signed ConfigMap per group, at most 256 per namespace; restarted by eviction); empty turns their restart off.")
+	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (one signed ConfigMap per group, at most 256 per namespace; restarted by eviction, with --enable-pod-eviction); empty turns their restart off.")
 	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
@@ -220,6 +222,9 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		}
 		owners = append(owners, k)
 	}
+	if len(f.evictOwners) > 0 && !f.podEviction {
+		errs = append(errs, errors.New("--evict-owner: restarts by eviction are off; add --enable-pod-eviction"))
+	}
 	hook, err := f.notificationURL(env)
 	if err != nil {
 		errs = append(errs, err)
@@ -227,9 +232,10 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	o := controller.Options{
 		Kinds:                         kinds,
 		EvictOwners:                   owners,
+		PodEviction:                   f.podEviction,
 		Strategy:                      strategy,
-		ReloadOnCreate:                f.reloadOnCreate,
-		ReloadOnDelete:                f.reloadOnDelete,
+		ReloadOnCreate:                f.reloadOnCreate.on(),
+		ReloadOnDelete:                f.reloadOnDelete.on(),
 		Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
 		WebhookURL:                    hook,
 		KeyedCompatHashes:             f.keyedCompatHashes,
@@ -298,15 +304,15 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 			errs = append(errs, fmt.Errorf("namespace %s is both watched and ignored", ns))
 		}
 	}
-	if unquote(f.namespaceSelector) != "" {
-		sel, err := parseSelector("--namespace-selector", f.namespaceSelector)
+	if nsSel := strings.Join(f.namespaceSelector, ","); unquote(nsSel) != "" {
+		sel, err := parseSelector("--namespace-selector", nsSel)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		o.Scope.NamespaceSelector = sel
 	}
-	if unquote(f.resourceSelector) != "" {
-		sel, err := parseSelector("--resource-label-selector", f.resourceSelector)
+	if resSel := strings.Join(f.resourceSelector, ","); unquote(resSel) != "" {
+		sel, err := parseSelector("--resource-label-selector", resSel)
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -31,6 +31,7 @@ func TestOptions_DefaultsAreReloaders(t *testing.T) {
 	g.Expect(o.Strategy).To(gomega.Equal(trigger.Annotations))
 	g.Expect(o.Annotations).To(gomega.Equal(annotation.Config{Names: annotation.DefaultNames()}))
 	g.Expect(o.ReloadOnCreate || o.ReloadOnDelete).To(gomega.BeFalse())
+	g.Expect(o.PodEviction).To(gomega.BeFalse(), "no pod is watched by default")
 	g.Expect(o.Scope.Namespaces).To(gomega.BeEmpty())
 }
 
@@ -42,7 +43,7 @@ func TestOptions_Values(t *testing.T) {
 		"--ignored-workload-types=jobs,cronjobs", "--namespaces-to-ignore=kube-system,flux-system",
 		"--namespace-selector=team=a", "--resource-label-selector=reroll!=off",
 		"--auto-annotation=example.com/auto", "--webhook-url=https://hooks.example/reroll",
-		"--evict-owner=kafka.strimzi.io/v1beta2/StrimziPodSet",
+		"--evict-owner=kafka.strimzi.io/v1beta2/StrimziPodSet", "--enable-pod-eviction",
 	})).To(gomega.Succeed())
 	o, err := f.options(func(k string) string { return map[string]string{"KUBERNETES_NAMESPACE": "apps"}[k] })
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -56,6 +57,7 @@ func TestOptions_Values(t *testing.T) {
 	g.Expect(o.Scope.NamespaceSelector.String()).To(gomega.Equal("team=a"))
 	g.Expect(o.Scope.ResourceSelector.String()).To(gomega.Equal("reroll!=off"))
 	g.Expect(o.WebhookURL).To(gomega.Equal("https://hooks.example/reroll"))
+	g.Expect(o.PodEviction).To(gomega.BeTrue())
 	g.Expect(o.EvictOwners).To(gomega.Equal([]workload.PodOwner{{GVK: schema.GroupVersionKind{Group: "kafka.strimzi.io", Version: "v1beta2", Kind: "StrimziPodSet"}}}))
 }
 
@@ -83,7 +85,8 @@ func TestOptions_RejectsMalformedValues(t *testing.T) {
 		"renew not under lease":     {args: []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=4s"}, want: "--leader-election-renew-deadline (4s) must be less than --leader-election-lease-duration (4s)"},
 		"retry not under renew":     {args: []string{"--leader-election-renew-deadline=3s", "--leader-election-retry-period=3s"}, want: "--leader-election-renew-deadline (3s) must be more than 1.2 times --leader-election-retry-period (3s)"},
 		"invalid Lease name":        {args: []string{"--leader-election-id=Not_A_Name"}, want: "--leader-election-id: \"Not_A_Name\" is not a valid Lease name"},
-		"evict owner without group": {args: []string{"--evict-owner=v1/Thing"}, want: `--evict-owner: evict owner "v1/Thing": want <group>/<version>/<Kind>`},
+		"evict owner without group": {args: []string{"--evict-owner=v1/Thing", "--enable-pod-eviction"}, want: `--evict-owner: evict owner "v1/Thing": want <group>/<version>/<Kind>`},
+		"evict owner, eviction off": {args: []string{"--evict-owner=kafka.strimzi.io/v1beta2/StrimziPodSet"}, want: "--evict-owner: restarts by eviction are off; add --enable-pod-eviction"},
 		"zero lease":                {args: []string{"--leader-election-lease-duration=0s"}, want: "--leader-election-lease-duration: 0s is not positive"},
 	}
 	for name, tc := range cases {

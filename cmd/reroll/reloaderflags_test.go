@@ -154,3 +154,197 @@ func TestParseSelector(t *testing.T) {
 		})
 	}
 }
+
+// reloaderFlag is one flag that Stakater Reloader v1.4.21 declares.
+type reloaderFlag struct {
+	// typ is the pflag type Reloader declares: "bool", "string" or
+	// "stringSlice".
+	typ string
+	// value is a value to give; the bools take "true".
+	value string
+	// check asserts what value means to Reroll.
+	check func(g gomega.Gomega, f *flags, o controller.Options)
+}
+
+// reloaderFlags lists every flag of Reloader v1.4.21, with its type, as
+// declared in internal/pkg/util/util.go, ConfigureReloaderFlags (lines
+// 84-112: `git -C /work/.mirror/stakater+Reloader/repo show
+// v1.4.21:internal/pkg/util/util.go`).
+var reloaderFlags = map[string]reloaderFlag{
+	"auto-reload-all": {typ: "bool", value: "true", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.AutoReloadAll).To(gomega.BeTrue())
+	}},
+	"configmap-annotation": {typ: "string", value: "example.com/cm", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.ConfigMapReload).To(gomega.Equal("example.com/cm"))
+	}},
+	"secret-annotation": {typ: "string", value: "example.com/s", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.SecretReload).To(gomega.Equal("example.com/s"))
+	}},
+	"auto-annotation": {typ: "string", value: "example.com/auto", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.Auto).To(gomega.Equal("example.com/auto"))
+	}},
+	"ignore-annotation": {typ: "string", value: "example.com/ignore", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.Ignore).To(gomega.Equal("example.com/ignore"))
+	}},
+	"configmap-auto-annotation": {typ: "string", value: "example.com/cm-auto", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.ConfigMapAuto).To(gomega.Equal("example.com/cm-auto"))
+	}},
+	"secret-auto-annotation": {typ: "string", value: "example.com/s-auto", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.SecretAuto).To(gomega.Equal("example.com/s-auto"))
+	}},
+	"auto-search-annotation": {typ: "string", value: "example.com/search", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.Search).To(gomega.Equal("example.com/search"))
+	}},
+	"search-match-annotation": {typ: "string", value: "example.com/match", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.Match).To(gomega.Equal("example.com/match"))
+	}},
+	"pause-deployment-annotation": {typ: "string", value: "example.com/pause", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.PausePeriod).To(gomega.Equal("example.com/pause"))
+	}},
+	"pause-deployment-time-annotation": {typ: "string", value: "example.com/paused-at", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.Names.PausedAt).To(gomega.Equal("example.com/paused-at"))
+	}},
+	"log-format": {typ: "string", value: "json", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.logFormat).To(gomega.Equal("json"))
+	}},
+	"log-level": {typ: "string", value: "debug", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.logLevel).To(gomega.Equal("debug"))
+	}},
+	"webhook-url": {typ: "string", value: "https://hooks.example/reload", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.WebhookURL).To(gomega.Equal("https://hooks.example/reload"))
+	}},
+	"resources-to-ignore": {typ: "stringSlice", value: "secrets", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.IgnoreSecrets).To(gomega.BeTrue())
+		g.Expect(o.Annotations.IgnoreConfigMaps).To(gomega.BeFalse())
+	}},
+	"ignored-workload-types": {typ: "stringSlice", value: "jobs,cronjobs", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.IgnoredWorkloads).To(gomega.Equal([]string{"jobs", "cronjobs"}))
+	}},
+	"namespaces": {typ: "stringSlice", value: "team-a,team-b", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Scope.Namespaces).To(gomega.Equal([]string{"team-a", "team-b"}))
+	}},
+	"namespaces-to-ignore": {typ: "stringSlice", value: "kube-system,kube-public", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Scope.IgnoredNamespaces).To(gomega.Equal([]string{"kube-system", "kube-public"}))
+	}},
+	"namespace-selector": {typ: "stringSlice", value: "env=test,team:a", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Scope.NamespaceSelector.String()).To(gomega.Equal("env=test,team=a"))
+	}},
+	"resource-label-selector": {typ: "stringSlice", value: "reloader=enabled", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Scope.ResourceSelector.String()).To(gomega.Equal("reloader=enabled"))
+	}},
+	"is-Argo-Rollouts": {typ: "string", value: "true", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.isArgoRollouts.on()).To(gomega.BeTrue())
+	}},
+	"reload-strategy": {typ: "string", value: "env-vars", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Strategy).To(gomega.Equal(trigger.EnvVars))
+	}},
+	"reload-on-create": {typ: "string", value: "true", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.ReloadOnCreate).To(gomega.BeTrue())
+	}},
+	"reload-on-delete": {typ: "string", value: "true", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.ReloadOnDelete).To(gomega.BeTrue())
+	}},
+	"enable-ha": {typ: "bool", value: "true", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.enableHA).To(gomega.BeTrue())
+	}},
+	"sync-after-restart": {typ: "bool", value: "true", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.syncAfterRestart).To(gomega.BeTrue())
+	}},
+	"enable-pprof": {typ: "bool", value: "true", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.enablePProf).To(gomega.BeTrue())
+	}},
+	"pprof-addr": {typ: "string", value: ":6061", check: func(g gomega.Gomega, f *flags, _ controller.Options) {
+		g.Expect(f.pprofAddr).To(gomega.Equal(":6061"))
+	}},
+	"enable-csi-integration": {typ: "bool", value: "true", check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+		g.Expect(o.Annotations.SecretProviderClasses).To(gomega.BeTrue())
+	}},
+}
+
+// TestConfigure_TakesEveryReloaderFlagInBothForms gives each flag of
+// Reloader v1.4.21 as "--flag=value" and as "--flag value", and checks that
+// Reroll declares it with Reloader's type and reads the same effect from
+// both forms.
+func TestConfigure_TakesEveryReloaderFlagInBothForms(t *testing.T) {
+	g := gomega.NewWithT(t)
+	g.Expect(reloaderFlags).To(gomega.HaveLen(29), "ConfigureReloaderFlags declares 29 flags")
+	env := map[string]string{"POD_NAME": "reroll-0", "POD_NAMESPACE": "reroll"}
+	for name, rf := range reloaderFlags {
+		forms := map[string][]string{
+			"equals": {"--" + name + "=" + rf.value},
+			"spaced": {"--" + name, rf.value},
+		}
+		for form, args := range forms {
+			t.Run(name+"/"+form, func(t *testing.T) {
+				g := gomega.NewWithT(t)
+				f, o, err := configure(args, func(k string) string { return env[k] })
+				g.Expect(err).NotTo(gomega.HaveOccurred())
+				g.Expect(f.set.Lookup(name).Value.Type()).To(gomega.Equal(rf.typ), "Reloader's type")
+				g.Expect(f.set.Changed(name)).To(gomega.BeTrue())
+				rf.check(g, f, o)
+			})
+		}
+	}
+}
+
+// TestConfigure_RepeatedReloaderFlagsAsPflagReadsThem checks that a
+// repeated flag means what it means to Reloader's pflag: the last value of
+// a string, every value of a string slice (joined with "," for the
+// selectors, as Reloader's GetNamespaceLabelSelector joins them).
+func TestConfigure_RepeatedReloaderFlagsAsPflagReadsThem(t *testing.T) {
+	cases := map[string]struct {
+		// args are the command line.
+		args []string
+		// check asserts the effect.
+		check func(g gomega.Gomega, f *flags, o controller.Options)
+	}{
+		"string: last wins": {args: []string{"--reload-strategy=annotations", "--reload-strategy", "env-vars"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.Strategy).To(gomega.Equal(trigger.EnvVars))
+		}},
+		"string switch: last wins, off": {args: []string{"--reload-on-create=true", "--reload-on-create", "false"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.ReloadOnCreate).To(gomega.BeFalse())
+		}},
+		"string switch: last wins, on": {args: []string{"--reload-on-delete=false", "--reload-on-delete", "true"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.ReloadOnDelete).To(gomega.BeTrue())
+		}},
+		"slice: values append": {args: []string{"--namespaces=a", "--namespaces", "b,c"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.Scope.Namespaces).To(gomega.Equal([]string{"a", "b", "c"}))
+		}},
+		"selector slice: selectors are ANDed": {args: []string{"--namespace-selector=env=test", "--namespace-selector", "team=a"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.Scope.NamespaceSelector.String()).To(gomega.Equal("env=test,team=a"))
+		}},
+		"bool: last wins": {args: []string{"--auto-reload-all", "--auto-reload-all=false"}, check: func(g gomega.Gomega, _ *flags, o controller.Options) {
+			g.Expect(o.Annotations.AutoReloadAll).To(gomega.BeFalse())
+		}},
+		// Reloader's controller compares the value with "true": "True" is
+		// off there, so it is here, with a warning.
+		"string switch: True is off, as in Reloader": {args: []string{"--reload-on-create", "True"}, check: func(g gomega.Gomega, f *flags, o controller.Options) {
+			g.Expect(o.ReloadOnCreate).To(gomega.BeFalse())
+			g.Expect(f.offReloaderBools()).To(gomega.HaveLen(1))
+			g.Expect(f.offReloaderBools()[0].Name).To(gomega.Equal("reload-on-create"))
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			f, o, err := configure(tc.args, func(string) string { return "" })
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			tc.check(g, f, o)
+		})
+	}
+}
+
+// TestConfigure_RefusesABoolFollowedByAnotherWord: Reloader reads
+// "--enable-ha false" as on and drops "false"; Reroll refuses it, naming
+// the form to write. The positive control is "--enable-ha true".
+func TestConfigure_RefusesABoolFollowedByAnotherWord(t *testing.T) {
+	g := gomega.NewWithT(t)
+	env := func(k string) string { return map[string]string{"POD_NAMESPACE": "reroll"}[k] }
+	f, _, err := configure([]string{"--enable-ha", "true"}, env)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(f.enableHA).To(gomega.BeTrue())
+	_, _, err = configure([]string{"--enable-ha", "false"}, env)
+	g.Expect(err).To(gomega.MatchError(`--enable-ha false: Reloader reads this as --enable-ha=true and drops "false"; write --enable-ha=true or --enable-ha=false`))
+	_, _, err = configure([]string{"--enable-ha", "yes"}, env)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("--enable-ha yes:")))
+}

@@ -77,7 +77,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   who-uses configmap/NAME   every workload that reads it, how, which keys, and whether a change rolls it
   why KIND/NAME             a workload's record, its last rollouts, its trigger, what blocks it now
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
-  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations`,
+  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations
+  migrate-check -f FILE     what Reroll's chart does with each key of a Reloader values file`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -88,6 +89,6 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o))
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newMigrateCheck(o))
 	return cmd
 }

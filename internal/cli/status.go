@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/plan"
 )
 
 // statusFlags say where Reroll runs.
@@ -226,12 +226,12 @@ func (s *session) warnings(ctx context.Context) ([]workloadEvent, *workloadEvent
 		w := e.InvolvedObject.Kind + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
 		we := workloadEvent{Workload: w, Reason: e.Reason, Message: e.Message, Time: eventTime(e)}
 		switch e.Reason {
-		case controller.ReasonInvalidAnnotation, controller.ReasonInvalidWorkload:
+		case plan.ReasonInvalidAnnotation, plan.ReasonInvalidWorkload:
 			if !seen[w] {
 				seen[w] = true
 				invalid = append(invalid, we)
 			}
-		case controller.ReasonRollFailed:
+		case plan.ReasonRollFailed:
 			if failed == nil {
 				failed = &we
 			}

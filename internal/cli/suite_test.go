@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/test/unitonly"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -42,11 +44,19 @@ var k8s client.Client
 
 var scheme = runtime.NewScheme()
 
+// unitOnly is -unit: run only the tests of the *_unit_test.go files, which
+// need no control plane (`make test-unit`).
+var unitOnly = unitonly.Flag()
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if code, ran := unitonly.Main(m, *unitOnly); ran {
+		return code
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -17,20 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/annotation"
-	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // rerollReasons are the reasons of the Events Reroll records on workloads.
 var rerollReasons = []string{
-	controller.ReasonRolled, controller.ReasonNotRolled, controller.ReasonNotified,
-	controller.ReasonPaused, controller.ReasonResumed, controller.ReasonRollFailed,
-	controller.ReasonInvalidAnnotation, controller.ReasonInvalidWorkload,
+	plan.ReasonRolled, plan.ReasonNotRolled, plan.ReasonNotified,
+	plan.ReasonPaused, plan.ReasonResumed, plan.ReasonRollFailed,
+	plan.ReasonInvalidAnnotation, plan.ReasonInvalidWorkload, plan.ReasonEvictionDisabled,
 }
 
 // rolloutReasons are the Events that report a change Reroll acted on.
-var rolloutReasons = []string{controller.ReasonRolled, controller.ReasonNotRolled, controller.ReasonNotified, controller.ReasonRollFailed}
+var rolloutReasons = []string{plan.ReasonRolled, plan.ReasonNotRolled, plan.ReasonNotified, plan.ReasonRollFailed, plan.ReasonEvictionDisabled}
 
 func newWhy(o *Options) *cobra.Command {
 	var events int
@@ -227,10 +227,10 @@ func (s *session) blocks(t target, p plan.Plan, evs []corev1.Event) []string {
 	}
 	// A failed rollout newer than the last success is still being retried.
 	for _, e := range evs {
-		if e.Reason == controller.ReasonRolled || e.Reason == controller.ReasonNotified {
+		if e.Reason == plan.ReasonRolled || e.Reason == plan.ReasonNotified {
 			break
 		}
-		if e.Reason == controller.ReasonRollFailed {
+		if e.Reason == plan.ReasonRollFailed {
 			out = append(out, "last rollout failed, Reroll retries with backoff: "+e.Message)
 			break
 		}
@@ -295,7 +295,7 @@ func (s *session) rerollEvents(ctx context.Context, obj client.Object) ([]corev1
 func newestRerollEvents(items []corev1.Event) []corev1.Event {
 	var out []corev1.Event
 	for _, e := range items {
-		if (e.Source.Component == controller.FieldManager || e.ReportingController == controller.FieldManager) && slices.Contains(rerollReasons, e.Reason) {
+		if (e.Source.Component == workload.FieldManager || e.ReportingController == workload.FieldManager) && slices.Contains(rerollReasons, e.Reason) {
 			out = append(out, e)
 		}
 	}

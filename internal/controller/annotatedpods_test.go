@@ -44,11 +44,14 @@ func TestAnnotatedPods_OfAnUnknownOwnerAreEvictedOnceButNeverBareOrUnannotatedOn
 	}
 	g.Expect(old).To(gomega.HaveLen(2))
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
-	startReroll(t, ns, Options{PodRecords: records})
+	startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 	record := func(uid types.UID) map[string]string {
-		v, _ := storedEntry(t, records, types.NamespacedName{Namespace: ns, Name: string(uid)})
+		v, ok := storedEntry(t, records, types.NamespacedName{Namespace: ns, Name: string(uid)})
+		if !ok {
+			return nil
+		}
 		var out map[string]string
-		_ = json.Unmarshal([]byte(v), &out)
+		g.Expect(json.Unmarshal([]byte(v), &out)).To(gomega.Succeed(), "a pod group's record is JSON")
 		return out
 	}
 	// First sight records both groups and evicts nothing.
@@ -87,7 +90,7 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 	op := runPodOwner(t, operandGVK, ns, "db", 2, labels, nil, autoOn)
 	old := l.allReady(t, 2)
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
-	first := startReroll(t, ns, Options{PodRecords: records})
+	first := startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 	group := types.NamespacedName{Namespace: ns, Name: string(op.GetUID())}
 	g.Eventually(func() string {
 		v, _ := storedEntry(t, records, group)
@@ -96,7 +99,7 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 	first.stop(t)
 
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
-	startReroll(t, ns, Options{PodRecords: records})
+	startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 
 	// Positive: both pods are replaced; the replacements, created after
 	// the change, are never evicted.

@@ -31,6 +31,7 @@ import (
 	"github.com/reroll/reroll/internal/controlplane"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/test/unitonly"
 )
 
 // plane is the real control plane (etcd, kube-apiserver,
@@ -43,6 +44,10 @@ var k8s client.Client
 
 var scheme = runtime.NewScheme()
 
+// unitOnly is -unit: run only the tests of the *_unit_test.go files, which
+// need no control plane (`make test-unit`).
+var unitOnly = unitonly.Flag()
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -53,6 +58,9 @@ func runTests(m *testing.M) int {
 		// Fuzzing (each worker is a process of its own) runs only the fuzz
 		// targets, which need no control plane.
 		return m.Run()
+	}
+	if code, ran := unitonly.Main(m, *unitOnly); ran {
+		return code
 	}
 	// Logs of client-go's informers outside any manager: errors only.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))

@@ -38,7 +38,7 @@ const ObservedAnnotation = plan.RecordAnnotation
 // KeyAnnotation names the digest key of the record; see plan.KeyAnnotation.
 const KeyAnnotation = plan.KeyAnnotation
 
-// Event reasons, on the workload; plan.Reason* document the planned ones.
+// Event reasons, on the workload; plan.Reason* document them.
 const (
 	ReasonRolled            = plan.ReasonRolled
 	ReasonNotRolled         = plan.ReasonNotRolled
@@ -46,13 +46,8 @@ const (
 	ReasonPaused            = plan.ReasonPaused
 	ReasonResumed           = plan.ReasonResumed
 	ReasonInvalidAnnotation = plan.ReasonInvalidAnnotation
-	// ReasonInvalidWorkload is a Warning Event: the object's pod template
-	// cannot be read at the configured path (--workload).
-	ReasonInvalidWorkload = "InvalidWorkload"
-	// ReasonRollFailed is a Warning Event: the write that rolls the workload,
-	// or the notification that replaces it, failed; Reroll retries with
-	// backoff.
-	ReasonRollFailed = "RollFailed"
+	ReasonInvalidWorkload   = plan.ReasonInvalidWorkload
+	ReasonRollFailed        = plan.ReasonRollFailed
 )
 
 // Options are the behaviours that Reroll's flags choose.
@@ -145,10 +140,17 @@ type Options struct {
 	// tools define over the data (--keyed-compat-hashes; plan.Options).
 	KeyedCompatHashes bool
 	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
-	// eviction (--evict-owner).
+	// eviction (--evict-owner); read only with PodEviction.
 	EvictOwners []workload.PodOwner
-	// noEviction is set by Setup when Reroll may not list and watch pods
-	// or evict them.
+	// PodEviction turns on restarts by eviction (--enable-pod-eviction):
+	// reroll.dev/restart: evict, EvictOwners and annotated pods
+	// (PodRecords). Only then does Reroll watch and cache pods, and need
+	// list and watch on pods and create on pods/eviction. Off, a workload
+	// that asks for a restart by eviction gets an EvictionDisabled Warning
+	// Event and is never restarted.
+	PodEviction bool
+	// noEviction is set by Setup when PodEviction is off, or Reroll may not
+	// list and watch pods or evict them.
 	noEviction bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a

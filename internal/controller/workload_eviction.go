@@ -26,23 +26,15 @@ import (
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// Event reasons of restarts by eviction, on the workload (or pod owner).
+// Event reasons of restarts by eviction, on the workload (or pod owner);
+// plan.Reason* document them.
 const (
-	// ReasonEvicting is a Normal Event: a restart by eviction started (or a
-	// new change was folded into one); the note has the number of pods.
-	ReasonEvicting = "Evicting"
-	// ReasonEvicted is a Normal Event: every pod of the restart was evicted
-	// and the replacements are Ready.
-	ReasonEvicted = "Evicted"
-	// ReasonEvictionBlocked is a Warning Event: a PodDisruptionBudget
-	// refused an eviction; the note names it. Reroll retries with backoff.
-	ReasonEvictionBlocked = "EvictionBlocked"
-	// ReasonNotEvicted is a Warning Event: a pod that reads the changed data
-	// has no owner to re-create it, so Reroll never evicts it.
-	ReasonNotEvicted = "NotEvicted"
-	// ReasonEvictionFailed is a Warning Event: an eviction failed for
-	// another reason; Reroll retries with backoff.
-	ReasonEvictionFailed = "EvictionFailed"
+	ReasonEvicting         = plan.ReasonEvicting
+	ReasonEvicted          = plan.ReasonEvicted
+	ReasonEvictionBlocked  = plan.ReasonEvictionBlocked
+	ReasonNotEvicted       = plan.ReasonNotEvicted
+	ReasonEvictionFailed   = plan.ReasonEvictionFailed
+	ReasonEvictionDisabled = plan.ReasonEvictionDisabled
 )
 
 // evictingIndex is the field index, on every workload kind, of the
@@ -54,9 +46,6 @@ const evictingIndex = "reroll.dev/evicting"
 // restartUnderWay is how often a workload with a restart by eviction under
 // way is reconciled even when no pod event arrives, as a safety net.
 const restartUnderWay = time.Minute
-
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
 // restartMode returns how obj restarts: by eviction for a --evict-owner
 // kind and for a workload annotated reroll.dev/restart: evict; by its pod

@@ -203,7 +203,7 @@ func TestEviction_ReplacesPodsOneAtATime(t *testing.T) {
 	d := evictDeployment(t, ns, "web", 3, evictOn)
 	l := watchPods(t, ns, labelsFor("web"))
 	old := l.allReady(t, 3)
-	startReroll(t, ns, Options{})
+	startReroll(t, ns, Options{PodEviction: true})
 	recorded(t, d)
 
 	l.arm()
@@ -239,7 +239,7 @@ func TestEviction_PodDisruptionBudgetBlocksUntilRelaxed(t *testing.T) {
 	// no disruption.
 	g.Eventually(func() int32 { return get(t, pdb).Status.CurrentHealthy }).Should(gomega.BeEquivalentTo(2))
 	blockedBefore := metrics.EvictionBlockedSeconds("Deployment")
-	startReroll(t, ns, Options{})
+	startReroll(t, ns, Options{PodEviction: true})
 	recorded(t, d)
 
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
@@ -262,7 +262,7 @@ func TestEviction_ResumesAfterRestartWithoutEvictingTwice(t *testing.T) {
 	d := evictDeployment(t, ns, "web", 3, evictOn)
 	l := watchPods(t, ns, labelsFor("web"))
 	old := l.allReady(t, 3)
-	first := startReroll(t, ns, Options{})
+	first := startReroll(t, ns, Options{PodEviction: true})
 	recorded(t, d)
 
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
@@ -279,7 +279,7 @@ func TestEviction_ResumesAfterRestartWithoutEvictingTwice(t *testing.T) {
 	// first is what makes that kill harmless; see evict).
 	g.Expect(progress).NotTo(gomega.BeNil(), "the restart under way is recorded on the Deployment")
 
-	startReroll(t, ns, Options{})
+	startReroll(t, ns, Options{PodEviction: true})
 	expectReplacedOnce(t, l, old, 3)
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonEvicted) }).Should(gomega.HaveLen(1))
 	g.Expect(eventsWithReason(t, ns, "web", ReasonEvicting)).To(gomega.HaveLen(1), "the restart was resumed, not started over")

@@ -109,7 +109,7 @@ func TestEviction_RestartsPodsOfAnEvictOwnerButNeverABarePod(t *testing.T) {
 			old = append(old, uid)
 		}
 	}
-	startReroll(t, ns, Options{EvictOwners: []workload.PodOwner{podSetKind}})
+	startReroll(t, ns, Options{PodEviction: true, EvictOwners: []workload.PodOwner{podSetKind}})
 	recorded(t, ps)
 
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })

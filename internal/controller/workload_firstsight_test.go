@@ -52,4 +52,10 @@ func TestWorkloadReconciler_ChangeWhileStoppedRollsExactlyOnceOnStart(t *testing
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 	g.Expect(get(t, d).Spec.Template.Annotations[trigger.ConfigHashAnnotation]).To(gomega.Equal(hash))
 	g.Eventually(func() int { return len(replicaSets(t, ns, "web")) }).Should(gomega.Equal(2))
+	// Positive control: the third run is live and compares with the same
+	// record: the next change rolls exactly once more, for that change only.
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "changed once more" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(
+		gomega.HaveSuffix("ConfigMap/cfg changed keys a"), gomega.HaveSuffix("ConfigMap/cfg changed keys a")))
 }

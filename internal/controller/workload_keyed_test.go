@@ -28,19 +28,22 @@ func TestLoadDigestKey_CreatedOnceAndSharedByReplicas(t *testing.T) {
 	ns := newNamespace(t)
 	name := types.NamespacedName{Namespace: ns, Name: "reroll-digest-key"}
 
-	// Two replicas starting at once.
+	// Four replicas starting at once. Each goroutine only stores its result:
+	// a failed assertion must not run off the test's goroutine.
 	keys := make([]digest.Key, 4)
+	errs := make([]error, len(keys))
 	var wg sync.WaitGroup
 	for i := range keys {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k, err := LoadDigestKey(t.Context(), k8s, name)
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-			keys[i] = k
+			keys[i], errs[i] = LoadDigestKey(t.Context(), k8s, name)
 		}()
 	}
 	wg.Wait()
+	for _, err := range errs {
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+	}
 	var s corev1.Secret
 	g.Expect(k8s.Get(t.Context(), name, &s)).To(gomega.Succeed())
 	g.Expect(s.Data[DigestKeyData]).To(gomega.HaveLen(digest.MinKeyBytes))
@@ -69,10 +72,15 @@ func TestWorkloadReconciler_RecordsKeyedDigests(t *testing.T) {
 	recorded(t, d)
 	rec, err := plan.ParseRecord(get(t, d).Annotations[ObservedAnnotation])
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	// Bound to its place (the namespace is the test's, so the digest is
+	// computed in Go; TestKey_DigestBoundToPlace pins Digest against
+	// openssl), not the value's HMAC alone (printf correct-horse | openssl
+	// dgst -sha256 -mac HMAC -macopt hexkey:$(printf '01%.0s' $(seq 32)):
+	// 03e03febdbc6dbef), nor its plain SHA-256 (9dca666eb5473071).
 	g.Expect(rec["Secret/db"]["password"]).To(gomega.Equal(key.Digest("Secret", ns, "db", "password", []byte("correct-horse"))[:16]))
-	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Equal(key.Value([]byte("correct-horse"))[:16]), "bound to its place, not the value alone")
-	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Equal(digest.Value([]byte("correct-horse"))[:16]), "not the plain SHA-256 (9dca666eb5473071)")
-	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(KeyAnnotation, key.ID()))
+	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Or(gomega.Equal("03e03febdbc6dbef"), gomega.Equal("9dca666eb5473071")))
+	// The key id: printf 'reroll.dev key id, digests bound to their place' | openssl dgst -sha256 -mac HMAC -macopt hexkey:..., 8 characters.
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(KeyAnnotation, "cb83fc25"))
 }
 
 func TestWorkloadReconciler_NewKeyRecordsAgainWithoutRollout(t *testing.T) {
@@ -113,11 +121,13 @@ func TestWorkloadReconciler_KeyedCompatHashes(t *testing.T) {
 	create(t, configMap(ns, "foo", map[string]string{"a": "1"}))
 	d := deployment(ns, "web", reloaderAutoOn, podSpec(envFrom("foo")))
 	create(t, d)
-	key := testKey(t, 3)
-	startReroll(t, ns, Options{Key: key, Strategy: trigger.EnvVars, KeyedCompatHashes: true})
+	startReroll(t, ns, Options{Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true})
 	recorded(t, d)
 
 	update(t, configMap(ns, "foo", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []corev1.EnvVar { return get(t, d).Spec.Template.Spec.Containers[0].Env }).Should(gomega.ConsistOf(
-		corev1.EnvVar{Name: "STAKATER_FOO_CONFIGMAP", Value: key.Value([]byte(reloaderSHA1("a=2")))}), "keyed in place of Reloader's SHA-1")
+		// Reloader's SHA-1 (printf a=2 | sha1sum), then its HMAC-SHA-256
+		// under the key, computed outside Go:
+		// printf d6dbf8a400e3e00c352f9ceeca960bdf64ab6377 | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf '03%.0s' $(seq 32))
+		corev1.EnvVar{Name: "STAKATER_FOO_CONFIGMAP", Value: "568f92ee84441c895931da02792ea5311bb16c8fd568ea292ae28d08165ca55c"}), "keyed in place of Reloader's SHA-1")
 }

@@ -111,7 +111,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if kinds == nil {
 		kinds = workload.Builtin()
 	}
-	if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
+	if !opts.PodEviction {
+		// No pod informer, no pod in the cache, no pod permission needed.
+		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
+		opts.noEviction = true
+	} else if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
 		log.Error(err, "Not restarting any workload by eviction")
 		opts.noEviction = true
 	} else {
@@ -211,7 +215,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.requestsFor(kind))), relevant)
+		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
 			return err
 		}
@@ -221,7 +225,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.requestsForProviderClassStatus)),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
 	if readsTemplates {
@@ -243,9 +247,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// record waits for them (see deliver).
 		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
 	}
-	// Pods (stripped by eviction.TransformPod): a restart by eviction
-	// evicts the next pod when the replacement of the last is Ready, and a
-	// --evict-owner kind reads its references from its pods.
+	// Pods (stripped by eviction.TransformPod), only with
+	// --enable-pod-eviction: a restart by eviction evicts the next pod when
+	// the replacement of the last is Ready, and a --evict-owner kind reads
+	// its references from its pods.
 	if !r.Options.noEviction {
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	}
@@ -263,7 +268,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// never hands one workload to two workers), so a wide fan-out is
 	// bounded by the client's QPS rather than by one worker's round trips.
 	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if err := b.Complete(r); err != nil {
+	if err := b.Complete(countedReconciler{r}); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil

@@ -79,6 +79,18 @@ func (q seenQueue) Seen(req reconcile.Request) {
 	q.seen(req.NamespacedName)
 }
 
+// countMatched wraps the map function of a ConfigMap, Secret or CSI status
+// change so that each workload it maps the change to counts once in
+// reloader_workloads_matched_total (the debouncer may add a request twice:
+// when it is held and when it is released).
+func (r *WorkloadReconciler) countMatched(toRequests handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := toRequests(ctx, obj)
+		r.metrics.Matched(len(reqs))
+		return reqs
+	}
+}
+
 // recordReferences sets the workload's tracked references (nil when it
 // opted out).
 func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []reference.Reference) {
@@ -137,4 +149,19 @@ func sourceKinds(changes []plan.Diff) []string {
 		out = append(out, string(c.Ref.Kind))
 	}
 	return out
+}
+
+// countedReconciler records each Reconcile of the workload reconciler in
+// Reloader's reconcile, error and retry series.
+type countedReconciler struct {
+	*WorkloadReconciler
+}
+
+// Reconcile calls the workload reconciler and records its duration and
+// result.
+func (c countedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	res, err := c.WorkloadReconciler.Reconcile(ctx, req)
+	metrics.Reconciled(time.Since(start), err)
+	return res, err
 }

@@ -69,8 +69,16 @@ func TestWorkloadReconciler_IgnoresWorkloadsThatDidNotOptIn(t *testing.T) {
 	startReroll(t, ns, Options{})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
 	d := deployment(ns, "plain", map[string]string{"reroll.dev/auto": "false"}, podSpec(envFrom("cfg")))
-	create(t, d)
+	// Positive control: an opted-in Deployment reading the same ConfigMap.
+	on := deployment(ns, "on", autoOn, podSpec(envFrom("cfg")))
+	create(t, d, on)
+	recorded(t, on)
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	// The change was seen and acted on...
+	g.Eventually(func() []string { return rolledEvents(t, ns, "on") }).Should(gomega.HaveLen(1))
+	// ...and the Deployment that did not opt in was neither recorded nor
+	// rolled.
 	g.Consistently(func() *corev1.PodTemplateSpec { return &get(t, d).Spec.Template }).Should(gomega.HaveField("Annotations", gomega.BeEmpty()))
 	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(ObservedAnnotation))
+	g.Expect(rolledEvents(t, ns, "plain")).To(gomega.BeEmpty())
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -10,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -79,11 +82,79 @@ func TestEviction_WithoutPodPermissionsTemplatesStillRollAndEvictionWaits(t *tes
 	})
 	evicted := deployment(ns, "evicted", evictOn, podSpec(envFrom("cfg")))
 	create(t, evicted)
-	r := startRerollAs(t, cfg, ns, Options{Kinds: []workload.Kind{workload.Deployment{}}})
+	r := startRerollAs(t, cfg, ns, Options{PodEviction: true, Kinds: []workload.Kind{workload.Deployment{}}})
 	g.Expect(r.logs.String()).To(gomega.ContainSubstring(`missing RBAC permission: list on pods (group \"\") in namespace ` + ns))
 
 	expectDeploymentRolls(t, ns)
-	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonNotRolled) }).Should(gomega.ContainElement(
-		gomega.ContainSubstring("Reroll may not list, watch or evict pods")))
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonEvictionDisabled) }).Should(gomega.ContainElement(
+		gomega.ContainSubstring("list and watch on pods and create on pods/eviction")))
 	g.Expect(get(t, evicted).Spec.Template.Annotations).NotTo(gomega.HaveKey("reroll.dev/config-hash"), "a workload restarted by eviction keeps its template")
+}
+
+// podRequests sums the requests counter counted on pods and their
+// subresources, whatever the verb and answer.
+func podRequests(counter *metrics.RequestCounter) int64 {
+	var n int64
+	for req, c := range counter.Counts() {
+		if req.Resource == "pods" || strings.HasPrefix(req.Resource, "pods/") {
+			n += c
+		}
+	}
+	return n
+}
+
+func TestEviction_OffByDefault_NoPodAccessAndAWarningNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	// Positive control: with --enable-pod-eviction, Reroll lists and
+	// watches pods, so the counter below would see them.
+	on := metrics.NewRequestCounter()
+	onCfg := rest.CopyConfig(plane.Config)
+	onCfg.Wrap(on.Wrap)
+	control := startRerollAs(t, onCfg, ns, Options{PodEviction: true, Kinds: []workload.Kind{workload.Deployment{}}})
+	g.Eventually(func() int64 { return podRequests(on) }).Should(gomega.BeNumerically(">", 0))
+	control.stop(t)
+
+	// The default, with the rules the default install grants in a
+	// namespace (no pods at all), and every request counted.
+	cfg := serviceAccountConfig(t, ns, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+	counter := metrics.NewRequestCounter()
+	cfg.Wrap(counter.Wrap)
+	evicted := deployment(ns, "evicted", evictOn, podSpec(envFrom("cfg")))
+	create(t, evicted)
+	r := startRerollAs(t, cfg, ns, Options{Kinds: []workload.Kind{workload.Deployment{}}})
+	g.Expect(r.logs.String()).To(gomega.ContainSubstring("restarts by eviction are off (--enable-pod-eviction)"))
+	g.Expect(r.logs.String()).NotTo(gomega.ContainSubstring("missing RBAC permission"), "no permission is even checked for pods")
+
+	// A workload that asks for eviction is told at once which flag is off.
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonEvictionDisabled) }).Should(gomega.ContainElement(
+		gomega.And(gomega.HavePrefix("Restart by eviction requested"), gomega.ContainSubstring("--enable-pod-eviction"))))
+	g.Expect(warningEvents(t, ns, "evicted", ReasonEvictionDisabled)).NotTo(gomega.BeEmpty(), "the Event is a Warning")
+	// Nothing else breaks: a template rollout works, and its change tells
+	// the evict workload again that nothing restarts.
+	expectDeploymentRolls(t, ns)
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "evicted", ReasonEvictionDisabled) }).Should(gomega.ContainElement(
+		gomega.HavePrefix("ConfigMap/cfg changed keys a; not restarted: restarts by eviction are off")))
+	g.Expect(get(t, evicted).Spec.Template.Annotations).NotTo(gomega.HaveKey("reroll.dev/config-hash"), "a workload restarted by eviction keeps its template")
+	g.Expect(podRequests(counter)).To(gomega.BeZero(), "no pod informer, no pod read, no eviction")
+}
+
+// warningEvents returns the notes of the Warning Events with reason on the
+// object name of ns.
+func warningEvents(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	var list corev1.EventList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns))).To(gomega.Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }

@@ -15,12 +15,8 @@ import (
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// ReasonTemplateReverted is a Warning Event: another field manager put back
-// the pod template Reroll changed (an operator that owns the workload), so
-// Reroll stops changing it; the note names the manager and suggests
-// reroll.dev/restart: evict. Repeated, as a reminder, for each change that
-// is then not rolled.
-const ReasonTemplateReverted = "TemplateReverted"
+// ReasonTemplateReverted is plan.ReasonTemplateReverted.
+const ReasonTemplateReverted = plan.ReasonTemplateReverted
 
 // templateInObject reports whether obj's pod template lives in obj itself,
 // the only case in which Reroll can tell who put it back.

@@ -74,7 +74,7 @@ func TestRevert_StopsPatchingATemplateAnOperatorPutsBack(t *testing.T) {
 	d := evictDeployment(t, ns, "web", 2, autoOn)
 	reverts := revertingOperator(t, ns)
 	revertsBefore := metrics.TemplateRevertCount("Deployment")
-	first := startReroll(t, ns, Options{})
+	first := startReroll(t, ns, Options{PodEviction: true})
 	recorded(t, d)
 
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
@@ -88,7 +88,7 @@ func TestRevert_StopsPatchingATemplateAnOperatorPutsBack(t *testing.T) {
 	// After a restart of Reroll, the next change is recorded (positive
 	// check) but not patched: no patch war.
 	first.stop(t)
-	startReroll(t, ns, Options{})
+	startReroll(t, ns, Options{PodEviction: true})
 	before := get(t, d).Annotations[ObservedAnnotation]
 	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "3" })
 	g.Eventually(func() string { return get(t, d).Annotations[ObservedAnnotation] }).ShouldNot(gomega.Equal(before))

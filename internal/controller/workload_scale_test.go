@@ -94,9 +94,9 @@ func TestWorkloadReconciler_StormOfChangesRollsOnce(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	// A window far longer than the burst below takes, even on a loaded
-	// machine, so the test does not depend on timing.
-	counter := startCountedReroll(t, ns, Options{CoalesceWindow: 5 * time.Second})
+	// A window and a max-wait far longer than the burst below takes, even on
+	// a loaded machine, so the test does not depend on timing.
+	counter := startCountedReroll(t, ns, Options{CoalesceWindow: 20 * time.Second, CoalesceMaxWait: 10 * time.Minute})
 	cms := []string{"cfg-a", "cfg-b", "cfg-c"}
 	secrets := []string{"creds-a", "creds-b"}
 	for _, name := range cms {

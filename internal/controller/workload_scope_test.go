@@ -47,10 +47,17 @@ func TestWorkloadReconciler_NamespaceOutsideNamespacesIsNotCached(t *testing.T) 
 	t.Parallel()
 	g := newT(t)
 	in, out := newNamespace(t), newNamespace(t)
+	scopeFixture(t, in)
 	scopeFixture(t, out)
 	r := startReroll(t, in, Options{Scope: Scope{Namespaces: []string{in}}})
+	recorded(t, deployment(in, "web", nil, podSpec()))
 	changeData(t, out)
+	changeData(t, in)
+	// Positive control: the same change inside the scope rolls; the one
+	// outside, made before it, does not.
+	g.Eventually(func() []string { return rolledEvents(t, in, "web") }).Should(gomega.HaveLen(1))
 	g.Consistently(func() []string { return rolledEvents(t, out, "web") }).Should(gomega.BeEmpty())
+	g.Expect(get(t, deployment(out, "web", nil, podSpec())).Annotations).NotTo(gomega.HaveKey(ObservedAnnotation))
 	_, err := r.cachedConfigMap(t, out, "cfg")
 	g.Expect(err).To(gomega.MatchError(store.ErrNotWatched))
 }
@@ -121,7 +128,13 @@ func TestWorkloadReconciler_IgnoredWorkloadTypes(t *testing.T) {
 	startReroll(t, ns, Options{IgnoredWorkloads: []string{"deployments"}})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
-	create(t, d)
+	// Positive control: a StatefulSet, a kind not ignored, reading the same
+	// ConfigMap.
+	s := statefulSet(ns, "db", autoOn, podSpec(envFrom("cfg")))
+	create(t, d, s)
+	recorded(t, s)
 	changeData(t, ns)
+	g.Eventually(func() []string { return rolledEvents(t, ns, "db") }).Should(gomega.HaveLen(1))
 	g.Consistently(func() map[string]string { return get(t, d).Annotations }).ShouldNot(gomega.HaveKey(ObservedAnnotation))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 }

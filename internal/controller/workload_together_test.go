@@ -6,8 +6,6 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/reroll/reroll/internal/digest"
 )
 
 func TestWorkloadReconciler_ConfigMapAndSecretEditedTogether(t *testing.T) {
@@ -30,15 +28,16 @@ func TestWorkloadReconciler_ConfigMapAndSecretEditedTogether(t *testing.T) {
 
 	// Whether Reroll saw the two edits in one reconcile or two, the workload
 	// ends up reflecting both.
+	// The digest of "b": `printf b | sha256sum`, its first 16 characters.
 	want := map[string]map[string]string{
-		"ConfigMap/cfg": {"mode": digest.Value([]byte("b"))[:16]},
-		"Secret/creds":  {"key": digest.Value([]byte("b"))[:16]},
+		"ConfigMap/cfg": {"mode": "3e23e8160039594a"},
+		"Secret/creds":  {"key": "3e23e8160039594a"},
 	}
-	g.Eventually(func() map[string]map[string]string {
+	g.Eventually(func(g gomega.Gomega) {
 		var got map[string]map[string]string
-		_ = json.Unmarshal([]byte(get(t, d).Annotations[ObservedAnnotation]), &got)
-		return got
-	}).Should(gomega.Equal(want))
+		g.Expect(json.Unmarshal([]byte(get(t, d).Annotations[ObservedAnnotation]), &got)).To(gomega.Succeed())
+		g.Expect(got).To(gomega.Equal(want))
+	}).Should(gomega.Succeed())
 	// Events are posted asynchronously, after the patch.
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.And(
 		gomega.ContainElement(gomega.ContainSubstring("ConfigMap/cfg changed keys mode")),

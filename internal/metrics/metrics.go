@@ -117,6 +117,15 @@ func (w *Workloads) ChangeSeen(nn types.NamespacedName) {
 	w.pending[nn] = &pending{first: now, last: now}
 }
 
+// Matched records that a ConfigMap or Secret change was mapped to n
+// workloads of this kind (Reloader's reloader_workloads_matched_total).
+func (w *Workloads) Matched(n int) {
+	if w == nil || n == 0 {
+		return
+	}
+	reloaderMatched.WithLabelValues(w.kind).Add(float64(n))
+}
+
 // Begin marks the start of a reconcile of the workload: a change seen after
 // this moment may not be in what the reconcile reads, so it stays pending
 // when the reconcile settles.
@@ -162,11 +171,14 @@ func (w *Workloads) Rolled(nn types.NamespacedName, sourceKinds []string, notifi
 		result = ResultNotified
 	}
 	rollouts.WithLabelValues(w.kind, nn.Namespace, sourceKind(sourceKinds), result).Inc()
+	reloaderReload(w.kind, nn.Namespace, true)
 	w.mu.Lock()
 	first, ok := w.settle(nn)
 	w.mu.Unlock()
 	if ok {
-		changeToRollout.Observe(w.now().Sub(first).Seconds())
+		s := w.now().Sub(first).Seconds()
+		changeToRollout.Observe(s)
+		reloaderActionSeconds.WithLabelValues(w.kind).Observe(s)
 	}
 }
 
@@ -177,6 +189,7 @@ func (w *Workloads) Failed(nn types.NamespacedName, sourceKinds []string) {
 		return
 	}
 	rollouts.WithLabelValues(w.kind, nn.Namespace, sourceKind(sourceKinds), ResultError).Inc()
+	reloaderReload(w.kind, nn.Namespace, false)
 }
 
 // Skipped records that the workload's reconcile finished without a rollout
@@ -191,6 +204,7 @@ func (w *Workloads) Skipped(nn types.NamespacedName, reason string) {
 	w.mu.Unlock()
 	if ok {
 		skipped.WithLabelValues(reason).Inc()
+		reloaderSkip(reason)
 	}
 }
 

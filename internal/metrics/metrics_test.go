@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // clock is a settable time for the tests.
@@ -147,17 +149,45 @@ func TestWorkloads_ReferencesFollowWorkloads(t *testing.T) {
 }
 
 func TestWorkloads_NilRecordsNothing(t *testing.T) {
-	var w *Workloads
-	nn := key("nil", "x")
-	w.ChangeSeen(nn)
-	w.Begin(nn)
-	w.Rolled(nn, []string{"ConfigMap"}, false)
-	w.Failed(nn, nil)
-	w.Skipped(nn, OutOfScope)
-	w.OutOfScope(nn)
-	w.Settled(nn)
-	w.References(nn, Counts{ConfigMaps: 1})
-	w.Forget(nn)
+	g := gomega.NewWithT(t)
+	// every call of a *Workloads, for a workload of its own namespace.
+	every := func(w *Workloads) {
+		nn := key("nil", "x")
+		w.ChangeSeen(nn)
+		w.Begin(nn)
+		w.Rolled(nn, []string{"ConfigMap"}, false)
+		w.Failed(nn, []string{"Secret"})
+		w.ChangeSeen(nn)
+		w.Begin(nn)
+		w.Skipped(nn, NoConsumedKeyChanged)
+		w.References(nn, Counts{ConfigMaps: 1})
+		w.ChangeSeen(nn)
+		w.Begin(nn)
+		w.OutOfScope(nn)
+		w.Settled(nn)
+		w.References(nn, Counts{Secrets: 1})
+		w.Forget(nn)
+	}
+	gather := func() string {
+		families, err := ctrlmetrics.Registry.Gather()
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		var b strings.Builder
+		for _, f := range families {
+			b.WriteString(f.String())
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+
+	// Positive control: the same calls on a real recorder change the
+	// registry.
+	before := gather()
+	every(NewWorkloads("Deployment", newClock().now))
+	g.Expect(gather()).NotTo(gomega.Equal(before), "the calls record on a real *Workloads")
+
+	before = gather()
+	every(nil)
+	g.Expect(gather()).To(gomega.Equal(before), "a nil *Workloads records nothing")
 }
 
 func TestWorkloads_OutOfScopeSkipsAndStopsCountingReferences(t *testing.T) {

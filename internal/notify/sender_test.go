@@ -120,6 +120,7 @@ func TestSender_ReportsEachRetryAndTheEnd(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	var body map[string]any
+	var bodyErr error
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -129,7 +130,7 @@ func TestSender_ReportsEachRetryAndTheEnd(t *testing.T) {
 			return
 		}
 		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
+		bodyErr = json.Unmarshal(b, &body)
 	}))
 	t.Cleanup(srv.Close)
 	s := NewSender(Config{Sink: Endpoint, URL: srv.URL + "/hook?token=secret-token", Backoff: fastBackoff})
@@ -147,6 +148,7 @@ func TestSender_ReportsEachRetryAndTheEnd(t *testing.T) {
 	g.Expect(err.Error()).NotTo(gomega.ContainSubstring("secret-token"), "errors show the endpoint redacted")
 	mu.Lock()
 	defer mu.Unlock()
+	g.Expect(bodyErr).NotTo(gomega.HaveOccurred(), "the notification is JSON")
 	g.Expect(body).To(gomega.HaveKeyWithValue("hash", "h"), "the notification carries the hashes")
 	g.Expect(body).To(gomega.HaveKeyWithValue("observedAt", 7.0))
 	g.Expect(body["changes"]).To(gomega.ConsistOf(gomega.HaveKeyWithValue("hash", "s")))

@@ -92,8 +92,11 @@ type Options struct {
 	// last-reloaded-from and in notifications; Wave's and pod-reloader's
 	// hashes), their HMAC-SHA-256 under Key (--keyed-compat-hashes).
 	KeyedCompatHashes bool
-	// NoEviction is set when Reroll may not list, watch or evict pods:
-	// workloads that restart ByEviction are then NotRestarted.
+	// NoEviction is set when restarts by eviction are off
+	// (--enable-pod-eviction not given) or not permitted: workloads that
+	// restart ByEviction are then NotRestarted, with an EvictionDisabled
+	// Warning Event instead of the NotRolled one, and are warned on first
+	// sight too.
 	NoEviction bool
 }
 
@@ -430,6 +433,11 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			p.Outcome = Skipped
 		}
 	}
+	if p.Outcome == FirstSight && in.Action.Way == workload.ByEviction && o.NoEviction {
+		// Told at once, not only at the first change that then restarts
+		// nothing.
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonEvictionDisabled, "Restart by eviction requested; " + EvictionDisabledWhy})
+	}
 	if len(p.Changes) == 0 {
 		p.pause(o, in, optIn, false)
 		return p, nil
@@ -458,7 +466,11 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	p.Roll = rolling(o, in, optIn, cur, sel, p.Changes)
 	if p.Roll.Way == workload.NotRestarted {
 		p.Outcome = NotRolled
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotRolled, summary + "; " + p.Roll.Why})
+		if in.Action.Way == workload.ByEviction && o.NoEviction {
+			p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonEvictionDisabled, summary + "; " + p.Roll.Why})
+		} else {
+			p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotRolled, summary + "; " + p.Roll.Why})
+		}
 		p.pause(o, in, optIn, true)
 		return p, nil
 	}
@@ -530,7 +542,7 @@ func rolling(o Options, in Input, optIn annotation.OptIn, cur Record, sel select
 		r.Note = "set spec.restartAt"
 	case workload.ByEviction:
 		if o.NoEviction {
-			r.Way, r.Why = workload.NotRestarted, "Reroll may not list, watch or evict pods (see its log), so it cannot restart them by eviction"
+			r.Way, r.Why = workload.NotRestarted, EvictionDisabledWhy
 			break
 		}
 		r.Note = "evicting its pods one by one (the Evicting and Evicted Events follow)"

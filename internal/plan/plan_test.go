@@ -127,7 +127,11 @@ func TestDecide(t *testing.T) {
 			changes:     "ConfigMap/cfg changed keys a",
 			check: func(t *testing.T, p Plan) {
 				tr := p.Roll.Trigger
-				if p.Roll.Way != workload.ByTemplate || tr.Annotation != trigger.ConfigHashAnnotation || tr.Value != p.Record.ConfigHash() {
+				// The SHA-256 of the record, computed outside Go:
+				// printf '%s' '{"ConfigMap/cfg":{"a":"d4735e3a265e16ee","b":"6b86b273ff34fce1"}}' | sha256sum
+				// (the digests: `printf 2 | sha256sum`, `printf 1 | sha256sum`, 16 hex characters each).
+				const want = "9f9904c1cddeaf276110015b62f2b11c8dadd9912c7e3c0ca06f251d4273d59d"
+				if p.Roll.Way != workload.ByTemplate || tr.Annotation != trigger.ConfigHashAnnotation || tr.Value != want {
 					t.Errorf("roll = %+v", p.Roll)
 				}
 				if len(p.Events) != 1 || p.Events[0].Note != "Rolled after ConfigMap/cfg changed keys a" {
@@ -154,7 +158,7 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
-		"restart by eviction without permission on pods: nothing restarts, and the Event says why": {
+		"restart by eviction while it is off: nothing restarts, and a Warning names the flag": {
 			opts:        func(o *Options) { o.NoEviction = true },
 			annotations: auto,
 			action:      workload.Action{Way: workload.ByEviction},
@@ -163,8 +167,36 @@ func TestDecide(t *testing.T) {
 			want:        NotRolled,
 			changes:     "ConfigMap/cfg changed keys a",
 			check: func(t *testing.T, p Plan) {
-				if len(p.Events) != 1 || !strings.Contains(p.Events[0].Note, "Reroll may not list, watch or evict pods") {
+				if len(p.Events) != 1 || p.Events[0].Type != corev1.EventTypeWarning || p.Events[0].Reason != "EvictionDisabled" ||
+					!strings.Contains(p.Events[0].Note, "--enable-pod-eviction") {
 					t.Errorf("events = %+v", p.Events)
+				}
+				if p.Annotations[RecordAnnotation] == "" {
+					t.Error("the record is not written")
+				}
+			},
+		},
+		"restart by eviction while it is off: first sight records and warns at once": {
+			opts:        func(o *Options) { o.NoEviction = true },
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			want:        FirstSight,
+			check: func(t *testing.T, p Plan) {
+				if len(p.Warnings) != 1 || p.Warnings[0].Type != corev1.EventTypeWarning || p.Warnings[0].Reason != "EvictionDisabled" ||
+					!strings.Contains(p.Warnings[0].Note, "--enable-pod-eviction") {
+					t.Errorf("warnings = %+v", p.Warnings)
+				}
+			},
+		},
+		"restart by eviction while it is on: first sight warns of nothing": {
+			annotations: auto,
+			action:      workload.Action{Way: workload.ByEviction},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")},
+			want:        FirstSight,
+			check: func(t *testing.T, p Plan) {
+				if len(p.Warnings) != 0 || len(p.Events) != 0 {
+					t.Errorf("warnings = %+v, events = %+v", p.Warnings, p.Events)
 				}
 			},
 		},
@@ -524,7 +556,10 @@ func TestDecide(t *testing.T) {
 			want:        Roll,
 			changes:     "ConfigMap/cfg changed keys a",
 			check: func(t *testing.T, p Plan) {
-				if p.Roll.Way != workload.ByJob || p.Roll.Job != workload.JobName("web", p.Record.ConfigHash()) {
+				// "web-reroll-" and the first 8 hex characters of the record's
+				// SHA-256, computed outside Go:
+				// printf '%s' '{"ConfigMap/cfg":{"a":"d4735e3a265e16ee"}}' | sha256sum
+				if p.Roll.Way != workload.ByJob || p.Roll.Job != "web-reroll-a5b569af" {
 					t.Errorf("roll = %+v", p.Roll)
 				}
 			},
@@ -538,7 +573,9 @@ func TestDecide(t *testing.T) {
 			changes:     "ConfigMap/cfg changed keys a",
 			check: func(t *testing.T, p Plan) {
 				n := p.Notification
-				if n == nil || n.Hash != p.Record.ConfigHash() || n.ObservedAt != now.Unix() || n.Objects[0].Hash == "" {
+				// printf '%s' '{"ConfigMap/cfg":{"a":"d4735e3a265e16ee"}}' | sha256sum
+				const want = "a5b569afeb0a234632db77fa505f592d55c24a2fbeab10fe24bd752bc902a6eb"
+				if n == nil || n.Hash != want || n.ObservedAt != now.Unix() || n.Objects[0].Hash == "" {
 					t.Errorf("notification = %+v", n)
 				}
 				if p.Alert != nil || p.Roll.Way != "" {

@@ -3,6 +3,7 @@ package projection
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,6 +42,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/test/unitonly"
 )
 
 // plane is the real control plane (etcd and kube-apiserver) shared by every
@@ -62,11 +64,19 @@ var scheme = runtime.NewScheme()
 // goharbor's HarborCluster S3 storage.
 var widgetGVK = schema.GroupVersionKind{Group: "test.reroll.dev", Version: "v1", Kind: "Widget"}
 
+// unitOnly is -unit: run only the tests of the *_unit_test.go files, which
+// need no control plane (`make test-unit`).
+var unitOnly = unitonly.Flag()
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if code, ran := unitonly.Main(m, *unitOnly); ran {
+		return code
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, rerollv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {

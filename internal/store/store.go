@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/reference"
 )
 
@@ -114,6 +115,11 @@ func New(cfg *rest.Config, o Options) (*Store, error) {
 			inf := newInformer(c, kind, ns, tweak)
 			if err := inf.SetTransform(transform); err != nil {
 				return nil, fmt.Errorf("setting the %s transform: %w", kind, err)
+			}
+			// Reloader's reloader_events_received_total counts what the
+			// informers deliver.
+			if _, err := inf.AddEventHandler(metrics.InformerEvents(string(kind))); err != nil {
+				return nil, fmt.Errorf("counting the %s events: %w", kind, err)
 			}
 			if ns == metav1.NamespaceAll {
 				w.all = inf

@@ -210,11 +210,12 @@ func (a access) String() string {
 func allowed(t *testing.T, ns, name string, a access) bool {
 	t.Helper()
 	resource, objName, _ := strings.Cut(a.resource, "#")
+	resource, sub, _ := strings.Cut(resource, "/")
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   "system:serviceaccount:" + ns + ":" + name,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: a.verb, Group: a.group, Resource: resource, Name: objName, Namespace: a.namespace,
+			Verb: a.verb, Group: a.group, Resource: resource, Subresource: sub, Name: objName, Namespace: a.namespace,
 		},
 	}}
 	res, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})

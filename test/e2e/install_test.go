@@ -58,12 +58,13 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"list", "", "configmaps", ""}, {"watch", "", "secrets", ""}, {"get", "", "secrets", other},
 			{"patch", "apps", "deployments", app}, {"list", "apps", "statefulsets", ""}, {"watch", "apps", "daemonsets", ""},
 			{"create", "", "events", app}, {"patch", "", "events", app},
-			{"list", "", "namespaces", ""}, // namespaceSelector
+			{"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}, // Namespace annotations, namespaceSelector
 			{"get", "coordination.k8s.io", "leases#reroll-leader", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
 			{"get", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
-			{"list", "", "pods", app}, {"watch", "", "pods", app}, // restart by eviction
 		},
 		[]access{
+			// No pod access without podEviction.enabled.
+			{"list", "", "pods", app}, {"watch", "", "pods", ""}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
 			{"update", "apps", "deployments", app}, {"delete", "apps", "deployments", app}, {"create", "apps", "deployments", app},
 			{"update", "", "configmaps", app}, {"patch", "", "secrets", app}, {"delete", "", "configmaps", app},
 			{"create", "", "pods", app}, {"delete", "", "pods", app}, {"patch", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
@@ -102,6 +103,58 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough: nothing was denied")
 	g.Expect(deploymentIn(t, other, outside.Name).Spec.Template.Annotations).NotTo(gomega.HaveKey(configHashAnnotation))
 	expectDashboardMetricsExist(t, p)
+}
+
+// TestHelmChart_DefaultInstallRunsWithItsOwnRBAC installs the chart with
+// its defaults and runs Reroll with exactly the RBAC it grants (its
+// ServiceAccount's token): no access to pods, read access to Namespaces, and
+// the default features work.
+func TestHelmChart_DefaultInstallRunsWithItsOwnRBAC(t *testing.T) {
+	g := newT(t)
+	sys := newNamespace(t, "e2e-default-sys-", restricted)
+	app := newNamespace(t, "e2e-default-app-", nil)
+	helmInstall(t, "reroll", sys, nil)
+
+	expectAccess(t, sys, "reroll",
+		[]access{
+			{"list", "", "configmaps", ""}, {"watch", "", "secrets", ""}, {"patch", "apps", "deployments", app},
+			{"get", "", "namespaces", ""}, {"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""},
+		},
+		[]access{
+			{"list", "", "pods", ""}, {"watch", "", "pods", app}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
+		})
+
+	createWorkload(t, app)
+	// A workload that asks for a restart by eviction, which the default
+	// leaves off: it is told why, and nothing else breaks. In its own
+	// namespace, so that expectCoreBehaviour counts only app's ReplicaSets.
+	other := newNamespace(t, "e2e-default-evict-", nil)
+	createWorkload(t, other)
+	mutate(t, &appsv1.Deployment{}, other, "web", func(o client.Object) {
+		o.SetAnnotations(map[string]string{"reroll.dev/auto": "true", "reroll.dev/restart": "evict"})
+	})
+
+	kubeconfig, _ := serviceAccountKubeconfig(t, sys, "reroll")
+	args := podArgs(t, sys, "reroll")
+	g.Expect(args).NotTo(gomega.ContainElement("--enable-pod-eviction"))
+	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
+	expectCoreBehaviour(t, app)
+
+	g.Eventually(func() []string {
+		var events corev1.EventList
+		g.Expect(k8s.List(t.Context(), &events, client.InNamespace(other))).To(gomega.Succeed())
+		var out []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "web" && e.Reason == "EvictionDisabled" && e.Type == corev1.EventTypeWarning {
+				out = append(out, e.Message)
+			}
+		}
+		return out
+	}).Should(gomega.ContainElement(gomega.ContainSubstring("--enable-pod-eviction")))
+	g.Expect(p.log.String()).To(gomega.ContainSubstring("Not watching pods: restarts by eviction are off"))
+	g.Expect(p.log.String()).NotTo(gomega.ContainSubstring("Not reading Namespace annotations"), "the default reads Namespaces")
+	g.Expect(p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": app, "result": "success"})).To(gomega.Equal(2.0))
+	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough: nothing was denied")
 }
 
 func TestHelmChart_NamespaceScope(t *testing.T) {

@@ -22,26 +22,28 @@ import (
 const oneFile = "deploy/reroll.yaml"
 
 // TestManifests_UpToDate fails when `make manifests` would change
-// config/rbac/role.yaml or deploy/reroll.yaml: the RBAC markers, the
+// config/rbac/role.yaml, a component's role or deploy/reroll.yaml: the RBAC markers, the
 // Kustomize base and the one-file install move together.
 func TestManifests_UpToDate(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	out := t.TempDir()
-	_, err := run(nil, controllerGenBin, "rbac:roleName=manager-role", "paths=./internal/...", "output:rbac:artifacts:config="+out)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	fresh, err := os.ReadFile(filepath.Join(out, "role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	committed, err := os.ReadFile(filepath.Join(root, "config/rbac/role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/rbac/role.yaml is stale: run `make manifests`")
-	_, err = run(nil, controllerGenBin, "rbac:roleName=csi-role", "paths=./cmd/reroll/...", "output:rbac:artifacts:config="+out)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	fresh, err = os.ReadFile(filepath.Join(out, "role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	committed, err = os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(string(committed)).To(gomega.Equal(string(fresh)), "config/components/csi/role.yaml is stale: run `make manifests`")
+	// As hack/manifests.sh: the base role from every package with markers
+	// but internal/eviction, whose markers are --enable-pod-eviction's; each
+	// opt-in component's role from its own markers.
+	for committed, gen := range map[string][]string{
+		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/workload/..."},
+		"config/components/csi/role.yaml":          {"rbac:roleName=csi-role", "paths=./cmd/reroll/..."},
+		"config/components/pod-eviction/role.yaml": {"rbac:roleName=pod-eviction-role", "paths=./internal/eviction/..."},
+	} {
+		out := t.TempDir()
+		_, err := run(nil, controllerGenBin, append(gen, "output:rbac:artifacts:config="+out)...)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		fresh, err := os.ReadFile(filepath.Join(out, "role.yaml"))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		data, err := os.ReadFile(filepath.Join(root, committed))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(string(data)).To(gomega.Equal(string(fresh)), "%s is stale: run `make manifests`", committed)
+	}
 
 	rendered, err := run(nil, kubectlBin, "kustomize", "config/default")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -69,26 +71,22 @@ func TestManifests_ProjectionCRDUpToDate(t *testing.T) {
 }
 
 // TestManifests_MatchGeneratedRoleAndChart checks the one-file install's
-// RBAC against the generated role (without the Namespace read, which only
-// --namespace-selector needs) and its image against the chart's appVersion.
+// RBAC against the generated role (Namespaces included, pods not: see
+// docs/security.md) and its image against the chart's appVersion.
 func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	data, err := os.ReadFile(filepath.Join(root, oneFile))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	objs := decodeAll(t, string(data))
-	var want []string
-	for _, p := range generatedRules(t) {
-		if !strings.Contains(p, "|namespaces|") {
-			want = append(want, p)
-		}
-	}
-	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(want))
+	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(generatedRules(t)))
+	g.Expect(generatedRules(t)).To(gomega.ContainElement("|namespaces|list"))
+	g.Expect(generatedRules(t)).NotTo(gomega.ContainElement(gomega.HavePrefix("|pods")), "no pod access by default")
 	g.Expect(withoutDigestKeyRole(only(objs, "Role"))).To(gomega.BeEmpty(), "one replica needs no Lease")
 	g.Expect(container(t, objs).Image).To(gomega.Equal("ghcr.io/reroll/reroll:" + chartAppVersion(t)))
 
 	// With both components listed in config/default, as its comment says:
-	// two replicas, leader election, the Namespace read.
+	// two replicas, leader election, the namespace selector.
 	dir := t.TempDir()
 	g.Expect(os.CopyFS(dir, os.DirFS(filepath.Join(root, "config")))).To(gomega.Succeed())
 	base := filepath.Join(dir, "default", "kustomization.yaml")
@@ -158,8 +156,9 @@ func TestManifests_OneFileInstall(t *testing.T) {
 
 	app := newNamespace(t, "e2e-onefile-", nil)
 	expectAccess(t, "reroll-system", "reroll-controller",
-		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}},
-		[]access{{"list", "", "namespaces", ""}, {"update", "apps", "deployments", app}, {"get", "coordination.k8s.io", "leases", "reroll-system"}})
+		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}, {"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}},
+		[]access{{"update", "apps", "deployments", app}, {"get", "coordination.k8s.io", "leases", "reroll-system"},
+			{"list", "", "pods", ""}, {"watch", "", "pods", app}, {"create", "", "pods/eviction", app}})
 	createWorkload(t, app)
 	kubeconfig, _ := serviceAccountKubeconfig(t, "reroll-system", "reroll-controller")
 	p := startReroll(t, kubeconfig, podArgs(t, "reroll-system", "reroll-controller"), map[string]string{"POD_NAMESPACE": "reroll-system", "POD_NAME": "reroll-e2e"})
@@ -241,7 +240,21 @@ func TestManifests_WebhookComponent(t *testing.T) {
 // of --enable-csi-integration, as group|resource|verb triples.
 func generatedCSIRules(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "config/components/csi/role.yaml"))
+	return componentRules(t, "config/components/csi/role.yaml")
+}
+
+// generatedPodEvictionRules reads config/components/pod-eviction/role.yaml,
+// the permissions of --enable-pod-eviction, as group|resource|verb triples.
+func generatedPodEvictionRules(t *testing.T) []string {
+	t.Helper()
+	return componentRules(t, "config/components/pod-eviction/role.yaml")
+}
+
+// componentRules reads the one ClusterRole of the file at path (relative to
+// the repository) as group|resource|verb triples.
+func componentRules(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, path))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	objs := decodeAll(t, string(data))
 	newT(t).Expect(objs).To(gomega.HaveLen(1))

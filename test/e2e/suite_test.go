@@ -36,7 +36,7 @@ var (
 	clientset kubernetes.Interface
 	// The binaries: reroll built from this tree, helm, kubectl and
 	// controller-gen from bin/ (`make tools`, hack/tools.sh).
-	rerollBin, helmBin, kubectlBin, controllerGenBin string
+	rerollBin, helmBin, kubectlBin, controllerGenBin, helmDocsBin string
 	// helmEnv keeps helm's cache and configuration out of $HOME.
 	helmEnv []string
 	// tmp holds the built binary and helm's folders; removed at the end.
@@ -89,7 +89,7 @@ func setup() error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/reroll: %w\n%s", err, out)
 	}
-	tools := map[string]*string{"helm": &helmBin, "kube": &kubectlBin, "controller-gen": &controllerGenBin}
+	tools := map[string]*string{"helm": &helmBin, "kube": &kubectlBin, "controller-gen": &controllerGenBin, "helm-docs": &helmDocsBin}
 	for tool, path := range tools {
 		out, err := exec.Command(filepath.Join(root, "hack/tools.sh"), "--dir", tool).Output()
 		if err != nil {

@@ -58,6 +58,41 @@ ClusterRole.
 {{- default (printf "%s-digest-key" (include "reroll.fullname" .)) .Values.digestKey.secretName }}
 {{- end }}
 
+{{/*
+"true" when the PodDisruptionBudget the values describe always allows at
+least one eviction, so it can never block a node drain: maxUnavailable of at
+least one pod (a percentage rounds up, as Kubernetes does), or minAvailable
+below replicas (a percentage rounds up). "" otherwise: with one replica and
+minAvailable the chart creates no budget (minAvailable: 1 of 1 would block
+every drain); a budget that allows no eviction with more replicas is an
+error.
+*/}}
+{{- define "reroll.pdbAllowsDrain" -}}
+{{- $replicas := int .Values.replicas }}
+{{- with .Values.podDisruptionBudget }}
+{{- if not (kindIs "invalid" .maxUnavailable) }}
+{{- $max := toString .maxUnavailable }}
+{{- if or (eq $max "0") (eq $max "0%") }}
+{{- fail "podDisruptionBudget.maxUnavailable: 0 would block every node drain; use 1 or more" }}
+{{- end }}
+{{- print "true" }}
+{{- else if gt $replicas 1 }}
+{{- $min := toString .minAvailable }}
+{{- $minPods := 0 }}
+{{- if hasSuffix "%" $min }}
+{{- $pct := trimSuffix "%" $min | int }}
+{{- $minPods = div (add (mul $pct $replicas) 99) 100 }}
+{{- else }}
+{{- $minPods = int .minAvailable }}
+{{- end }}
+{{- if ge $minPods $replicas }}
+{{- fail (printf "podDisruptionBudget.minAvailable %s of %d replicas would block every node drain; set it below replicas, or use maxUnavailable" $min $replicas) }}
+{{- end }}
+{{- print "true" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Leader election is on with more than one replica. */}}
 {{- define "reroll.leaderElection" -}}
 {{- if gt (int .Values.replicas) 1 }}true{{ end }}
@@ -93,15 +128,17 @@ Checks that values agree with each other where the schema cannot say it.
 {{/*
 The RBAC rules for the watched objects: the rules controller-gen generates
 into config/rbac/role.yaml from the +kubebuilder:rbac markers, minus what the
-values make unnecessary (Namespaces without namespaceSelector or in namespace
-scope, the kinds in ignoreSecrets, ignoreConfigMaps and ignoredWorkloadTypes),
-plus config/components/csi/role.yaml with csiIntegration.enabled.
-test/e2e compares them with role.yaml, so code and chart cannot drift.
+values make unnecessary (Namespaces in namespace scope, where a Role cannot
+grant them; the kinds in ignoreSecrets, ignoreConfigMaps and
+ignoredWorkloadTypes), plus config/components/csi/role.yaml with
+csiIntegration.enabled and config/components/pod-eviction/role.yaml with
+podEviction.enabled. test/e2e compares them with those files, so code and
+chart cannot drift; docs/security.md lists them.
 */}}
 {{- define "reroll.rules" -}}
 {{- $read := list }}
 {{- if not .Values.ignoreConfigMaps }}{{ $read = append $read "configmaps" }}{{ end }}
-{{- if and .Values.namespaceSelector (not (include "reroll.watchedNamespaces" .)) }}{{ $read = append $read "namespaces" }}{{ end }}
+{{- if not (include "reroll.watchedNamespaces" .) }}{{ $read = append $read "namespaces" }}{{ end }}
 {{- if not .Values.ignoreSecrets }}{{ $read = append $read "secrets" }}{{ end }}
 {{- $workloads := list }}
 {{- range list "daemonsets" "deployments" "statefulsets" }}
@@ -113,12 +150,15 @@ test/e2e compares them with role.yaml, so code and chart cannot drift.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.podEviction.enabled }}
+{{- /* config/components/pod-eviction/role.yaml, generated from internal/eviction/rbac.go. */}}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["pods/eviction"]
   verbs: ["create"]
+{{- end }}
 {{- if $workloads }}
 - apiGroups: ["apps"]
   resources: {{ toJson $workloads }}

@@ -1,31 +1,39 @@
 {{/*
 Stakater Reloader's values structure (reloader.*, image.name, global,
 kubernetes, namespace), so that a Reloader values file installs this chart
-unchanged. "reroll.fromReloader" writes each Reloader key that has a meaning
-for Reroll onto Reroll's own value, in .Values, before a template reads
-.Values; a Reloader key that is given wins over Reroll's value. Keys without a
-meaning here are listed in .Values.__reloaderNotes, which NOTES.txt prints.
-Every template includes it first; the marker __reloaderMapped makes the
-second and later calls do nothing, so the mapping is applied once whether or
-not the templates share .Values. docs/migrating-from-reloader.md has the table.
+and behaves as Reloader's chart (2.2.x) makes Reloader behave, or fails.
+files/reloader-keys.yaml lists every key with its verdict: "reroll.fromReloader"
+first fails on each refused key (its fix in the message), then writes each
+other key onto the Reroll value of the same effect, in .Values, before a
+template reads .Values; a Reloader key that is given wins over Reroll's value.
+With a reloader: tree, the defaults are Reloader's (env-vars strategy, Argo
+Rollouts and DeploymentConfigs left alone). Effects that no Reroll value
+has (Reloader's env Secret, probe timings, monitor fields, Service, egress)
+go to .Values.__reloader, which the templates read. Every template includes
+it first; the marker __reloaderMapped makes the second and later calls do
+nothing. docs/migrating-from-reloader.md has the table.
 */}}
 {{- define "reroll.fromReloader" -}}
 {{- $v := .Values }}
 {{- if not (hasKey $v "__reloaderMapped") }}
 {{- $_ := set $v "__reloaderMapped" true }}
-{{- $notes := list }}
+{{- include "reroll.reloaderRefusals" . }}
+{{- $x := dict }}
+{{- $_ := set $v "__reloader" $x }}
+{{- if hasKey $v "reloader" }}
 {{- $r := $v.reloader | default dict }}
 {{- $d := $r.deployment | default dict }}
 {{- /* Plain values of the same meaning. */}}
-{{- range $from, $to := dict "autoReloadAll" "autoReloadAll" "ignoreSecrets" "ignoreSecrets" "ignoreConfigMaps" "ignoreConfigMaps" "reloadOnCreate" "reloadOnCreate" "reloadOnDelete" "reloadOnDelete" "watchGlobally" "watchGlobally" "resourceLabelSelector" "resourceLabelSelector" "logFormat" "logFormat" "logLevel" "logLevel" "webhookUrl" "webhookUrl" }}
+{{- range $from, $to := dict "autoReloadAll" "autoReloadAll" "ignoreSecrets" "ignoreSecrets" "ignoreConfigMaps" "ignoreConfigMaps" "reloadOnCreate" "reloadOnCreate" "reloadOnDelete" "reloadOnDelete" "watchGlobally" "watchGlobally" "resourceLabelSelector" "resourceLabelSelector" "logFormat" "logFormat" "logLevel" "logLevel" }}
 {{- if and (hasKey $r $from) (not (kindIs "invalid" (get $r $from))) }}
 {{- $_ := set $v $to (get $r $from) }}
 {{- end }}
 {{- end }}
-{{- if and $r.reloadStrategy (ne (toString $r.reloadStrategy) "") }}
-{{- /* Reloader's "default" leaves its binary's default, env-vars. */}}
-{{- $_ := set $v "reloadStrategy" (ternary "env-vars" $r.reloadStrategy (eq (toString $r.reloadStrategy) "default")) }}
-{{- end }}
+{{- /* Reloader renders --webhook-url only inside its custom_annotations
+block: without custom annotations, the value does nothing there. */}}
+{{- if and $r.webhookUrl $r.custom_annotations }}{{ $_ := set $v "webhookUrl" $r.webhookUrl }}{{ end }}
+{{- /* Reloader's default strategy is env-vars ("default" leaves its binary's default). */}}
+{{- $_ := set $v "reloadStrategy" (ternary "annotations" "env-vars" (eq (toString $r.reloadStrategy) "annotations")) }}
 {{- $watchGlobally := $v.watchGlobally }}
 {{- /* Reloader renders these two only when it watches globally. */}}
 {{- if and $watchGlobally $r.ignoreNamespaces }}
@@ -47,9 +55,14 @@ not the templates share .Values. docs/migrating-from-reloader.md has the table.
 {{- $types := $v.ignoredWorkloadTypes | default list }}
 {{- if $r.ignoreJobs }}{{ $types = append $types "jobs" }}{{ end }}
 {{- if $r.ignoreCronJobs }}{{ $types = append $types "cronjobs" }}{{ end }}
+{{- /* Reloader rolls Argo Rollouts only with isArgoRollouts, and never
+DeploymentConfigs (isOpenshift only grants them). */}}
+{{- if not (eq (toString $r.isArgoRollouts) "true") }}{{ $types = append $types "rollouts" }}{{ end }}
+{{- $types = append $types "deploymentconfigs" }}
 {{- $_ := set $v "ignoredWorkloadTypes" ($types | uniq) }}
 {{- $args := $v.extraArgs | default list }}
-{{- if $r.isArgoRollouts }}{{ $args = append $args "--is-Argo-Rollouts" }}{{ end }}
+{{- if eq (toString $r.isArgoRollouts) "true" }}{{ $args = append $args "--is-Argo-Rollouts=true" }}{{ end }}
+{{- if $r.syncAfterRestart }}{{ $args = append $args "--sync-after-restart=true" }}{{ end }}
 {{- with $r.custom_annotations }}
 {{- range $key, $flag := dict "configmap" "--configmap-annotation" "secret" "--secret-annotation" "auto" "--auto-annotation" "secret_auto" "--secret-auto-annotation" "configmap_auto" "--configmap-auto-annotation" "search" "--auto-search-annotation" "match" "--search-match-annotation" "ignore" "--ignore-annotation" "pausePeriod" "--pause-deployment-annotation" "pauseTime" "--pause-deployment-time-annotation" }}
 {{- with get $.Values.reloader.custom_annotations $key }}{{ $args = append $args (printf "%s=%s" $flag .) }}{{ end }}
@@ -65,7 +78,7 @@ not the templates share .Values. docs/migrating-from-reloader.md has the table.
 {{- if hasKey $d "replicas" }}
 {{- $_ := set $v "replicas" (ternary (int $d.replicas) (min (int $d.replicas) 1) (not (not $r.enableHA))) }}
 {{- end }}
-{{- range $from, $to := dict "revisionHistoryLimit" "revisionHistoryLimit" "priorityClassName" "priorityClassName" "runtimeClassName" "runtimeClassName" "schedulerName" "schedulerName" "nodeSelector" "nodeSelector" "affinity" "affinity" "tolerations" "tolerations" "topologySpreadConstraints" "topologySpreadConstraints" "dnsConfig" "dnsConfig" "volumes" "extraVolumes" "volumeMounts" "extraVolumeMounts" "annotations" "deploymentAnnotations" "resources" "resources" "securityContext" "podSecurityContext" "containerSecurityContext" "containerSecurityContext" }}
+{{- range $from, $to := dict "revisionHistoryLimit" "revisionHistoryLimit" "priorityClassName" "priorityClassName" "nodeSelector" "nodeSelector" "affinity" "affinity" "tolerations" "tolerations" "topologySpreadConstraints" "topologySpreadConstraints" "dnsConfig" "dnsConfig" "volumes" "extraVolumes" "volumeMounts" "extraVolumeMounts" "annotations" "deploymentAnnotations" "resources" "resources" "securityContext" "podSecurityContext" "containerSecurityContext" "containerSecurityContext" }}
 {{- /* Empty means unset: Reroll keeps its restricted defaults. A map
 is merged over Reroll's value, as Helm merges a values file over the defaults. */}}
 {{- with get $d $from }}
@@ -73,11 +86,23 @@ is merged over Reroll's value, as Helm merges a values file over the defaults. *
 {{- end }}
 {{- end }}
 {{- if kindIs "bool" $d.hostUsers }}{{ $_ := set $v "hostUsers" $d.hostUsers }}{{ end }}
+{{- if kindIs "bool" $d.automountServiceAccountToken }}{{ $_ := set $x "automountServiceAccountToken" $d.automountServiceAccountToken }}{{ end }}
 {{- with ($d.pod | default dict).annotations }}{{ $_ := set $v "podAnnotations" (merge (deepCopy .) ($v.podAnnotations | default dict)) }}{{ end }}
-{{- $labels := $v.podLabels | default dict }}
+{{- /* Reloader labels its Deployment and pods with deployment.labels and matchLabels. */}}
+{{- $labels := dict }}
 {{- with $d.labels }}{{ $labels = merge (deepCopy .) $labels }}{{ end }}
 {{- with $r.matchLabels }}{{ $labels = merge (deepCopy .) $labels }}{{ end }}
-{{- $_ := set $v "podLabels" $labels }}
+{{- $_ := set $v "podLabels" (merge ($v.podLabels | default dict) $labels) }}
+{{- $_ := set $x "deploymentLabels" $labels }}
+{{- /* Probe timings, with Reloader's defaults. */}}
+{{- range $probe := list "livenessProbe" "readinessProbe" }}
+{{- $given := get $d $probe | default dict }}
+{{- $t := dict }}
+{{- range $field, $def := dict "timeoutSeconds" 5 "failureThreshold" 5 "periodSeconds" 10 "successThreshold" 1 "initialDelaySeconds" 10 }}
+{{- $_ := set $t $field (int (get $given $field | default $def)) }}
+{{- end }}
+{{- $_ := set $x $probe $t }}
+{{- end }}
 {{- $env := $v.extraEnv | default list }}
 {{- with $d.gomaxprocsOverride }}{{ $env = append $env (dict "name" "GOMAXPROCS" "value" (toString .)) }}{{ end }}
 {{- with $d.gomemlimitOverride }}
@@ -86,33 +111,48 @@ is merged over Reroll's value, as Helm merges a values file over the defaults. *
 {{- end }}
 {{- with $d.env }}
 {{- range $name, $value := .open | default dict }}{{ if $value }}{{ $env = append $env (dict "name" $name "value" (toString $value)) }}{{ end }}{{ end }}
+{{- /* Reloader's chart writes env.secret into a Secret named after the
+release and reads each variable from it. */}}
+{{- $secret := dict }}
+{{- range $name, $value := .secret | default dict }}{{ if $value }}
+{{- $_ := set $secret $name (toString $value) }}
+{{- $env = append $env (dict "name" $name "valueFrom" (dict "secretKeyRef" (dict "name" (include "reroll.fullname" $) "key" $name))) }}
+{{- end }}{{ end }}
+{{- with $secret }}{{ $_ := set $x "secretEnv" . }}{{ end }}
+{{- range $secretName, $keys := .existing | default dict }}
+{{- range $name, $key := $keys | default dict }}{{ if $name }}{{ $env = append $env (dict "name" $name "valueFrom" (dict "secretKeyRef" (dict "name" $secretName "key" $key))) }}{{ end }}{{ end }}
+{{- end }}
 {{- range $name, $path := .field | default dict }}{{ if $path }}{{ $env = append $env (dict "name" $name "valueFrom" (dict "fieldRef" (dict "fieldPath" $path))) }}{{ end }}{{ end }}
-{{- range $secret, $keys := .existing | default dict }}
-{{- range $name, $key := $keys | default dict }}{{ if $name }}{{ $env = append $env (dict "name" $name "valueFrom" (dict "secretKeyRef" (dict "name" $secret "key" $key))) }}{{ end }}{{ end }}
 {{- end }}
-{{- range $name, $value := .secret | default dict }}{{ if $value }}{{ $notes = append $notes (printf "reloader.deployment.env.secret.%s: not set; this chart creates no Secret from values. Put the value in a Secret of yours and name it in reloader.deployment.env.existing (or alerts.urlSecret)." $name) }}{{ end }}{{ end }}
-{{- end }}
+{{- if $r.enableMetricsByNamespace }}{{ $env = append $env (dict "name" "METRICS_COUNT_BY_NAMESPACE" "value" "enabled") }}{{ end }}
 {{- $_ := set $v "extraEnv" $env }}
 {{- with $r.rbac }}
 {{- if hasKey . "enabled" }}{{ $_ := set $v.rbac "create" .enabled }}{{ end }}
-{{- if .labels }}{{ $notes = append $notes "reloader.rbac.labels: not applied; Reroll's RBAC objects carry the chart's labels." }}{{ end }}
 {{- end }}
+{{- /* Reloader labels its ServiceAccount with serviceAccount.labels and matchLabels. */}}
+{{- $_ := set $x "serviceAccountLabels" (merge (deepCopy (($r.serviceAccount | default dict).labels | default dict)) (deepCopy ($r.matchLabels | default dict))) }}
 {{- with $r.serviceAccount }}
 {{- if hasKey . "create" }}{{ $_ := set $v.serviceAccount "create" .create }}{{ end }}
 {{- with .name }}{{ $_ := set $v.serviceAccount "name" . }}{{ end }}
+{{- /* Not created and not named: the namespace's default ServiceAccount, as in Reloader. */}}
+{{- if and (not $v.serviceAccount.create) (not $v.serviceAccount.name) }}{{ $_ := set $v.serviceAccount "name" "default" }}{{ end }}
 {{- with .annotations }}{{ $_ := set $v.serviceAccount "annotations" . }}{{ end }}
-{{- if .labels }}{{ $notes = append $notes "reloader.serviceAccount.labels: not applied; the ServiceAccount carries the chart's labels." }}{{ end }}
+{{- if hasKey . "automountServiceAccountToken" }}{{ $_ := set $x "serviceAccountAutomount" .automountServiceAccountToken }}{{ end }}
 {{- end }}
+{{- /* The monitors, with every field of Reloader's. */}}
 {{- range $kind := list "serviceMonitor" "podMonitor" }}
 {{- with get $r $kind }}
 {{- $m := get $v $kind }}
 {{- if hasKey . "enabled" }}{{ $_ := set $m "enabled" .enabled }}{{ end }}
 {{- range $from, $to := dict "namespace" "namespace" "labels" "labels" "interval" "interval" "timeout" "scrapeTimeout" }}
-{{- with get $.Values.reloader $kind }}{{ with get . $from }}{{ $_ := set $m $to . }}{{ end }}{{ end }}
+{{- with get (get $.Values.reloader $kind) $from }}{{ $_ := set $m $to . }}{{ end }}
 {{- end }}
+{{- /* Reloader's default honorLabels is true. */}}
+{{- $extra := dict "honorLabels" (ternary .honorLabels true (and (hasKey . "honorLabels") (kindIs "bool" .honorLabels))) }}
 {{- range $key := list "annotations" "metricRelabelings" "relabelings" "targetLabels" "podTargetLabels" "tlsConfig" "scheme" "bearerTokenFile" "bearerTokenSecret" }}
-{{- with get $.Values.reloader $kind }}{{ if get . $key }}{{ $notes = append $notes (printf "reloader.%s.%s: not offered; the %s scrapes the metrics port over HTTP with honorLabels." $kind $key (title $kind)) }}{{ end }}{{ end }}
+{{- with get (get $.Values.reloader $kind) $key }}{{ $_ := set $extra $key . }}{{ end }}
 {{- end }}
+{{- $_ := set $x $kind $extra }}
 {{- end }}
 {{- end }}
 {{- with $r.podDisruptionBudget }}
@@ -123,7 +163,13 @@ is merged over Reroll's value, as Helm merges a values file over the defaults. *
 {{- with $r.netpol }}
 {{- if hasKey . "enabled" }}{{ $_ := set $v.networkPolicy "enabled" .enabled }}{{ end }}
 {{- with .from }}{{ $_ := set $v.networkPolicy "metricsFrom" . }}{{ end }}
-{{- with .to }}{{ $_ := set $v.networkPolicy "extraEgress" (append ($v.networkPolicy.extraEgress | default list) (dict "to" . "ports" (list (dict "port" 443 "protocol" "TCP")))) }}{{ end }}
+{{- /* Reloader's egress: port 443 only, to "to" when given. */}}
+{{- $rule := dict "ports" (list (dict "port" 443 "protocol" "TCP")) }}
+{{- with .to }}{{ $_ := set $rule "to" . }}{{ end }}
+{{- $_ := set $x "egress" (list $rule) }}
+{{- end }}
+{{- with $r.service }}{{ $_ := set $x "service" . }}{{ end }}
+{{- with $r.verticalPodAutoscaler }}{{ $_ := set $v "verticalPodAutoscaler" (mergeOverwrite (deepCopy ($v.verticalPodAutoscaler | default dict)) (deepCopy .)) }}{{ end }}
 {{- end }}
 {{- /* global.imagePullSecrets: names or {name: ...}, as Reloader takes them. */}}
 {{- if and (not $v.imagePullSecrets) ($v.global | default dict).imagePullSecrets }}
@@ -131,27 +177,41 @@ is merged over Reroll's value, as Helm merges a values file over the defaults. *
 {{- range $v.global.imagePullSecrets }}{{ if kindIs "string" . }}{{ $secrets = append $secrets (dict "name" .) }}{{ else }}{{ $secrets = append $secrets . }}{{ end }}{{ end }}
 {{- $_ := set $v "imagePullSecrets" $secrets }}
 {{- end }}
-{{- /* Reloader's image is never Reroll's: the image block of a Reloader file is dropped. */}}
-{{- if or $v.image.name (contains "stakater/reloader" (toString $v.image.repository)) }}
-{{- $notes = append $notes "image: Reloader's image values are not used; Reroll runs its own image (image.repository, image.tag)." }}
+{{- /* Reloader's public image is never Reroll's: it becomes Reroll's image
+(a mirror of it was refused above). */}}
+{{- if has (toString $v.image.repository) (list "ghcr.io/stakater/reloader" "stakater/reloader" "docker.io/stakater/reloader") }}
 {{- $_ := set $v "image" (dict "repository" "ghcr.io/reroll/reroll" "tag" "" "digest" "" "pullPolicy" ($v.image.pullPolicy | default "IfNotPresent")) }}
 {{- end }}
-{{- with ($v.global | default dict).imageRegistry }}{{ $notes = append $notes "global.imageRegistry: not used; set image.repository to Reroll's image in your registry." }}{{ end }}
-{{- /* Keys that mean nothing here, noted only when set to something other than Reloader's default. */}}
-{{- if $r.isOpenshift }}{{ $notes = append $notes "reloader.isOpenshift: not needed; DeploymentConfigs are rolled whenever the API server serves apps.openshift.io/v1." }}{{ end }}
-{{- if $r.syncAfterRestart }}{{ $notes = append $notes "reloader.syncAfterRestart: not needed; Reroll always rolls, once, exactly the changes made while it was not running." }}{{ end }}
-{{- if $r.readOnlyRootFileSystem }}{{ $notes = append $notes "reloader.readOnlyRootFileSystem: not needed; Reroll's root filesystem is always read-only." }}{{ end }}
-{{- if ($r.legacy | default dict).rbac }}{{ $notes = append $notes "reloader.legacy.rbac: not offered; the RBAC rules are generated from Reroll's code." }}{{ end }}
-{{- if $r.enableMetricsByNamespace }}{{ $notes = append $notes "reloader.enableMetricsByNamespace: not needed; reroll_rollouts_total always has a namespace label." }}{{ end }}
-{{- if $r.service }}{{ $notes = append $notes "reloader.service: not applied; the metrics Service is created with serviceMonitor.enabled." }}{{ end }}
-{{- if ($r.verticalPodAutoscaler | default dict).enabled }}{{ $notes = append $notes "reloader.verticalPodAutoscaler: not offered; Reroll's memory is flat in the cluster's Secrets (docs/design.md)." }}{{ end }}
-{{- if $d.image }}{{ $notes = append $notes "reloader.deployment.image: Reloader's image values are not used; Reroll runs its own image (image.repository, image.tag)." }}{{ end }}
-{{- if or $r.volumes $r.volumeMounts }}{{ $notes = append $notes "reloader.volumes/volumeMounts: not used, as in Reloader's chart, which reads reloader.deployment.volumes and volumeMounts." }}{{ end }}
-{{- if or $d.livenessProbe $d.readinessProbe }}{{ $notes = append $notes "reloader.deployment.livenessProbe/readinessProbe: not applied; Reroll's probes are /healthz and /readyz on port 8081." }}{{ end }}
-{{- if kindIs "bool" $d.automountServiceAccountToken }}{{ $notes = append $notes "reloader.deployment.automountServiceAccountToken: not applied; Reroll needs its ServiceAccount token." }}{{ end }}
-{{- if and $r.enableHA (le (int ($d.replicas | default 1)) 1) }}{{ $notes = append $notes "reloader.enableHA with one replica: leader election is on only with more than one replica." }}{{ end }}
-{{- with $v.kubernetes }}{{ if and .host (ne .host "https://kubernetes.default") }}{{ $notes = append $notes "kubernetes.host: not used; Reroll uses the in-cluster configuration." }}{{ end }}{{ end }}
-{{- with $v.namespace }}{{ $notes = append $notes (printf "namespace %s: not used; Reroll is installed in the release namespace (--namespace)." .) }}{{ end }}
-{{- $_ := set $v "__reloaderNotes" $notes }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fails on the first value that files/reloader-keys.yaml refuses, naming the
+key and the fix. Run on the values as given, before any mapping.
+*/}}
+{{- define "reroll.reloaderRefusals" -}}
+{{- $table := .Files.Get "files/reloader-keys.yaml" | fromYaml }}
+{{- range $row := $table.keys }}
+{{- if eq $row.verdict "refused" }}
+{{- $cur := $.Values }}
+{{- $found := true }}
+{{- range splitList "." $row.key }}
+{{- if and $found (kindIs "map" $cur) (hasKey $cur .) }}{{ $cur = get $cur . }}{{ else }}{{ $found = false }}{{ end }}
+{{- end }}
+{{- if and $found (not (empty $cur)) }}
+{{- $refused := false }}
+{{- if $row.allowedKeys }}
+{{- range $k, $val := $cur }}{{ if and $val (not (has $k $row.allowedKeys)) }}{{ $refused = true }}{{ end }}{{ end }}
+{{- else }}
+{{- $refused = true }}
+{{- if and (hasKey $row "default") (eq (toJson $cur) (toJson $row.default)) }}{{ $refused = false }}{{ end }}
+{{- if has $cur ($row.allowed | default list) }}{{ $refused = false }}{{ end }}
+{{- if and $row.match (not (regexMatch $row.match (toString $cur))) }}{{ $refused = false }}{{ end }}
+{{- end }}
+{{- if $refused }}
+{{- fail (printf "%s: %s" $row.key $row.fix) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,5 @@
+package testdata
+
+import "testing"
+
+func TestNeedsThePlane(t *testing.T) {}
