@@ -35,7 +35,9 @@ func TestWebhook_KeepsReroll_sCleanUpWithTheGates(t *testing.T) {
 	late := deployment(ns, "late", autoOn, podSpec(envFrom("late")))
 	db := statefulSet(ns, "db", map[string]string{"reroll.dev/auto": "true", "reroll.dev/pause-period": pause.String()}, podSpec(envFrom("db")))
 	create(t, web, api, late, db)
-	ev := evictDeployment(t, ns, "ev", 2, evictOn)
+	// Past every gate: its restart must not wait for db's rollout under the
+	// bound of 1.
+	ev := evictDeployment(t, ns, "ev", 2, map[string]string{"reroll.dev/auto": "true", eviction.RestartAnnotation: eviction.RestartEvict, plan.RolloutOverrideAnnotation: "true"})
 	pods := watchPods(t, ns, labelsFor("ev"))
 	oldPods := pods.allReady(t, 2)
 	startRerollWithWebhook(t, ns, Options{MaxConcurrentRollouts: 1, Recheck: time.Second, PodEviction: true})
