@@ -78,7 +78,7 @@ func startSimulator(ctx context.Context, cs kubernetes.Interface, ns string, del
 func (s *rolloutSimulator) see(ctx context.Context, d *appsv1.Deployment) {
 	key := d.Namespace + "/" + d.Name
 	behind := d.Status.ObservedGeneration < d.Generation
-	_, stamped := plan.RolledAt(d.Annotations)
+	_, stamped := d.Annotations[plan.RolledAtAnnotation]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stamped && behind {

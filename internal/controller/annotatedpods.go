@@ -42,15 +42,18 @@ import (
 // Reroll may neither patch such pods nor read their owner, so the record
 // of a group (the annotations a workload would carry: what it consumes and
 // the restart by eviction under way, eviction.ProgressAnnotation) lives in
-// one ConfigMap in Reroll's own namespace (Options.PodRecords), one data
-// entry per group keyed "<namespace>.<controller UID>" (the pod's own UID
-// for a bare pod), whose value is the JSON object of those annotations.
+// an entryStore in Reroll's own namespace (Options.PodRecords is its
+// prefix), one signed entry per group keyed by its namespace and
+// controller UID (the pod's own UID for a bare pod), whose value is the
+// JSON object of those annotations: one ConfigMap per group, so one
+// tenant's groups never fill another's, and a group's reconcile reads and
+// writes its own record only.
 // The request of a group is its namespace and, as name, that UID.
 type annotatedPods struct {
 	// w supplies the client, options, planner options and Event recorder.
 	w *WorkloadReconciler
 	// records is the ConfigMap of the records.
-	records *configMapStore
+	records *entryStore
 	// handled are the owner kinds Reroll restarts some other way.
 	handled map[schema.GroupKind]bool
 }
@@ -76,7 +79,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
 			Recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		},
-		records: &configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.PodRecords, what: "the pod records"},
+		records: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
 		handled: map[schema.GroupKind]bool{},
 	}
 	for _, gk := range builtinOwners {
@@ -166,29 +169,22 @@ func (a *annotatedPods) requestsInNamespace(ctx context.Context, obj client.Obje
 	return out
 }
 
-// recordKey is the data key of a group's record.
-func recordKey(req types.NamespacedName) string { return req.Namespace + "." + req.Name }
-
 // record reads a group's record: nil when there is none.
 func (a *annotatedPods) record(ctx context.Context, req types.NamespacedName) (map[string]string, error) {
-	data, err := a.records.data(ctx)
-	if err != nil {
+	v, ok, err := a.records.get(ctx, req)
+	if err != nil || !ok {
 		return nil, err
-	}
-	v, ok := data[recordKey(req)]
-	if !ok {
-		return nil, nil
 	}
 	var out map[string]string
 	if err := json.Unmarshal([]byte(v), &out); err != nil {
 		// A damaged record starts again from first sight.
-		ctrl.LoggerFrom(ctx).Info("Dropping unreadable pod record", "configMap", a.records.key.String(), "error", err.Error())
+		ctrl.LoggerFrom(ctx).Info("Dropping unreadable pod record", "group", req.String(), "error", err.Error())
 		return nil, nil
 	}
 	return out, nil
 }
 
-// write stores a group's record; an empty one removes the entry.
+// write stores a group's record; an empty one removes it.
 func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec map[string]string) error {
 	var v string
 	if len(rec) > 0 {
@@ -198,13 +194,7 @@ func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec
 		}
 		v = string(b)
 	}
-	return a.records.update(ctx, func(data map[string]string) {
-		if v == "" {
-			delete(data, recordKey(req))
-		} else {
-			data[recordKey(req)] = v
-		}
-	})
+	return a.records.put(ctx, req, v)
 }
 
 // Reconcile plans the group of annotated pods req names as it would a
@@ -252,7 +242,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	log = log.WithValues("owner", kind.GVK.Kind+"/"+name)
 	template := workload.TemplateOfPods(pods)
 	now := a.w.now()
-	p, err := plan.Decide(a.w.planOptions(), plan.NewInput(kind, obj, template, now), cacheSource{ctx: ctx, c: a.w.Client, store: a.w.Options.Store})
+	p, err := a.w.decide(ctx, a.w.planOptions(), plan.NewInput(kind, obj, template, now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -46,11 +46,7 @@ func TestAnnotatedPods_OfAnUnknownOwnerAreEvictedOnceButNeverBareOrUnannotatedOn
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
 	startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
 	record := func(uid types.UID) map[string]string {
-		var cm corev1.ConfigMap
-		if err := k8s.Get(t.Context(), records, &cm); err != nil {
-			return nil
-		}
-		v, ok := cm.Data[ns+"."+string(uid)]
+		v, ok := storedEntry(t, records, types.NamespacedName{Namespace: ns, Name: string(uid)})
 		if !ok {
 			return nil
 		}
@@ -95,12 +91,10 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 	old := l.allReady(t, 2)
 	records := types.NamespacedName{Namespace: ns, Name: "reroll-pod-records"}
 	first := startReroll(t, ns, Options{PodEviction: true, PodRecords: records})
+	group := types.NamespacedName{Namespace: ns, Name: string(op.GetUID())}
 	g.Eventually(func() string {
-		var cm corev1.ConfigMap
-		if err := k8s.Get(t.Context(), records, &cm); err != nil {
-			return ""
-		}
-		return cm.Data[ns+"."+string(op.GetUID())]
+		v, _ := storedEntry(t, records, group)
+		return v
 	}).Should(gomega.ContainSubstring(ObservedAnnotation))
 	first.stop(t)
 
@@ -114,9 +108,9 @@ func TestAnnotatedPods_AChangeWhileRerollWasDownEvictsEachPodOnce(t *testing.T) 
 		return keys(deleted)
 	}).Should(gomega.ConsistOf(old))
 	g.Eventually(func() string {
-		var cm corev1.ConfigMap
-		g.Expect(k8s.Get(t.Context(), records, &cm)).To(gomega.Succeed())
-		return cm.Data[ns+"."+string(op.GetUID())]
+		v, ok := storedEntry(t, records, group)
+		g.Expect(ok).To(gomega.BeTrue())
+		return v
 	}).ShouldNot(gomega.ContainSubstring(eviction.ProgressAnnotation))
 	live, ready, deleted, _ := l.state()
 	g.Expect(ready).To(gomega.Equal(2))

@@ -19,11 +19,19 @@ import (
 // installation key (digest.MinKeyBytes random bytes).
 const DigestKeyData = "key"
 
+// DigestKeyPreviousData is the data key of the digest key Secret that holds,
+// during a rotation, the key being replaced: records made under it are
+// compared under it, so that a change made during the rotation still rolls,
+// then made again under the new key (docs/security.md, "Rotating the digest
+// key"). Removed by hand once every record names the new key.
+const DigestKeyPreviousData = "previous"
+
 // The digest key Secret lives in Reroll's own namespace and is granted by
 // the chart's and config/rbac's Role there (get on that name, create), not
 // by the base ClusterRole, which must stay least-privilege.
 
-// LoadDigestKey reads the installation key from the Secret name, creating
+// LoadDigestKey reads the installation key from the Secret name (and the
+// key it replaces, DigestKeyPreviousData, during a rotation), creating
 // it with a new random key when it does not exist. Two replicas starting at
 // once may both try to create it: the one that loses gets AlreadyExists and
 // reads the winner's key, so every replica ends with the same key. c must
@@ -55,6 +63,11 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 	k, err := digest.NewKey(s.Data[DigestKeyData])
 	if err != nil {
 		return digest.Key{}, fmt.Errorf("digest key Secret %s, key %q: %w", name, DigestKeyData, err)
+	}
+	if previous, ok := s.Data[DigestKeyPreviousData]; ok {
+		if k, err = k.WithPrevious(previous); err != nil {
+			return digest.Key{}, fmt.Errorf("digest key Secret %s, key %q: %w", name, DigestKeyPreviousData, err)
+		}
 	}
 	return k, nil
 }

@@ -320,11 +320,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// cannot both take the last slot.
 		r.rollouts.mu.Lock()
 		defer r.rollouts.mu.Unlock()
-		if in.Rollouts, err = r.rollouts.count(ctx, r.Client, obj, plan.PendingSince(obj.GetAnnotations(), in.Now), in.Now); err != nil {
+		if in.Rollouts, err = r.rollouts.count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	p, err := plan.Decide(opts, in, cacheSource{ctx: ctx, c: r.Client, store: r.Options.Store})
+	p, err := r.decide(ctx, opts, in)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -5,53 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// jobJournal is the workload.JobJournal of Reroll: one ConfigMap in Reroll's
-// own namespace (Options.JobJournal), with one data entry per Job being
-// re-created, keyed "<namespace>.<name>" (a namespace has no dot, so the
-// first dot splits the key). It is granted by the chart's and config/rbac's
-// Role in that namespace (get and update on its name, create), not by the
-// base ClusterRole. The manifest of a Job holds its pod template, which
-// is why the journal lives in Reroll's own namespace, not the Job's.
+// jobJournal is the workload.JobJournal of Reroll: an entryStore in
+// Reroll's own namespace (Options.JobJournal is its prefix), one signed
+// entry per Job being re-created, keyed by the Job's namespace and name,
+// whose value is the JSON of journalEntry. The manifest of a Job holds its
+// pod template, which is why the journal lives in Reroll's own namespace,
+// not the Job's. Reroll re-creates only a Job whose entry it signed and
+// whose manifest is of that namespace and name: whoever can write
+// ConfigMaps in Reroll's namespace cannot make it create another Job.
 type jobJournal struct {
-	configMapStore
-}
-
-// configMapStore is one ConfigMap in Reroll's own namespace whose data Reroll
-// keeps state in (the Job journal, the records of annotated pods). Every
-// write is guarded by resourceVersion.
-type configMapStore struct {
-	// c writes; r reads from the API server (the ConfigMap may be outside
-	// the watched namespaces).
-	c   client.Client
-	r   client.Reader
-	key types.NamespacedName
-	// what names the store in errors ("the Job journal").
-	what string
-}
-
-// data returns the ConfigMap's data; a missing ConfigMap has none.
-func (j *configMapStore) data(ctx context.Context) (map[string]string, error) {
-	var cm corev1.ConfigMap
-	if err := j.r.Get(ctx, j.key, &cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s %s: %w", j.what, j.key, err)
-	}
-	return cm.Data, nil
+	store *entryStore
 }
 
 // journalEntry is one Job to re-create.
@@ -61,67 +33,48 @@ type journalEntry struct {
 	Job *batchv1.Job `json:"job"`
 }
 
-func journalKey(namespace, name string) string { return namespace + "." + name }
-
 // Save implements workload.JobJournal.
 func (j *jobJournal) Save(ctx context.Context, fresh *batchv1.Job, old types.UID) error {
 	b, err := json.Marshal(journalEntry{UID: old, Job: fresh})
 	if err != nil {
 		return fmt.Errorf("encoding the journal entry: %w", err)
 	}
-	return j.update(ctx, func(data map[string]string) { data[journalKey(fresh.Namespace, fresh.Name)] = string(b) })
+	return j.store.put(ctx, types.NamespacedName{Namespace: fresh.Namespace, Name: fresh.Name}, string(b))
 }
 
 // Done implements workload.JobJournal.
 func (j *jobJournal) Done(ctx context.Context, namespace, name string) error {
-	return j.update(ctx, func(data map[string]string) { delete(data, journalKey(namespace, name)) })
+	return j.store.delete(ctx, types.NamespacedName{Namespace: namespace, Name: name})
 }
 
-// update applies change to the store's data, creating the ConfigMap when
-// it is absent and retrying on conflicts (every write is guarded by
-// resourceVersion).
-func (j *configMapStore) update(ctx context.Context, change func(map[string]string)) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cm corev1.ConfigMap
-		err := j.r.Get(ctx, j.key, &cm)
-		if apierrors.IsNotFound(err) {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: j.key.Namespace, Name: j.key.Name}, Data: map[string]string{}}
-			change(cm.Data)
-			if err := j.c.Create(ctx, &cm, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), j.key.Name, err)
-			} else {
-				return err
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		change(cm.Data)
-		return j.c.Update(ctx, &cm, client.FieldOwner(FieldManager))
-	})
-	if err != nil {
-		return fmt.Errorf("writing %s %s: %w", j.what, j.key, err)
+// decode reads the entry of the Job name; false when it is unreadable or
+// not a manifest of that Job.
+func decodeEntry(name types.NamespacedName, v string) (journalEntry, bool) {
+	var e journalEntry
+	if json.Unmarshal([]byte(v), &e) != nil || e.Job == nil || e.Job.Namespace != name.Namespace || e.Job.Name != name.Name {
+		return journalEntry{}, false
 	}
-	return nil
+	return e, true
 }
 
-// entries reads the journal; a missing ConfigMap is an empty journal.
+// entries reads the journal; an entry that is not a manifest of its own Job
+// is deleted.
 func (j *jobJournal) entries(ctx context.Context) (map[types.NamespacedName]journalEntry, error) {
-	data, err := j.data(ctx)
-	if err != nil || data == nil {
+	all, err := j.store.list(ctx)
+	if err != nil {
 		return nil, err
 	}
 	out := map[types.NamespacedName]journalEntry{}
-	for k, v := range data {
-		ns, name, ok := strings.Cut(k, ".")
-		var e journalEntry
-		if !ok || json.Unmarshal([]byte(v), &e) != nil || e.Job == nil {
+	for name, v := range all {
+		e, ok := decodeEntry(name, v)
+		if !ok {
+			ctrl.LoggerFrom(ctx).Info("Deleting a journal entry that is not a manifest of its Job", "job", name.String())
+			if err := j.Done(ctx, name.Namespace, name.Name); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		out[types.NamespacedName{Namespace: ns, Name: name}] = e
+		out[name] = e
 	}
 	return out, nil
 }
@@ -133,11 +86,11 @@ func (j *jobJournal) entries(ctx context.Context) (map[types.NamespacedName]jour
 // so its reconcile decides again; the entry is dropped.
 func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e journalEntry) error {
 	var cur batchv1.Job
-	err := j.r.Get(ctx, name, &cur)
+	err := j.store.r.Get(ctx, name, &cur)
 	if apierrors.IsNotFound(err) {
 		fresh := e.Job.DeepCopy()
 		fresh.ResourceVersion, fresh.UID = "", ""
-		err = j.c.Create(ctx, fresh, client.FieldOwner(FieldManager))
+		err = j.store.c.Create(ctx, fresh, client.FieldOwner(FieldManager))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("re-creating Job %s from the journal: %w", name, err)
 		}
@@ -146,7 +99,7 @@ func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e j
 			return j.Done(ctx, name.Namespace, name.Name)
 		}
 		// AlreadyExists: the old Job is still going, or someone created one.
-		if err := j.r.Get(ctx, name, &cur); err != nil {
+		if err := j.store.r.Get(ctx, name, &cur); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Gone between the two calls: try again (the request is
 				// requeued with backoff).
@@ -163,15 +116,16 @@ func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e j
 	return j.Done(ctx, name.Namespace, name.Name)
 }
 
-// recoverOne is recover for the Job name when the journal has an entry.
+// recoverOne is recover for the Job name when the journal has an entry; it
+// reads that entry alone.
 func (j *jobJournal) recoverOne(ctx context.Context, name types.NamespacedName) error {
-	all, err := j.entries(ctx)
-	if err != nil {
+	v, ok, err := j.store.get(ctx, name)
+	if err != nil || !ok {
 		return err
 	}
-	e, ok := all[name]
+	e, ok := decodeEntry(name, v)
 	if !ok {
-		return nil
+		return j.Done(ctx, name.Namespace, name.Name)
 	}
 	return j.recover(ctx, name, e)
 }

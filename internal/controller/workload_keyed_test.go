@@ -72,12 +72,15 @@ func TestWorkloadReconciler_RecordsKeyedDigests(t *testing.T) {
 	recorded(t, d)
 	rec, err := plan.ParseRecord(get(t, d).Annotations[ObservedAnnotation])
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	// The HMAC-SHA-256 under the key, computed outside Go:
-	// printf correct-horse | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf '01%.0s' $(seq 32))
-	// (the plain SHA-256 would be 9dca666eb5473071), its first 16 characters.
-	g.Expect(rec["Secret/db"]["password"]).To(gomega.Equal("03e03febdbc6dbef"))
-	// The key id: printf 'reroll.dev key id' | openssl dgst -sha256 -mac HMAC -macopt hexkey:..., 8 characters.
-	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(KeyAnnotation, "104ed074"))
+	// Bound to its place (the namespace is the test's, so the digest is
+	// computed in Go; TestKey_DigestBoundToPlace pins Digest against
+	// openssl), not the value's HMAC alone (printf correct-horse | openssl
+	// dgst -sha256 -mac HMAC -macopt hexkey:$(printf '01%.0s' $(seq 32)):
+	// 03e03febdbc6dbef), nor its plain SHA-256 (9dca666eb5473071).
+	g.Expect(rec["Secret/db"]["password"]).To(gomega.Equal(key.Digest("Secret", ns, "db", "password", []byte("correct-horse"))[:16]))
+	g.Expect(rec["Secret/db"]["password"]).NotTo(gomega.Or(gomega.Equal("03e03febdbc6dbef"), gomega.Equal("9dca666eb5473071")))
+	// The key id: printf 'reroll.dev key id, digests bound to their place' | openssl dgst -sha256 -mac HMAC -macopt hexkey:..., 8 characters.
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(KeyAnnotation, "cb83fc25"))
 }
 
 func TestWorkloadReconciler_NewKeyRecordsAgainWithoutRollout(t *testing.T) {

@@ -77,7 +77,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var journal *jobJournal
 	if opts.JobJournal.Name != "" {
-		journal = &jobJournal{configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.JobJournal, what: "the Job journal"}}
+		journal = &jobJournal{newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")}
 		// Once leading, re-create the Jobs a previous leader left deleted.
 		if err := mgr.Add(journal); err != nil {
 			return fmt.Errorf("adding the Job journal: %w", err)
@@ -96,7 +96,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if now == nil {
 		now = time.Now
 	}
-	counted := newRollouts(opts.RolloutTimeout, mgr.GetClient(), now)
+	counted := newRollouts(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
 	if err := counted.register(); err != nil {
 		return fmt.Errorf("registering the rollout metrics: %w", err)
 	}
@@ -189,7 +189,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
 	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p)); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p, r.Options.Key)); err != nil {
 			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
 		}
 	}
@@ -293,7 +293,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
 	ps := []predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}
 	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
-		ps = append(ps, finished(p))
+		ps = append(ps, finished(p, r.Options.Key))
 	}
 	return predicate.Or(ps...)
 }

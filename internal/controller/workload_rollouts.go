@@ -23,6 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -55,6 +56,8 @@ type rollouts struct {
 	inflight map[types.UID]inflight
 	// timeout is --rollout-timeout.
 	timeout time.Duration
+	// key verifies the signed state annotations (plan.Sign).
+	key digest.Key
 	// reader is the manager's cache, for the metrics.
 	reader client.Reader
 	now    func() time.Time
@@ -85,8 +88,8 @@ type inflight struct {
 	until  time.Time
 }
 
-func newRollouts(timeout time.Duration, reader client.Reader, now func() time.Time) *rollouts {
-	return &rollouts{inflight: map[types.UID]inflight{}, timeout: timeout, reader: reader, now: now}
+func newRollouts(timeout time.Duration, key digest.Key, reader client.Reader, now func() time.Time) *rollouts {
+	return &rollouts{inflight: map[types.UID]inflight{}, timeout: timeout, key: key, reader: reader, now: now}
 }
 
 // progressOf returns k's Progresser when the bound counts its rollouts: the
@@ -99,17 +102,20 @@ func progressOf(k workload.Kind) (workload.Progresser, bool) {
 	return p, ok
 }
 
-// indexRollout is the rolloutIndex function of kind k.
-func indexRollout(k workload.Progresser) func(client.Object) []string {
+// indexRollout is the rolloutIndex function of kind k. Only state Reroll
+// signed under key counts: a forged rolled-at or pending (a tenant's, or an
+// older Reroll's) is in no index, so it neither fills the bound nor queues
+// ahead of anyone.
+func indexRollout(k workload.Progresser, key digest.Key) func(client.Object) []string {
 	return func(obj client.Object) []string {
 		var out []string
-		a := obj.GetAnnotations()
-		if _, ok := plan.RolledAt(a); ok && !k.Progress(obj).Done {
+		a, uid := obj.GetAnnotations(), string(obj.GetUID())
+		if _, ok := plan.RolledAt(key, uid, a); ok && !k.Progress(obj).Done {
 			out = append(out, rolloutRunning)
 		}
-		if _, ok := a[plan.PendingAnnotation]; ok {
+		if _, ok := plan.Verified(key, uid, plan.PendingAnnotation, a); ok {
 			out = append(out, rolloutPending)
-			if plan.PendingReason(a) == plan.DeferMaxConcurrent {
+			if plan.PendingReason(key, uid, a) == plan.DeferMaxConcurrent {
 				out = append(out, rolloutWaiting)
 			}
 		}
@@ -148,7 +154,7 @@ func (t *rollouts) count(ctx context.Context, c client.Reader, self client.Objec
 			// above, which then missed the rollout: count it from what the
 			// cache holds now.
 			delete(t.inflight, uid)
-			if p, ok := progressOf(f.kind); ok && slices.Contains(indexRollout(p)(obj), rolloutRunning) && t.running(progressKind{kind: f.kind, progress: p}, obj, now) {
+			if p, ok := progressOf(f.kind); ok && slices.Contains(indexRollout(p, t.key)(obj), rolloutRunning) && t.running(progressKind{kind: f.kind, progress: p}, obj, now) {
 				r.Running++
 				if f.key.Namespace == ns {
 					r.RunningInNamespace++
@@ -174,7 +180,7 @@ func (t *rollouts) count(ctx context.Context, c client.Reader, self client.Objec
 		if obj.GetUID() == self.GetUID() {
 			return
 		}
-		other := plan.PendingSince(obj.GetAnnotations(), now)
+		other := plan.PendingSince(t.key, string(obj.GetUID()), obj.GetAnnotations(), now)
 		if other.Before(since) || (other.Equal(since) && obj.GetNamespace()+"/"+obj.GetName() < self2) {
 			r.Ahead++
 			if obj.GetNamespace() == ns {
@@ -188,7 +194,7 @@ func (t *rollouts) count(ctx context.Context, c client.Reader, self client.Objec
 // running reports whether a rollout indexed as running is within its
 // deadline.
 func (t *rollouts) running(pk progressKind, obj client.Object, now time.Time) bool {
-	at, ok := plan.RolledAt(obj.GetAnnotations())
+	at, ok := plan.RolledAt(t.key, string(obj.GetUID()), obj.GetAnnotations())
 	return ok && now.Before(at.Add(plan.RolloutDeadline(pk.progress.Progress(obj), t.timeout)))
 }
 
@@ -225,7 +231,7 @@ func (t *rollouts) wakeOldest(ctx context.Context, c client.Reader) error {
 	now := t.now()
 	// Reads the cache only: no need for mu.
 	err := t.each(ctx, c, rolloutWaiting, func(pk progressKind, obj client.Object) {
-		all = append(all, waiting{pk, client.ObjectKeyFromObject(obj), plan.PendingSince(obj.GetAnnotations(), now)})
+		all = append(all, waiting{pk, client.ObjectKeyFromObject(obj), plan.PendingSince(t.key, string(obj.GetUID()), obj.GetAnnotations(), now)})
 	})
 	if err != nil {
 		return err
@@ -249,14 +255,15 @@ func (t *rollouts) wakeOldest(ctx context.Context, c client.Reader) error {
 }
 
 // finished passes the update of a workload whose rollout, stamped by
-// Reroll, the status now reports complete: its reconcile frees the slot.
-func finished(p workload.Progresser) predicate.Funcs {
+// Reroll (signed under key), the status now reports complete: its reconcile
+// frees the slot.
+func finished(p workload.Progresser, key digest.Key) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			if _, ok := plan.RolledAt(e.ObjectNew.GetAnnotations()); !ok {
+			if _, ok := plan.RolledAt(key, string(e.ObjectNew.GetUID()), e.ObjectNew.GetAnnotations()); !ok {
 				return false
 			}
 			return !p.Progress(e.ObjectOld).Done && p.Progress(e.ObjectNew).Done
@@ -264,11 +271,13 @@ func finished(p workload.Progresser) predicate.Funcs {
 	}
 }
 
-// started notes a rollout stamped rolledAt and written over obj (as read,
+// started notes a rollout stamped rolledAt (the annotation's signed value)
+// and written over obj (as read,
 // before the write), until the cache shows the write. The caller holds mu.
 func (t *rollouts) started(k workload.Kind, obj client.Object, rolledAt string, deadline time.Duration) {
-	at, err := time.Parse(time.RFC3339, rolledAt)
-	if err != nil {
+	// rolledAt is the signed value the plan wrote.
+	at, ok := plan.RolledAt(t.key, string(obj.GetUID()), map[string]string{plan.RolledAtAnnotation: rolledAt})
+	if !ok {
 		return
 	}
 	t.inflight[obj.GetUID()] = inflight{kind: k, key: client.ObjectKeyFromObject(obj), before: obj.GetResourceVersion(), until: at.Add(deadline)}
@@ -311,7 +320,7 @@ func (t *rollouts) Collect(ch chan<- prometheus.Metric) {
 		}),
 		t.each(ctx, t.reader, rolloutPending, func(_ progressKind, obj client.Object) {
 			waiting++
-			if s := plan.PendingSince(obj.GetAnnotations(), now); oldest.IsZero() || s.Before(oldest) {
+			if s := plan.PendingSince(t.key, string(obj.GetUID()), obj.GetAnnotations(), now); oldest.IsZero() || s.Before(oldest) {
 				oldest = s
 			}
 		}))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -42,18 +43,18 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	kind := workload.Deployment{}
 	p, ok := progressOf(kind)
 	g.Expect(ok).To(gomega.BeTrue())
-	tr := newRollouts(0, nil, func() time.Time { return now })
+	tr := newRollouts(0, digest.Key{}, nil, func() time.Time { return now })
 	tr.kinds = []progressKind{{kind: kind, progress: p}}
 
 	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", ResourceVersion: "10", Generation: 1},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}}
 	stamp := now.Add(-time.Second).Format(time.RFC3339)
-	tr.started(kind, before, stamp, 10*time.Minute)
+	tr.started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	// The cache now holds the patch: stamped, a generation ahead of the
 	// status.
 	after := before.DeepCopy()
 	after.ResourceVersion, after.Generation = "11", 2
-	after.Annotations = map[string]string{plan.RolledAtAnnotation: stamp}
+	after.Annotations = map[string]string{plan.RolledAtAnnotation: plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp)}
 	after.Status.ObservedGeneration = 1
 
 	self := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "self", UID: "self-uid"}}
@@ -64,7 +65,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	g.Expect(tr.inflight).To(gomega.BeEmpty(), "the cache caught up: the in-flight entry goes")
 
 	// Once its status reports it complete, it no longer counts.
-	tr.started(kind, before, stamp, 10*time.Minute)
+	tr.started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	done := after.DeepCopy()
 	done.Status.ObservedGeneration = 2
 	r, err = tr.count(t.Context(), laggingCache{current: done}, self, now, now)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -27,7 +28,7 @@ func runningRollouts(t *testing.T, ns string) int {
 	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns))).To(gomega.Succeed())
 	n := 0
 	for i := range list.Items {
-		if _, ok := plan.RolledAt(list.Items[i].Annotations); ok && !(workload.Deployment{}).Progress(&list.Items[i]).Done {
+		if _, ok := list.Items[i].Annotations[plan.RolledAtAnnotation]; ok && !(workload.Deployment{}).Progress(&list.Items[i]).Done {
 			n++
 		}
 	}
@@ -120,7 +121,7 @@ func TestWorkloadReconciler_WindowDefersThenRollsOnce(t *testing.T) {
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(
 		gomega.ConsistOf(gomega.ContainSubstring("until 2026-11-23T02:00:00Z")))
-	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(plan.PendingAnnotation, "2026-11-22T12:00:00Z rollout-window"))
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(plan.PendingAnnotation, gomega.HavePrefix("2026-11-22T12:00:00Z rollout-window sig=")))
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["b"] = "2" })
 	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(1), "nothing rolls outside the window")
 
@@ -178,7 +179,7 @@ func TestWorkloadReconciler_PauseHoldSurvivesKill(t *testing.T) {
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "db", plan.ReasonDeferred) }).Should(
 		gomega.ConsistOf(gomega.ContainSubstring("pause period of 8s")))
-	since := plan.PendingSince(get(t, s).Annotations, time.Time{})
+	since := plan.PendingSince(digest.Key{}, string(get(t, s).UID), get(t, s).Annotations, time.Time{})
 	g.Expect(since.IsZero()).To(gomega.BeFalse())
 
 	// Reroll is killed during the hold; nothing on the StatefulSet is
@@ -225,7 +226,7 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 
 	// The gauges, read from this run's cache (one namespace).
-	gauges := newRollouts(0, rr.cache, time.Now)
+	gauges := newRollouts(0, digest.Key{}, rr.cache, time.Now)
 	gauges.kinds = []progressKind{{kind: workload.Deployment{}, progress: workload.Deployment{}}}
 	g.Eventually(func() map[*prometheus.Desc]float64 { return collect(t, gauges) }).Should(gomega.And(
 		gomega.HaveKeyWithValue(rolloutsRunningDesc, 0.0),

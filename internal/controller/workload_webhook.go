@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
-	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -156,10 +154,15 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 		return err
 	}
 	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
-		// With the record, the rollout gates' state: a replace must not
-		// drop a deferred change's place in the queue or a running
-		// rollout's slot.
-		for _, k := range []string{ObservedAnnotation, KeyAnnotation, eviction.ProgressAnnotation, revert.RevertedAnnotation, revert.PatchAnnotation, plan.PendingAnnotation, plan.RolledAtAnnotation} {
+		// The record only, which Reroll removes from an opted-out workload
+		// alone. The state annotations (pending,
+		// rolled-at, eviction, template-patch, reverted) are never put back:
+		// the webhook cannot tell a replace that dropped them from Reroll's
+		// own clean-up, and restoring the latter kept a rollout long done
+		// in the bound's queue and a pause period long over in force. A
+		// replace that drops them costs at most a deferred change's place
+		// in the queue (the record still holds the change, so it rolls).
+		for _, k := range []string{ObservedAnnotation, KeyAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				if _, has := obj.GetAnnotations()[k]; !has {
 					setAnnotation(obj, k, v)

@@ -33,8 +33,9 @@ type Data struct {
 // from its values with the zero Key. It returns false for any other type.
 func Of(obj any) (Data, bool) { return Key{}.Of(obj) }
 
-// Of is Of with raw values digested under k; an Object keeps the digests
-// that Transform made.
+// Of is Of with raw values digested under k (Key.Digest, bound to the
+// object's namespace and name); an Object keeps the digests that Transform
+// made.
 func (k Key) Of(obj any) (Data, bool) {
 	switch o := obj.(type) {
 	case *Object:
@@ -42,16 +43,16 @@ func (k Key) Of(obj any) (Data, bool) {
 	case *corev1.ConfigMap:
 		keys := make(map[string]string, len(o.Data)+len(o.BinaryData))
 		for name, v := range o.Data {
-			keys[name] = k.Value([]byte(v))
+			keys[name] = k.Digest("ConfigMap", o.Namespace, o.Name, name, []byte(v))
 		}
 		for name, v := range o.BinaryData {
-			keys[name] = k.Value(v)
+			keys[name] = k.Digest("ConfigMap", o.Namespace, o.Name, name, v)
 		}
 		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfConfigMap(o.Data, o.BinaryData)}, true
 	case *corev1.Secret:
 		keys := make(map[string]string, len(o.Data))
 		for name, v := range o.Data {
-			keys[name] = k.Value(v)
+			keys[name] = k.Digest("Secret", o.Namespace, o.Name, name, v)
 		}
 		return Data{Keys: keys, ReloaderSHA1: ReloaderSHA1OfSecret(o.Data)}, true
 	}
@@ -109,7 +110,7 @@ func sha1OfEntries(entries []string) string {
 func Transform(obj any) (any, error) { return Key{}.Transform(obj) }
 
 // Transform is Transform with each value digested under k
-// (HMAC-SHA-256), so that the cache, and everything Reroll writes from it,
+// (Key.Digest: HMAC-SHA-256 bound to the object and key), so that the cache, and everything Reroll writes from it,
 // holds only keyed digests.
 func (k Key) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
@@ -127,9 +128,9 @@ func (k Key) Transform(obj any) (any, error) {
 		for name, v := range o.BinaryData {
 			values[name] = v
 		}
-		return newObject(o, values, ReloaderSHA1OfConfigMap(o.Data, o.BinaryData), k), nil
+		return newObject(o, "ConfigMap", values, ReloaderSHA1OfConfigMap(o.Data, o.BinaryData), k), nil
 	case *corev1.Secret:
-		return newObject(o, o.Data, ReloaderSHA1OfSecret(o.Data), k), nil
+		return newObject(o, "Secret", o.Data, ReloaderSHA1OfSecret(o.Data), k), nil
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {

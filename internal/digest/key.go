@@ -19,11 +19,36 @@ const MinKeyBytes = 32
 // one installation reads the same key (cmd/reroll keeps it in a Secret), so
 // their digests agree. The zero Key digests with plain SHA-256; only tests
 // and benchmarks use it.
+//
+// A keyed digest is bound to its place: the HMAC input holds the object's
+// kind, namespace and name and the data key before the value (see Digest),
+// so the same value in two objects, or under two keys of one, gives
+// unrelated digests, and a tenant who can read the records of another
+// namespace cannot test guesses of its values with a ConfigMap of their
+// own. Reroll before the binding digested the value alone; Legacy returns
+// that scheme, under its own ID, so that records made by it are still
+// compared until they are made again.
 type Key struct {
 	secret []byte
-	// id names the key in records; "" for the zero Key.
+	// id names the key and the scheme in records; "" for the zero Key.
 	id string
+	// legacy digests each value alone (the scheme of Reroll before digests
+	// were bound to their place).
+	legacy bool
+	// previous is the key replaced by this one in a rotation, nil when
+	// none (WithPrevious).
+	previous []byte
 }
+
+// Key ID labels: the HMAC input of each scheme's ID.
+const (
+	legacyIDLabel = "reroll.dev key id"
+	boundIDLabel  = "reroll.dev key id, digests bound to their place"
+)
+
+// boundTag starts the HMAC input of every bound digest, so that no bound
+// digest can equal a legacy one.
+const boundTag = "reroll.dev/digest/v2"
 
 // NewKey returns the Key of secret, which must be at least MinKeyBytes
 // long. The caller must not change secret afterwards.
@@ -31,9 +56,51 @@ func NewKey(secret []byte) (Key, error) {
 	if len(secret) < MinKeyBytes {
 		return Key{}, fmt.Errorf("the digest key has %d bytes, fewer than the %d required", len(secret), MinKeyBytes)
 	}
+	return Key{secret: secret, id: keyID(secret, boundIDLabel)}, nil
+}
+
+func keyID(secret []byte, label string) string {
 	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("reroll.dev key id"))
-	return Key{secret: secret, id: hex.EncodeToString(m.Sum(nil))[:8]}, nil
+	m.Write([]byte(label))
+	return hex.EncodeToString(m.Sum(nil))[:8]
+}
+
+// Legacy returns k under the scheme of Reroll before digests were bound to
+// their place: each value's digest is the HMAC-SHA-256 of the value alone,
+// and the ID is that scheme's (another than k's). Reroll reads records
+// made under it, and only to compare them (docs/security.md, "Rotating
+// the digest key"). The zero Key is its own Legacy.
+func (k Key) Legacy() Key {
+	if k.secret == nil {
+		return k
+	}
+	return Key{secret: k.secret, id: keyID(k.secret, legacyIDLabel), legacy: true}
+}
+
+// WithPrevious returns k with previous, the key it replaces in a rotation
+// (at least MinKeyBytes long): records made under previous are still
+// compared under it until they are made again under k (Older).
+func (k Key) WithPrevious(previous []byte) (Key, error) {
+	if len(previous) < MinKeyBytes {
+		return Key{}, fmt.Errorf("the previous digest key has %d bytes, fewer than the %d required", len(previous), MinKeyBytes)
+	}
+	k.previous = previous
+	return k, nil
+}
+
+// Older returns the keys whose records Reroll still compares before making
+// them again under k: k's legacy scheme, and, during a rotation, the
+// previous key under both schemes. None for the zero Key.
+func (k Key) Older() []Key {
+	if k.secret == nil || k.legacy {
+		return nil
+	}
+	out := []Key{k.Legacy()}
+	if k.previous != nil {
+		p := Key{secret: k.previous, id: keyID(k.previous, boundIDLabel)}
+		out = append(out, p, p.Legacy())
+	}
+	return out
 }
 
 // Derive returns a 32-byte key for another use of the installation key
@@ -46,13 +113,40 @@ func (k Key) Derive(purpose string) []byte {
 	return m.Sum(nil)
 }
 
-// ID is a short name of the key (8 hex characters, derived from the key by
-// HMAC, so it reveals nothing of it), recorded beside every record so that
-// a record made under another key is recognized; "" for the zero Key.
+// ID is a short name of the key and its scheme (8 hex characters, derived
+// from the key by HMAC, so it reveals nothing of it), recorded beside every
+// record so that a record made under another key, or under the legacy
+// scheme of this one, is recognized; "" for the zero Key.
 func (k Key) ID() string { return k.id }
 
-// Value returns the lowercase hex digest of one value (64 characters):
-// HMAC-SHA-256 under k, or plain SHA-256 for the zero Key.
+// Digest returns the lowercase hex digest (64 characters) of value v of
+// key name of the object kind ("ConfigMap" or "Secret") namespace/name:
+// the HMAC-SHA-256 under k of boundTag, kind, namespace, name and key, each
+// followed by a NUL byte (none of them can hold one), then v. The legacy
+// scheme and the zero Key digest v alone (Value).
+func (k Key) Digest(kind, namespace, name, key string, v []byte) string {
+	h := k.hash()
+	k.place(h, kind, namespace, name, key)
+	h.Write(v)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// place writes the place of a bound digest into h; nothing for the legacy
+// scheme and the zero Key.
+func (k Key) place(h hash.Hash, kind, namespace, name, key string) {
+	if k.secret == nil || k.legacy {
+		return
+	}
+	for _, s := range []string{boundTag, kind, namespace, name, key} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+}
+
+// Value returns the lowercase hex digest of one value (64 characters),
+// bound to no place: HMAC-SHA-256 under k, or plain SHA-256 for the zero
+// Key. It digests what is not one key of one object (another tool's hash
+// of a whole object, with --keyed-compat-hashes).
 func (k Key) Value(v []byte) string {
 	h := k.hash()
 	h.Write(v)
@@ -64,4 +158,24 @@ func (k Key) hash() hash.Hash {
 		return sha256.New()
 	}
 	return hmac.New(sha256.New, k.secret)
+}
+
+// stateMACBytes is the length of a state signature: 128 bits, which no
+// one without the key can guess.
+const stateMACBytes = 16
+
+// StateMAC returns the signature of one annotation Reroll writes as its own
+// state on an object (a pending rollout, a rollout's start): the first 16
+// bytes, as lowercase hex (32 characters), of the HMAC-SHA-256 under
+// Derive("state") of the object's UID, the annotation's name and its value,
+// each followed by a NUL byte. A tenant who can write the annotation but
+// not read the key cannot make a signature that verifies, nor move one to
+// another object or annotation.
+func (k Key) StateMAC(uid, name, value string) string {
+	m := hmac.New(sha256.New, k.Derive("state"))
+	for _, s := range []string{uid, name, value} {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil)[:stateMACBytes])
 }

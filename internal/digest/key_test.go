@@ -6,6 +6,7 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestKey(t *testing.T) {
@@ -14,13 +15,14 @@ func TestKey(t *testing.T) {
 	cases := map[string]struct {
 		// secret is the key's bytes; nil for the zero Key.
 		secret []byte
-		// want is the digest of "correct-horse", computed outside Go:
-		// `printf correct-horse | sha256sum` for the zero Key, and
+		// want is the digest of "correct-horse" bound to no place (Value),
+		// computed outside Go: `printf correct-horse | sha256sum` for the
+		// zero Key, and
 		// `printf correct-horse | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf '07%.0s' $(seq 32))`
 		// (08 for the other key) for the keyed ones.
 		want string
 		// wantID is the key id, computed outside Go:
-		// `printf 'reroll.dev key id' | openssl dgst -sha256 -mac HMAC -macopt hexkey:...`,
+		// `printf 'reroll.dev key id, digests bound to their place' | openssl dgst -sha256 -mac HMAC -macopt hexkey:...`,
 		// its first 8 hex characters; "" for the zero Key.
 		wantID string
 	}{
@@ -30,12 +32,12 @@ func TestKey(t *testing.T) {
 		"keyed is HMAC-SHA-256 under the key": {
 			secret: secret,
 			want:   "dc86a23fc9d659c79dc0aea48a130cef8a7db5a0b0e9079ec1c2699df8360a3b",
-			wantID: "0b78d596",
+			wantID: "2c76e7f2",
 		},
 		"another key digests differently": {
 			secret: other,
 			want:   "ec5bd484cf884856a73f0abe0e92197dff7f0a0c333fa6afe41ecc77e1e6d89e",
-			wantID: "7d93c9c7",
+			wantID: "0f74ee0d",
 		},
 	}
 	for name, tc := range cases {
@@ -50,13 +52,17 @@ func TestKey(t *testing.T) {
 			g.Expect(k.ID()).To(gomega.Equal(tc.wantID))
 			d := k.Value([]byte("correct-horse"))
 			g.Expect(d).To(gomega.Equal(tc.want))
-			// Transform and Of agree with Value under the same key.
-			s := &corev1.Secret{Data: map[string][]byte{"password": []byte("correct-horse")}}
+			// Transform and Of agree with Digest under the same key.
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Data: map[string][]byte{"password": []byte("correct-horse")}}
+			want := k.Digest("Secret", "ns", "db", "password", []byte("correct-horse"))
 			raw, _ := k.Of(s.DeepCopy())
 			conv, _ := k.Transform(s)
 			fromCache, _ := k.Of(conv)
-			g.Expect(raw.Keys["password"]).To(gomega.Equal(d))
-			g.Expect(fromCache.Keys["password"]).To(gomega.Equal(d))
+			g.Expect(raw.Keys["password"]).To(gomega.Equal(want))
+			g.Expect(fromCache.Keys["password"]).To(gomega.Equal(want))
+			if tc.secret == nil {
+				g.Expect(want).To(gomega.Equal(d), "the zero Key binds nothing")
+			}
 		})
 	}
 }
@@ -64,4 +70,73 @@ func TestKey(t *testing.T) {
 func TestNewKey_RefusesShortKeys(t *testing.T) {
 	_, err := NewKey(make([]byte, MinKeyBytes-1))
 	gomega.NewWithT(t).Expect(err).To(gomega.MatchError(gomega.ContainSubstring("fewer than the 32 required")))
+}
+
+// The expected signatures were computed outside Go, with K the key's 32
+// bytes of 0x07 in hex (K=$(printf '07%.0s' $(seq 32))):
+//
+//	D=$(printf 'reroll.dev derived key: state' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K -r | cut -d' ' -f1)
+//	printf 'uid-1\0reroll.dev/rolled-at\x002026-11-22T12:00:00Z\0' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$D -r | cut -c1-32
+func TestKey_StateMAC(t *testing.T) {
+	g := gomega.NewWithT(t)
+	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	cases := map[string]struct {
+		// uid, name and value are what is signed.
+		uid, name, value string
+		// want is the signature.
+		want string
+	}{
+		"a rolled-at": {uid: "uid-1", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "c3db983a2922d8f7395add21846f9972"},
+		"the same value on another object signs differently": {uid: "uid-2", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "9003c04dbc5af27e48513ac72ae6c2f3"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gomega.NewWithT(t).Expect(k.StateMAC(tc.uid, tc.name, tc.value)).To(gomega.Equal(tc.want))
+		})
+	}
+	other, err := NewKey(bytes.Repeat([]byte{8}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(other.StateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z")).NotTo(gomega.Equal("c3db983a2922d8f7395add21846f9972"), "another key signs differently")
+}
+
+// Digests are bound to their place. The expected values were computed
+// outside Go, with K the key's 32 bytes of 0x07 in hex:
+//
+//	printf 'reroll.dev/digest/v2\0Secret\0ns-a\0db\0password\0correct-horse' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K
+//	printf 'correct-horse' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K              # the legacy scheme
+//	printf 'reroll.dev key id' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K | cut -c1-8                         # legacy ID
+//	printf 'reroll.dev key id, digests bound to their place' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K        # ID
+func TestKey_DigestBoundToPlace(t *testing.T) {
+	g := gomega.NewWithT(t)
+	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	v := []byte("correct-horse")
+	cases := map[string]struct {
+		// key is the Key; kind, namespace, name and data key the place.
+		key                       Key
+		kind, namespace, name, dk string
+		// want is the digest.
+		want string
+	}{
+		"a Secret's key": {key: k, kind: "Secret", namespace: "ns-a", name: "db", dk: "password",
+			want: "1670f27de6091520e43f902a5882b6a82ca93a26bcf57b5b1d78820177787520"},
+		"the same value in another namespace is unrelated": {key: k, kind: "Secret", namespace: "ns-b", name: "db", dk: "password",
+			want: "a83b922551f123ba38a6646d368816b7c22a8aab0aef4e349aebdc4a3ea72de8"},
+		"the legacy scheme digests the value alone": {key: k.Legacy(), kind: "Secret", namespace: "ns-a", name: "db", dk: "password",
+			want: "dc86a23fc9d659c79dc0aea48a130cef8a7db5a0b0e9079ec1c2699df8360a3b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gomega.NewWithT(t).Expect(tc.key.Digest(tc.kind, tc.namespace, tc.name, tc.dk, v)).To(gomega.Equal(tc.want))
+		})
+	}
+	g.Expect(k.Legacy().ID()).To(gomega.Equal("0b78d596"))
+	g.Expect(k.ID()).To(gomega.Equal("2c76e7f2"))
+	// Every part of the place counts: kind, name and data key too.
+	seen := map[string]bool{}
+	for _, p := range [][4]string{{"Secret", "ns-a", "db", "password"}, {"ConfigMap", "ns-a", "db", "password"}, {"Secret", "ns-a", "db2", "password"}, {"Secret", "ns-a", "db", "user"}} {
+		seen[k.Digest(p[0], p[1], p[2], p[3], v)] = true
+	}
+	g.Expect(seen).To(gomega.HaveLen(4))
 }

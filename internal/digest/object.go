@@ -63,10 +63,11 @@ const (
 	digestSize = sha256.Size
 )
 
-// newObject returns the Object of meta with the digests of values (raw
-// bytes by key, of data and binaryData together) under k, and reloaderSHA1,
-// Reloader's SHA-1 of the whole object as lowercase hex.
-func newObject(meta metav1.Object, values map[string][]byte, reloaderSHA1 string, k Key) *Object {
+// newObject returns the Object of meta, of kind ("ConfigMap" or
+// "Secret"), with the digests of values (raw bytes by key, of data and
+// binaryData together) under k (Key.Digest), and reloaderSHA1, Reloader's
+// SHA-1 of the whole object as lowercase hex.
+func newObject(meta metav1.Object, kind string, values map[string][]byte, reloaderSHA1 string, k Key) *Object {
 	o := &Object{name: meta.GetName(), namespace: meta.GetNamespace()}
 	if a := meta.GetAnnotations(); len(a) > 0 {
 		delete(a, lastAppliedAnnotation)
@@ -89,6 +90,7 @@ func newObject(meta metav1.Object, values map[string][]byte, reloaderSHA1 string
 	for _, n := range names {
 		b = appendString(b, n)
 		h.Reset()
+		k.place(h, kind, o.namespace, o.name, n)
 		h.Write(values[n])
 		b = h.Sum(b)
 	}

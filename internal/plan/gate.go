@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/window"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -32,13 +33,15 @@ const (
 	// emergencies, removed afterwards.
 	RolloutOverrideAnnotation = "reroll.dev/rollout-override"
 	// PendingAnnotation is written by Reroll on a workload whose rollout is
-	// deferred: "<RFC 3339 UTC time of the first deferred change> <reason>".
+	// deferred: "<RFC 3339 UTC time of the first deferred change> <reason>
+	// sig=<signature>" (see Sign: only a value Reroll signed counts).
 	// The record (RecordAnnotation) is left as it was, so the pending change
 	// survives a restart and rolls once, with every change made meanwhile;
 	// the time orders the waiting workloads, oldest first.
 	PendingAnnotation = "reroll.dev/pending"
 	// RolledAtAnnotation is written by Reroll with a rollout it started
-	// while a bound applies: the RFC 3339 UTC time of the patch. The rollout
+	// while a bound applies: the RFC 3339 UTC time of the patch, signed
+	// ("<time> sig=<signature>", see Sign). The rollout
 	// counts as running until the workload's status reports it complete or
 	// its deadline passed; Reroll then removes the annotation.
 	RolledAtAnnotation = "reroll.dev/rolled-at"
@@ -106,10 +109,12 @@ const DefaultRecheck = 5 * time.Second
 // deadline (StatefulSets, DaemonSets) counts as running at most, by default.
 const DefaultRolloutTimeout = 10 * time.Minute
 
-// PendingSince is when the pending change of a workload with annotations
-// was first deferred, or now when none is (or the value is unreadable).
-func PendingSince(annotations map[string]string, now time.Time) time.Time {
-	since, _, ok := parsePending(annotations[PendingAnnotation])
+// PendingSince is when the pending change of the workload uid with
+// annotations was first deferred, or now when none is (or the value is
+// unreadable, or not signed by Reroll under k).
+func PendingSince(k digest.Key, uid string, annotations map[string]string, now time.Time) time.Time {
+	v, _ := Verified(k, uid, PendingAnnotation, annotations)
+	since, _, ok := parsePending(v)
 	if !ok {
 		return now
 	}
@@ -117,9 +122,10 @@ func PendingSince(annotations map[string]string, now time.Time) time.Time {
 }
 
 // PendingReason is the reason in a workload's PendingAnnotation, "" when
-// none is pending.
-func PendingReason(annotations map[string]string) DeferReason {
-	_, reason, _ := parsePending(annotations[PendingAnnotation])
+// none is pending (or it is not signed by Reroll under k).
+func PendingReason(k digest.Key, uid string, annotations map[string]string) DeferReason {
+	v, _ := Verified(k, uid, PendingAnnotation, annotations)
+	_, reason, _ := parsePending(v)
 	return reason
 }
 
@@ -132,10 +138,12 @@ func parsePending(v string) (time.Time, DeferReason, bool) {
 	return t, DeferReason(reason), true
 }
 
-// RolledAt is the time in a workload's RolledAtAnnotation; false when there
-// is none (or it is unreadable).
-func RolledAt(annotations map[string]string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, annotations[RolledAtAnnotation])
+// RolledAt is the time in the RolledAtAnnotation of the workload uid with
+// annotations; false when there is none (or it is unreadable, or not
+// signed by Reroll under k).
+func RolledAt(k digest.Key, uid string, annotations map[string]string) (time.Time, bool) {
+	v, _ := Verified(k, uid, RolledAtAnnotation, annotations)
+	t, err := time.Parse(time.RFC3339, v)
 	return t, err == nil
 }
 
@@ -179,7 +187,7 @@ func (p *Plan) gate(o Options, in Input, optIn annotation.OptIn) *Deferral {
 	if in.Annotations[RolloutOverrideAnnotation] == "true" {
 		return nil
 	}
-	since := PendingSince(in.Annotations, in.Now)
+	since := PendingSince(o.Key, in.UID, in.Annotations, in.Now)
 	d := &Deferral{Since: since}
 	if !in.Pausable && optIn.PausePeriod > 0 {
 		if end := since.Add(optIn.PausePeriod); in.Now.Before(end) {
@@ -251,7 +259,7 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 	p.Outcome, p.Deferral = DeferredRollout, &d
 	p.Annotations = map[string]string{}
 	p.Events, p.Alert = nil, nil
-	value := d.Since.UTC().Format(time.RFC3339) + " " + string(d.Reason)
+	value := Sign(o.Key, in.UID, PendingAnnotation, d.Since.UTC().Format(time.RFC3339)+" "+string(d.Reason))
 	if in.Annotations[PendingAnnotation] != value {
 		p.Annotations[PendingAnnotation] = value
 		note := "Deferred the rollout after " + summary + ": " + d.Detail
@@ -283,9 +291,12 @@ func (p *Plan) track(o Options, in Input) {
 	if p.Outcome == Deleting || p.Outcome == Refused {
 		return
 	}
+	// Once the plan's own writes are known: what it does not write anew of
+	// a forged state goes.
+	defer p.forged(o, in)
 	if p.Outcome == Roll {
 		if o.Bounded(in) {
-			p.Annotations[RolledAtAnnotation] = in.Now.UTC().Format(time.RFC3339)
+			p.Annotations[RolledAtAnnotation] = Sign(o.Key, in.UID, RolledAtAnnotation, in.Now.UTC().Format(time.RFC3339))
 			p.Recheck = minPositive(p.Recheck, recheckOf(o))
 		}
 		if _, ok := in.Annotations[PendingAnnotation]; ok {
@@ -296,7 +307,7 @@ func (p *Plan) track(o Options, in Input) {
 	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout && p.Outcome != Waiting && p.Outcome != Refused {
 		p.Annotations[PendingAnnotation] = ""
 	}
-	at, ok := RolledAt(in.Annotations)
+	at, ok := RolledAt(o.Key, in.UID, in.Annotations)
 	if _, has := in.Annotations[RolledAtAnnotation]; !has {
 		return
 	}

@@ -169,6 +169,10 @@ func TestDecide_Gates(t *testing.T) {
 			}
 			in.Annotations[RecordAnnotation] = first.Record.String()
 			for k, v := range c.extra {
+				if k == PendingAnnotation || k == RolledAtAnnotation {
+					// As Reroll writes them.
+					v = Sign(o.Key, in.UID, k, v)
+				}
 				in.Annotations[k] = v
 			}
 			p, err := Decide(o, in, after)
@@ -196,8 +200,10 @@ func TestDecide_Gates(t *testing.T) {
 					t.Errorf("%s written as %q, want untouched", key, got)
 				case want == "-" && (!ok || got != ""):
 					t.Errorf("%s = %q (written %v), want removed", key, got, ok)
-				case want != "" && want != "-" && got != want:
-					t.Errorf("%s = %q, want %q", key, got, want)
+				case want != "" && want != "-":
+					if v, signed := Verified(o.Key, in.UID, key, p.Annotations); !signed || v != want {
+						t.Errorf("%s = %q, want %q signed", key, got, want)
+					}
 				}
 			}
 			var notes []string

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,6 +88,34 @@ func TestKeyedDigest(t *testing.T) {
 				t.Fatalf("digest %q vs %q: same = %v, want %v", got, base, got == base, c.same)
 			}
 		})
+	}
+}
+
+// A Projection's digests are bound to it: the same values in two
+// Projections give unrelated digests. The keys were computed outside Go:
+//
+//	printf 'reroll.dev/projection\0team-a\0harbor-s3\0' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf 0123456789abcdef0123456789abcdef | xxd -p -c 64)
+func TestPlaceKey_BindsDigestsToTheProjection(t *testing.T) {
+	cases := map[string]struct {
+		// namespace and name are the Projection's; want is its key in hex.
+		namespace, name, want string
+	}{
+		"team-a": {namespace: "team-a", name: "harbor-s3", want: "c49a0456b7f1e279ac236e4ade4232a07aac0a785418ca4e5c22748711dd96d9"},
+		"team-b": {namespace: "team-b", name: "harbor-s3", want: "0d2383fd326df2ba6108601f487da0a7ae028613c00c42c5da6c271edc0c6365"},
+	}
+	values := map[string]sourceValue{"pass": {value: []byte("correct-horse"), present: true}}
+	digests := map[string]bool{}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			k := placeKey(testKey, c.namespace, c.name)
+			if got := hex.EncodeToString(k); got != c.want {
+				t.Fatalf("placeKey = %s, want %s", got, c.want)
+			}
+			digests[keyedDigest(k, values, []string{"pass"})] = true
+		})
+	}
+	if len(digests) != 2 {
+		t.Fatalf("the same value in two Projections gave %d distinct digests, want 2", len(digests))
 	}
 }
 

@@ -303,7 +303,9 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 		out.target = target
 		return out
 	}
-	want, err := desired(p.Spec.Fields, values, r.Options.Key)
+	// Every digest this Projection writes is bound to it (placeKey).
+	key := placeKey(r.Options.Key, p.Namespace, p.Name)
+	want, err := desired(p.Spec.Fields, values, key)
 	if err != nil {
 		return fail(ReasonInvalidValue, err.Error(), 0)
 	}
@@ -311,7 +313,7 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	for _, s := range p.Spec.Sources {
 		names = append(names, s.Name)
 	}
-	digest := keyedDigest(r.Options.Key, values, names)
+	digest := keyedDigest(key, values, names)
 	if target.GetLabels()[ProjectedLabel] == "true" && !needsWrite(target, want, parsed, st.Fields) {
 		st.SourcesDigest = digest
 		return outcome{reason: ReasonProjected, synced: ReasonUpToDate, target: target, rewrite: rewrite, requeue: interval,

@@ -49,15 +49,15 @@ func harbor(t *testing.T) (string, *rerollv1alpha1.Projection) {
 	return ns, p
 }
 
-// digestOf is the value a digestOf field holds for the values.
-func digestOf(values map[string]string) string {
+// digestOf is the value a digestOf field of p holds for the values.
+func digestOf(p *rerollv1alpha1.Projection, values map[string]string) string {
 	in := map[string]sourceValue{}
 	var names []string
 	for k, v := range values {
 		in[k] = sourceValue{value: []byte(v), present: true}
 		names = append(names, k)
 	}
-	return keyedDigest(runKey, in, names)
+	return keyedDigest(placeKey(runKey, p.Namespace, p.Name), in, names)
 }
 
 func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T) {
@@ -76,7 +76,7 @@ func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T)
 		}
 	}).Should(gomega.Equal(map[string]string{
 		accessKeyPath: "AK1", secretKeyPath: "U0sx", // base64("SK1")
-		endpointPath: "https://minio.example:9000", digestPath: digestOf(map[string]string{"secretKey": "SK1"}),
+		endpointPath: "https://minio.example:9000", digestPath: digestOf(p, map[string]string{"secretKey": "SK1"}),
 		"region": "eu-1", // not projected: left alone
 	}))
 	g.Eventually(func() string { return condition(t, ns, "harbor-s3", ConditionReady).Reason }).Should(gomega.Equal(ReasonProjected))
@@ -84,7 +84,7 @@ func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T)
 	g.Expect(reason(got, ConditionSynced)).To(gomega.Equal(ReasonWritten))
 	g.Expect(got.Status.ObservedGeneration).To(gomega.Equal(got.Generation))
 	g.Expect(got.Status.LastWriteTime).NotTo(gomega.BeNil())
-	g.Expect(got.Status.SourcesDigest).To(gomega.Equal(digestOf(map[string]string{"accessKey": "AK1", "secretKey": "SK1", "host": "minio.example"})))
+	g.Expect(got.Status.SourcesDigest).To(gomega.Equal(digestOf(p, map[string]string{"accessKey": "AK1", "secretKey": "SK1", "host": "minio.example"})))
 	g.Expect(got.Status.Fields).To(gomega.ConsistOf(accessKeyPath, secretKeyPath, endpointPath, digestPath))
 	g.Eventually(func() []string { return events(t, ns, "Projection", "harbor-s3", ReasonWritten) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return events(t, ns, widgetGVK.Kind, "harbor", ReasonWritten) }).Should(
@@ -99,7 +99,7 @@ func TestProjection_WritesValueTemplateAndDigestIntoCustomResource(t *testing.T)
 	g.Eventually(func() []string {
 		w := getWidget(t, ns, "harbor")
 		return []string{field(t, w, secretKeyPath), field(t, w, digestPath), field(t, w, accessKeyPath)}
-	}).Should(gomega.Equal([]string{"U0sy", digestOf(map[string]string{"secretKey": "SK2"}), "AK1"}))
+	}).Should(gomega.Equal([]string{"U0sy", digestOf(p, map[string]string{"secretKey": "SK2"}), "AK1"}))
 	// Only Reroll's field manager owns the projected fields.
 	g.Expect(managers(getWidget(t, ns, "harbor"))).To(gomega.ContainElement(ManagerFor("harbor-s3")))
 	// The manager's cache holds the Secret's digests, never its values: the

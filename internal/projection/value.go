@@ -87,6 +87,20 @@ func render(f rerollv1alpha1.Field, values map[string]sourceValue, key []byte) (
 	return "", false, fmt.Errorf("field %s: set one of source, template and digestOf", f.Path)
 }
 
+// placeKey returns the key of one Projection's digests: the HMAC-SHA-256
+// under key of "reroll.dev/projection", the Projection's namespace and its
+// name, each followed by a NUL byte. Two Projections that read the same
+// values thus write unrelated digests, and a tenant who can read another
+// namespace's targets cannot test guesses with a Projection of their own.
+func placeKey(key []byte, namespace, name string) []byte {
+	mac := hmac.New(sha256.New, key)
+	for _, s := range []string{"reroll.dev/projection", namespace, name} {
+		mac.Write([]byte(s))
+		mac.Write([]byte{0})
+	}
+	return mac.Sum(nil)
+}
+
 // keyedDigest returns the HMAC-SHA-256 under key of the named sources'
 // values (names sorted; each name, presence and length-prefixed value, so no
 // two different inputs share an encoding), as digestLength hex characters.

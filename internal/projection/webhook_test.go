@@ -134,7 +134,7 @@ func TestProjectionWebhook_ReplaceKeepsProjectedFields(t *testing.T) {
 	create(t, p)
 	want := map[string]string{
 		accessKeyPath: "AK1", secretKeyPath: "U0sx", endpointPath: "https://minio.example:9000",
-		digestPath: digestOf(map[string]string{"secretKey": "SK1"}), "label": "true",
+		digestPath: digestOf(p, map[string]string{"secretKey": "SK1"}), "label": "true",
 	}
 	g.Eventually(func() map[string]string { return projectedFields(t, getWidget(t, ns, "harbor")) }).Should(gomega.Equal(want))
 	g.Eventually(func() []string { return events(t, ns, widgetGVK.Kind, "harbor", ReasonWritten) }).Should(gomega.HaveLen(1))

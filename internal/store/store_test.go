@@ -106,7 +106,7 @@ func TestStore_HoldsDigestsOfEveryKeyAndNoValue(t *testing.T) {
 	g.Expect(obj.GetResourceVersion()).To(gomega.Equal(created.ResourceVersion))
 	g.Expect(obj.GetAnnotations()).To(gomega.Equal(map[string]string{"reloader.stakater.com/match": "true"}))
 	g.Expect(obj.Data()).To(gomega.Equal(digest.Data{
-		Keys:         map[string]string{"password": key.Value([]byte("s3cr3t")), "user": key.Value([]byte("admin"))},
+		Keys:         map[string]string{"password": key.Digest("Secret", ns, "db", "password", []byte("s3cr3t")), "user": key.Digest("Secret", ns, "db", "user", []byte("admin"))},
 		ReloaderSHA1: digest.ReloaderSHA1OfSecret(s.Data),
 	}))
 	g.Expect(fmt.Sprintf("%#v", obj)).NotTo(gomega.ContainSubstring("s3cr3t"))
@@ -114,7 +114,7 @@ func TestStore_HoldsDigestsOfEveryKeyAndNoValue(t *testing.T) {
 	cm, ok, err := st.Get(ctx, reference.ConfigMap, ns, "cfg")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(ok).To(gomega.BeTrue())
-	g.Expect(cm.Data().Keys).To(gomega.Equal(map[string]string{"a": key.Value([]byte("1")), "b": key.Value([]byte{0xff})}))
+	g.Expect(cm.Data().Keys).To(gomega.Equal(map[string]string{"a": key.Digest("ConfigMap", ns, "cfg", "a", []byte("1")), "b": key.Digest("ConfigMap", ns, "cfg", "b", []byte{0xff})}))
 
 	names, err := st.Names(ctx, reference.Secret, ns)
 	g.Expect(err).NotTo(gomega.HaveOccurred())

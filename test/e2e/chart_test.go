@@ -809,8 +809,8 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 		g.Expect(roles[0].Rules).To(gomega.ConsistOf(
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-job-journal", "r-reroll-pod-records"}, Verbs: []string{"get", "update"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+			// One signed ConfigMap per journal or record entry.
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
 		))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))
 	}

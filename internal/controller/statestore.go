@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/digest"
+)
+
+// Labels, annotation and data keys of the ConfigMaps of an entryStore.
+const (
+	// storeLabel names the store an entry belongs to (its prefix).
+	storeLabel = "reroll.dev/store"
+	// storeNamespaceLabel is the namespace the entry is about, so that the
+	// entries of one namespace are counted with a label selector.
+	storeNamespaceLabel = "reroll.dev/store-namespace"
+	// storeEntryAnnotation is "<namespace>/<name>" of the entry.
+	storeEntryAnnotation = "reroll.dev/store-entry"
+	// entryData holds the entry's value; signatureData its signature
+	// (digest.Key.StateMAC of the store, the entry and the value).
+	entryData     = "entry"
+	signatureData = "signature"
+)
+
+// DefaultEntriesPerNamespace bounds the entries one namespace holds in one
+// store: the groups of annotated pods of a namespace, the Jobs of a
+// namespace being re-created at once.
+const DefaultEntriesPerNamespace = 256
+
+// entryStore keeps one kind of Reroll's state (the Job journal, the
+// records of annotated pods) in Reroll's own namespace, as one ConfigMap
+// per entry: named "<prefix>-<20 hex characters of the SHA-256 of the
+// entry>", labelled with the store and the entry's namespace, the entry's
+// value and its signature as data. A tenant therefore fills no one else's
+// entries; each namespace holds at most perNamespace entries (each at most
+// a ConfigMap's 1 MiB); a reconcile reads and writes only its own entry,
+// never the whole store. An entry whose signature does not verify under the
+// installation key (written by someone else, or by an older Reroll) is
+// ignored and deleted: Reroll acts only on what it wrote itself.
+//
+// It is granted by the chart's and config/rbac's Role in Reroll's
+// namespace: get, list, create, update and delete on ConfigMaps there
+// (names are generated, so RBAC cannot list them), not by the base
+// ClusterRole.
+type entryStore struct {
+	// c writes; r reads from the API server (Reroll's namespace may be
+	// outside the watched ones).
+	c client.Client
+	r client.Reader
+	// namespace is Reroll's; prefix names the store (--job-journal,
+	// --pod-records).
+	namespace, prefix string
+	// key signs the entries.
+	key digest.Key
+	// perNamespace bounds the entries of one namespace; 0 means
+	// DefaultEntriesPerNamespace.
+	perNamespace int
+	// what names the store in errors ("the Job journal").
+	what string
+}
+
+// newEntryStore returns the store named at (--job-journal, --pod-records:
+// Reroll's namespace and the prefix).
+func newEntryStore(c client.Client, r client.Reader, at types.NamespacedName, key digest.Key, what string) *entryStore {
+	return &entryStore{c: c, r: r, namespace: at.Namespace, prefix: at.Name, key: key, what: what}
+}
+
+// configMapName is the name of the ConfigMap of entry e.
+func (s *entryStore) configMapName(e types.NamespacedName) string {
+	sum := sha256.Sum256([]byte(e.String()))
+	return s.prefix + "-" + hex.EncodeToString(sum[:10])
+}
+
+func (s *entryStore) sign(e types.NamespacedName, value string) string {
+	return s.key.StateMAC(s.prefix, e.String(), value)
+}
+
+// verify returns the value of cm, the ConfigMap of entry e, when Reroll
+// signed it for e.
+func (s *entryStore) verify(e types.NamespacedName, cm *corev1.ConfigMap) (string, bool) {
+	v, ok := cm.Data[entryData]
+	if !ok || cm.Annotations[storeEntryAnnotation] != e.String() {
+		return "", false
+	}
+	return v, hmac.Equal([]byte(cm.Data[signatureData]), []byte(s.sign(e, v)))
+}
+
+// get returns entry e's value; ok is false when there is none, or when it
+// is not Reroll's (it is then deleted).
+func (s *entryStore) get(ctx context.Context, e types.NamespacedName) (string, bool, error) {
+	var cm corev1.ConfigMap
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.configMapName(e)}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("reading %s of %s: %w", s.what, e, err)
+	}
+	v, ok := s.verify(e, &cm)
+	if !ok {
+		return "", false, s.drop(ctx, &cm)
+	}
+	return v, true, nil
+}
+
+// drop deletes cm, an entry Reroll did not sign.
+func (s *entryStore) drop(ctx context.Context, cm *corev1.ConfigMap) error {
+	ctrl.LoggerFrom(ctx).Info("Deleting an entry Reroll did not write (no valid signature)", "store", s.what, "configMap", cm.Name)
+	if err := s.c.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting unsigned entry %s of %s: %w", cm.Name, s.what, err)
+	}
+	return nil
+}
+
+// put writes entry e; "" deletes it. A new entry is refused when e's
+// namespace holds perNamespace entries already.
+func (s *entryStore) put(ctx context.Context, e types.NamespacedName, value string) error {
+	if value == "" {
+		return s.delete(ctx, e)
+	}
+	key := client.ObjectKey{Namespace: s.namespace, Name: s.configMapName(e)}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cm corev1.ConfigMap
+		err := s.r.Get(ctx, key, &cm)
+		if apierrors.IsNotFound(err) {
+			if err := s.room(ctx, e.Namespace); err != nil {
+				return err
+			}
+			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+				Labels:      map[string]string{storeLabel: s.prefix, storeNamespaceLabel: e.Namespace},
+				Annotations: map[string]string{storeEntryAnnotation: e.String()}},
+				Data: map[string]string{entryData: value, signatureData: s.sign(e, value)}}
+			if err := s.c.Create(ctx, &cm, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), key.Name, err)
+			} else {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		cm.Labels = map[string]string{storeLabel: s.prefix, storeNamespaceLabel: e.Namespace}
+		cm.Annotations = map[string]string{storeEntryAnnotation: e.String()}
+		cm.Data = map[string]string{entryData: value, signatureData: s.sign(e, value)}
+		cm.BinaryData = nil
+		return s.c.Update(ctx, &cm, client.FieldOwner(FieldManager))
+	})
+	if err != nil {
+		return fmt.Errorf("writing %s of %s: %w", s.what, e, err)
+	}
+	return nil
+}
+
+// room returns an error when namespace holds perNamespace entries already.
+func (s *entryStore) room(ctx context.Context, namespace string) error {
+	limit := s.perNamespace
+	if limit <= 0 {
+		limit = DefaultEntriesPerNamespace
+	}
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := s.r.List(ctx, &list, client.InNamespace(s.namespace),
+		client.MatchingLabels{storeLabel: s.prefix, storeNamespaceLabel: namespace}); err != nil {
+		return fmt.Errorf("counting the entries of namespace %s in %s: %w", namespace, s.what, err)
+	}
+	if len(list.Items) >= limit {
+		return fmt.Errorf("namespace %s holds %d entries in %s, the most one namespace may", namespace, len(list.Items), s.what)
+	}
+	return nil
+}
+
+// delete removes entry e; a missing one is fine.
+func (s *entryStore) delete(ctx context.Context, e types.NamespacedName) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.configMapName(e)}}
+	if err := s.c.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s of %s: %w", s.what, e, err)
+	}
+	return nil
+}
+
+// list returns every entry Reroll signed, by entry; the others are
+// deleted.
+func (s *entryStore) list(ctx context.Context) (map[types.NamespacedName]string, error) {
+	var list corev1.ConfigMapList
+	if err := s.r.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{storeLabel: s.prefix}); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", s.what, err)
+	}
+	out := map[types.NamespacedName]string{}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		ns, name, _ := strings.Cut(cm.Annotations[storeEntryAnnotation], "/")
+		e := types.NamespacedName{Namespace: ns, Name: name}
+		v, ok := s.verify(e, cm)
+		if !ok || s.configMapName(e) != cm.Name {
+			if err := s.drop(ctx, cm); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out[e] = v
+	}
+	return out, nil
+}

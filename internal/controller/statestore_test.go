@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+
+	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// storedEntry reads entry e of the store at (Reroll's namespace and the
+// store's prefix) as a user would: the ConfigMap named after the SHA-256 of
+// "<namespace>/<name>" (`printf ns/name | sha256sum | cut -c1-20`).
+func storedEntry(t *testing.T, at, e types.NamespacedName) (string, bool) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(e.Namespace + "/" + e.Name))
+	var cm corev1.ConfigMap
+	err := k8s.Get(t.Context(), client.ObjectKey{Namespace: at.Namespace, Name: at.Name + "-" + hex.EncodeToString(sum[:10])}, &cm)
+	if apierrors.IsNotFound(err) {
+		return "", false
+	}
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	v, ok := cm.Data[entryData]
+	return v, ok
+}
+
+// One tenant namespace fills only its own share of a store: past the bound
+// its new entries are refused, and another namespace's still go in. Each
+// entry is one ConfigMap, so writing one never rewrites another.
+func TestEntryStore_BoundedPerNamespace(t *testing.T) {
+	g := newT(t)
+	home := newNamespace(t)
+	at := types.NamespacedName{Namespace: home, Name: "reroll-pod-records"}
+	s := newEntryStore(k8s, k8s, at, testKey(t, 6), "the pod records")
+	s.perNamespace = 2
+	for _, name := range []string{"a", "b"} {
+		g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: "tenant", Name: name}, "{}")).To(gomega.Succeed())
+	}
+	err := s.put(t.Context(), types.NamespacedName{Namespace: "tenant", Name: "c"}, "{}")
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("namespace tenant holds 2 entries in the pod records")))
+	g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: "tenant", Name: "a"}, `{"x":"1"}`)).To(gomega.Succeed(), "an existing entry is still written")
+	g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: "other", Name: "a"}, "{}")).To(gomega.Succeed(), "another namespace is not blocked")
+	v, ok := storedEntry(t, at, types.NamespacedName{Namespace: "tenant", Name: "a"})
+	g.Expect(ok).To(gomega.BeTrue())
+	g.Expect(v).To(gomega.Equal(`{"x":"1"}`))
+	v, ok, err = s.get(t.Context(), types.NamespacedName{Namespace: "other", Name: "a"})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(ok).To(gomega.BeTrue())
+	g.Expect(v).To(gomega.Equal("{}"))
+}
+
+// Someone who can write ConfigMaps in Reroll's namespace forges a journal
+// entry: a Job in another namespace, running as a service account of their
+// choice. Reroll creates no Job from it and deletes the entry; an entry
+// Reroll signed but moved to another Job's place is refused too.
+func TestJobJournal_ForgedEntriesCreateNothing(t *testing.T) {
+	g := newT(t)
+	home, victim := newNamespace(t), newNamespace(t)
+	journal := types.NamespacedName{Namespace: home, Name: "reroll-job-journal"}
+	key := testKey(t, 7)
+	forged := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "mine"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: podSpec(func(s *corev1.PodSpec) {
+			s.ServiceAccountName = "admin"
+			s.RestartPolicy = corev1.RestartPolicyNever
+		})}}}
+	entry := types.NamespacedName{Namespace: victim, Name: "mine"}
+	body := `{"uid":"x","job":` + string(mustJSON(t, forged)) + `}`
+	// Unsigned, in the store's own shape.
+	sum := sha256.Sum256([]byte(entry.String()))
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: journal.Name + "-" + hex.EncodeToString(sum[:10]),
+		Labels:      map[string]string{storeLabel: journal.Name, storeNamespaceLabel: victim},
+		Annotations: map[string]string{storeEntryAnnotation: entry.String()}},
+		Data: map[string]string{entryData: body, signatureData: "00000000000000000000000000000000"}})
+	// Signed by Reroll for another Job (positive control of the
+	// signature: it verifies for that one), copied to this one's place.
+	s := newEntryStore(k8s, k8s, journal, key, "the Job journal")
+	other := types.NamespacedName{Namespace: victim, Name: "other"}
+	g.Expect(s.put(t.Context(), other, body)).To(gomega.Succeed())
+	_, ok, err := s.get(t.Context(), other)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(ok).To(gomega.BeTrue(), "Reroll's own entry verifies")
+
+	startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, Key: key, Scope: Scope{Namespaces: []string{victim}}})
+	g.Eventually(func() bool { _, ok := storedEntry(t, journal, entry); return ok }).Should(gomega.BeFalse(), "the forged entry is deleted")
+	g.Eventually(func() bool { _, ok := storedEntry(t, journal, other); return ok }).Should(gomega.BeFalse(), "the moved entry is dropped")
+	g.Consistently(func() bool {
+		return apierrors.IsNotFound(k8s.Get(t.Context(), client.ObjectKeyFromObject(forged), &batchv1.Job{}))
+	}).Should(gomega.BeTrue(), "no Job was created from a forged entry")
+}
