@@ -233,6 +233,9 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 		create(t, other)
 		od := deployment(ns, "other", autoOn, podSpec(optionalEnvFromNamed("other")))
 		create(t, od)
+		// The installation's second counts as after it: install in a later
+		// second than cfg's change.
+		nextSecond(t, time.Now())
 		installed := time.Now()
 		nextSecond(t, installed)
 		update(t, other, func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })

@@ -225,7 +225,9 @@ func (r *WorkloadReconciler) requestsInNamespaceWhere(ctx context.Context, ns cl
 // the workloads of r's kind in it whose rollout is deferred
 // (plan.PendingAnnotation): its rollout window or bound may have changed.
 func (r *WorkloadReconciler) requestsPendingInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
-	return r.requestsInNamespaceWhere(ctx, ns, func(o client.Object) bool { return plan.PendingReason(r.Options.Key, string(o.GetUID()), o.GetAnnotations()) != "" })
+	return r.requestsInNamespaceWhere(ctx, ns, func(o client.Object) bool {
+		return plan.PendingReason(r.Options.Key, string(o.GetUID()), o.GetAnnotations()) != ""
+	})
 }
 
 // requestsOf returns one request per object of list, in list order.

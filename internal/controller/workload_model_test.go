@@ -194,6 +194,9 @@ func runModel(t *testing.T, seed uint64) {
 
 	// Before the installation: whatever happens here rolls nothing.
 	m.run(0, m.generate(0, true), true)
+	// The installation's second counts as after it: install in a later
+	// second than anything before it.
+	nextSecond(t, time.Now())
 	installed := time.Now()
 	nextSecond(t, installed)
 	m.opts.InstalledAt = installed

@@ -23,8 +23,10 @@ import (
 //   - times at the API server's one-second resolution: creationTimestamps
 //     and the times of managedFields entries; an event in the same second as
 //     the workload's last write counts as after it (a spurious rollout of a
-//     workload seconds old beats a lost change), and one in the same second
-//     as the installation as before it (installing rolls nothing);
+//     workload seconds old beats a lost change), and so does one in the
+//     same second as the installation: a change made while a fresh
+//     installation starts rolls, at the price of rolling what changed in
+//     the second before it;
 //   - resourceVersions, where both sides are known, to order events within
 //     a second: an object's resourceVersion is at least the revision of its
 //     creation and of its latest data change, so one below the revision of
@@ -63,15 +65,15 @@ type Deletions interface {
 
 // after reports whether e happened after since (the workload's last pod
 // template write) and after installed (Reroll's installation time), by the
-// first-sight rule's order: whole seconds, an event in since's second
-// counting as after it and one in installed's second as before it, and
+// first-sight rule's order: whole seconds, an event in since's second or in
+// installed's second counting as after it, and
 // resourceVersions when both are known. A zero e.At, since.At or installed
 // is never after.
 func after(e, since Happened, installed time.Time) bool {
 	if e.At.IsZero() || since.At.IsZero() || installed.IsZero() {
 		return false
 	}
-	if e.At.Unix() <= installed.Unix() || e.At.Unix() < since.At.Unix() {
+	if e.At.Unix() < installed.Unix() || e.At.Unix() < since.At.Unix() {
 		return false
 	}
 	if e.ResourceVersion != 0 && since.ResourceVersion != 0 && e.ResourceVersion < since.ResourceVersion {
