@@ -101,6 +101,9 @@ func TestPlugin_UserWithoutGetSecrets(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"configmaps", "events"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{"batch"}, Resources: []string{"cronjobs", "jobs"}, Verbs: []string{"get", "list"}},
+			// Projections too (the projection test of this package may have
+			// installed their CRD): only Secrets are withheld.
+			{APIGroups: []string{"reroll.dev"}, Resources: []string{"projections"}, Verbs: []string{"get", "list"}},
 		}},
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
