@@ -122,6 +122,9 @@ func run(args []string) error {
 	if f.jobJournal != "" {
 		opts.JobJournal = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.jobJournal}
 	}
+	if f.changeSets != "" {
+		opts.ChangeSets = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.changeSets}
+	}
 	if f.podRecords != "" {
 		opts.PodRecords = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.podRecords}
 	}

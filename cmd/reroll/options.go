@@ -17,6 +17,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
@@ -80,6 +81,13 @@ type flags struct {
 	allowCrossNS       bool
 	jobJournal         string
 	podRecords         string
+	// Safe delivery (internal/delivery).
+	changeSets      string
+	changeSetWindow time.Duration
+	bakeTime        time.Duration
+	haltAfter       int
+	stormMax        int
+	stormPeriod     time.Duration
 	// version is --version: print the build and exit.
 	version bool
 }
@@ -150,6 +158,12 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret, --job-journal and --pod-records (default POD_NAMESPACE, else the pod's own namespace).")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists (one signed ConfigMap per Job), so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
 	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (one signed ConfigMap per group, at most 256 per namespace; restarted by eviction, with --enable-pod-eviction); empty turns their restart off.")
+	fs.StringVar(&f.changeSets, "change-sets", "reroll-change-sets", "ConfigMap, in --digest-key-namespace, where Reroll keeps the halt record of each change set the circuit breaker halted; empty turns safe delivery (waves, bake time, the breaker) off.")
+	fs.DurationVar(&f.changeSetWindow, "change-set-window", delivery.DefaultWindow, "How long after a change set's first workload was seen its later waves wait for more workloads to join (copies of one object that a replicator writes in several namespaces).")
+	fs.DurationVar(&f.bakeTime, "bake-time", delivery.DefaultBakeTime, "How long a wave's rollouts must stay healthy before the next wave of the change set starts, for workloads without reroll.dev/bake-time.")
+	fs.IntVar(&f.haltAfter, "halt-after-failed-rollouts", delivery.DefaultHaltAfter, "Halt a change set once this many of its rollouts failed: no further workload rolls for it until kubectl reroll resume or a newer content; 0 turns the circuit breaker off.")
+	fs.IntVar(&f.stormMax, "storm-max-rollouts", delivery.DefaultStormMax, "The storm breaker: a workload Reroll rolled this many times within --storm-period is held, with a RolloutStorm Warning Event, until the period lets it or kubectl reroll resume; 0 turns it off.")
+	fs.DurationVar(&f.stormPeriod, "storm-period", delivery.DefaultStormPeriod, "The period of --storm-max-rollouts.")
 	fs.BoolVar(&f.allowCrossNS, "allow-cross-namespace-references", false, "Follow references to ConfigMaps and Secrets of other namespaces (Wave's \"namespace/name\" extra lists). Off, they are refused with a Warning Event, so that a workload never carries digests of, nor rolls on, data in a namespace its owner may not read.")
 	fs.BoolVar(&f.keyedCompatHashes, "keyed-compat-hashes", false, "Write keyed values (HMAC-SHA-256 under the installation key) in place of the hashes other tools define over the data: Reloader's SHA-1 (STAKATER_* env vars, last-reloaded-from, notifications), Wave's and SAP pod-reloader's config hashes. Those tools then no longer recognize them: switching back rolls once.")
 	addWebhookFlags(fs, &f.webhook)
@@ -250,6 +264,10 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		MaxConcurrentReconciles:       f.maxConcurrent,
 		MaxConcurrentRollouts:         f.maxRollouts,
 		RolloutTimeout:                f.rolloutTimeout,
+		ChangeSetWindow:               f.changeSetWindow,
+		BakeTime:                      f.bakeTime,
+		HaltAfterFailedRollouts:       f.haltAfter,
+		Storm:                         delivery.Storm{Max: f.stormMax, Period: f.stormPeriod},
 		WaitForRollout:                f.waitForRollout,
 		PausePeriod:                   f.pausePeriod,
 		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
@@ -265,6 +283,12 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	if f.maxRollouts < 0 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts: %d is negative", f.maxRollouts))
+	}
+	if f.haltAfter < 0 {
+		errs = append(errs, fmt.Errorf("--halt-after-failed-rollouts: %d is negative", f.haltAfter))
+	}
+	if f.bakeTime < 0 || f.changeSetWindow < 0 {
+		errs = append(errs, fmt.Errorf("--bake-time and --change-set-window must not be negative"))
 	}
 	if f.rolloutTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--rollout-timeout: %s is not positive", f.rolloutTimeout))

@@ -8,14 +8,18 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/resource"
 
+	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
@@ -190,6 +194,9 @@ type planWorkload struct {
 	Namespace string `json:"namespace"`
 	Dialect   string `json:"dialect,omitempty"`
 	Rolls     bool   `json:"rolls"`
+	// Wave is its reroll.dev/rollout-wave (its own, else its Namespace's;
+	// 0 without one): a change set rolls the lowest wave first.
+	Wave int `json:"wave"`
 	// Changes are the manifests' changes that roll it (or would, but are
 	// held: see Reason).
 	Changes []changeObject `json:"changes,omitempty"`
@@ -230,6 +237,15 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 			return r, err
 		}
 		r.Notes = append(r.Notes, notes...)
+		var nsAnnotations map[string]string
+		var nsObj corev1.Namespace
+		if err := s.client.Get(ctx, types.NamespacedName{Name: ns}, &nsObj); err == nil {
+			nsAnnotations = nsObj.Annotations
+		} else if !apierrors.IsForbidden(err) {
+			// A user who may not read Namespaces sees the workloads' own
+			// waves only.
+			r.Notes = append(r.Notes, fmt.Sprintf("could not read Namespace %s for its rollout wave: %v", ns, readError(err)))
+		}
 		for _, t := range targets {
 			s.objects.overlay = nil
 			if t, err = s.rebased(ctx, t); err != nil {
@@ -249,6 +265,7 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 			if !ok {
 				continue
 			}
+			w.Wave, _ = delivery.Wave(t.obj.GetAnnotations(), nsAnnotations)
 			w.ref = s.refOf(t.obj)
 			if w.Rolls {
 				rolling[ns] = true
@@ -371,12 +388,20 @@ func (r planReport) write(w io.Writer, wide bool) error {
 	}
 	if len(r.Workloads) > 0 {
 		cols := []string{"NAMESPACE", "WORKLOAD", "ROLLS", "CHANGES", "REASON"}
+		waves := slices.ContainsFunc(r.Workloads, func(p planWorkload) bool { return p.Wave != 0 })
+		if waves {
+			// Safe delivery rolls the lowest wave first (docs/delivery.md).
+			cols = slices.Insert(cols, 3, "WAVE")
+		}
 		if wide {
 			cols = slices.Insert(cols, 2, "DIALECT")
 		}
 		t := newTable(w, cols...)
 		for _, p := range r.Workloads {
 			row := []string{p.Namespace, p.Workload, yesNo(p.Rolls), summary(p.Changes), p.Reason}
+			if waves {
+				row = slices.Insert(row, 3, strconv.Itoa(p.Wave))
+			}
 			if wide {
 				row = slices.Insert(row, 2, p.Dialect)
 			}

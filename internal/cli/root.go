@@ -67,12 +67,14 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubectl-reroll",
 		Short: "Ask Reroll which workloads read a ConfigMap or Secret, why one rolled, and what a change would roll",
-		Long: `kubectl reroll explains Reroll's decisions with your own credentials; it never writes.
+		Long: `kubectl reroll explains Reroll's decisions with your own credentials; only resume writes.
 
   who-uses configmap/NAME   every workload that reads it, how, which keys, and whether a change rolls it
   why KIND/NAME             a workload's record, its last rollouts, its trigger, what blocks it now
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
-  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations
+  status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations, halted change sets
+  resume KIND/NAME          continue the halted change set the object belongs to (writes its halt record)
+
   migrate-check -f FILE     what Reroll's chart does with each key of a Reloader values file
   version                   the plugin's version, commit and build date
 
@@ -89,6 +91,6 @@ roll and 2 when it fails, as kubectl diff does.`,
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newMigrateCheck(o), newVersion(o))
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newMigrateCheck(o), newVersion(o))
 	return cmd
 }

@@ -41,6 +41,8 @@ type statusFlags struct {
 	// metricsURL, when set, is scraped instead of a pod through the API
 	// server's proxy.
 	metricsURL string
+	// changeSets is where the halt records are.
+	changeSets changeSetFlags
 }
 
 func newStatus(o *Options) *cobra.Command {
@@ -48,7 +50,7 @@ func newStatus(o *Options) *cobra.Command {
 	var out *output
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show Reroll's replicas and leader, its queue and errors, and workloads with invalid annotations",
+		Short: "Show Reroll's replicas and leader, its queue and errors, workloads with invalid annotations, and halted change sets",
 		Example: `  kubectl reroll status -A
   kubectl reroll status --reroll-namespace reroll-system --metrics-url http://localhost:9090/metrics`,
 		Args: cobra.NoArgs,
@@ -73,7 +75,7 @@ func newStatus(o *Options) *cobra.Command {
 			return out.print(o.Out, "Status", r)
 		},
 	}
-	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in.")
+	f.changeSets.addFlags(cmd)
 	cmd.Flags().StringVar(&f.selector, "reroll-selector", "app.kubernetes.io/name=reroll", "Label selector of Reroll's Deployment and pods.")
 	cmd.Flags().StringVar(&f.lease, "lease", "reroll-leader", "Name of Reroll's leader election Lease (--enable-ha).")
 	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here; by default a pod's metrics port is read through the API server's proxy (pods/proxy).")
@@ -114,7 +116,9 @@ type statusReport struct {
 	// InvalidAnnotations are the workloads with a current InvalidAnnotation
 	// or InvalidWorkload Warning, newest first.
 	InvalidAnnotations []workloadEvent `json:"invalidAnnotations"`
-	Notes              []string        `json:"notes,omitempty"`
+	// HaltedChangeSets are the change sets the circuit breaker halted.
+	HaltedChangeSets []haltedSet `json:"haltedChangeSets"`
+	Notes            []string    `json:"notes,omitempty"`
 }
 
 type deploymentStatus struct {
@@ -159,6 +163,10 @@ type workloadEvent struct {
 }
 
 func (s *session) status(ctx context.Context, f statusFlags) (statusReport, error) {
+	if f.namespace == "" {
+		// --reroll-namespace, shared with the halt records' flags.
+		f.namespace = f.changeSets.namespace
+	}
 	r := statusReport{RerollNamespace: f.namespace, Deployments: []deploymentStatus{}, Pods: []podStatus{}, InvalidAnnotations: []workloadEvent{}}
 	sel, err := labels.Parse(f.selector)
 	if err != nil {
@@ -230,6 +238,12 @@ func (s *session) status(ctx context.Context, f statusFlags) (statusReport, erro
 		r.Notes = append(r.Notes, err.Error())
 	}
 	r.InvalidAnnotations, r.LastError = invalid, failed
+	halted, notes, err := s.haltedSets(ctx, f.changeSets)
+	if err != nil {
+		r.Notes = append(r.Notes, err.Error())
+	}
+	r.HaltedChangeSets = append([]haltedSet{}, halted...)
+	r.Notes = append(r.Notes, notes...)
 	return r, nil
 }
 
@@ -421,6 +435,7 @@ func (r statusReport) write(w io.Writer) error {
 			return err
 		}
 	}
+	writeHalted(w, r.HaltedChangeSets)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note:        %s\n", n)
 	}

@@ -109,6 +109,11 @@ type debouncer struct {
 
 	mu      sync.Mutex
 	pending map[reconcile.Request]*held
+	// fired holds the requests the debouncer added and whose reconcile has
+	// not started; cooling, for those whose reconcile started, until when
+	// other reconciles wait (see admit).
+	fired   map[reconcile.Request]bool
+	cooling map[reconcile.Request]time.Time
 }
 
 // held is one request waiting for its objects to be quiet.
@@ -129,7 +134,8 @@ func newDebouncer(c Coalescing) *debouncer {
 	if maxWait < c.Window {
 		maxWait = c.Window
 	}
-	return &debouncer{window: c.Window, maxWait: maxWait, clock: clk, pending: map[reconcile.Request]*held{}}
+	return &debouncer{window: c.Window, maxWait: maxWait, clock: clk, pending: map[reconcile.Request]*held{},
+		fired: map[reconcile.Request]bool{}, cooling: map[reconcile.Request]time.Time{}}
 }
 
 // dueTime is when a request whose burst began at first, and whose latest
@@ -180,9 +186,42 @@ func (d *debouncer) fire(req reconcile.Request) {
 		return
 	}
 	delete(d.pending, req)
+	d.fired[req] = true
 	q := h.q
 	d.mu.Unlock()
 	q.Add(req)
+}
+
+// admit says whether a reconcile of req may run now, and when to try again
+// when not (0: the debouncer adds req itself). A request held for a burst
+// waits for the debouncer. The reconcile the debouncer started runs, and for
+// a window after it starts, other reconciles of req wait: the informer's
+// store holds a write before its handler has told the debouncer, so the
+// reconcile of the workload's own update (most often the rollout just
+// written) would find the burst's next write before its burst is held. A
+// nil debouncer admits everything.
+func (d *debouncer) admit(req reconcile.Request) (bool, time.Duration) {
+	if d == nil {
+		return true, 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.pending[req]; ok {
+		return false, 0
+	}
+	now := d.clock.Now()
+	if d.fired[req] {
+		delete(d.fired, req)
+		d.cooling[req] = now.Add(d.window)
+		return true, 0
+	}
+	if until, ok := d.cooling[req]; ok {
+		if now.Before(until) {
+			return false, until.Sub(now)
+		}
+		delete(d.cooling, req)
+	}
+	return true, 0
 }
 
 // holds reports whether req is held: a change to one of its objects is

@@ -20,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
@@ -83,7 +84,8 @@ type Options struct {
 	// ConfigMap or Secret a workload consumes before the workload is
 	// reconciled, so that a burst of changes rolls each workload
 	// once (--coalesce-window). 0 reconciles at once.
-	// Events of the workload itself are never delayed. See enqueueCoalesced.
+	// Events of the workload itself are not delayed, except while a burst
+	// of its objects is held (see Reconcile and enqueueCoalesced).
 	CoalesceWindow time.Duration
 	// CoalesceMaxWait bounds how long a burst of changes can hold a
 	// workload back (--coalesce-max-wait): each change restarts the
@@ -144,6 +146,27 @@ type Options struct {
 	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
 	// eviction (--evict-owner); read only with PodEviction.
 	EvictOwners []workload.PodOwner
+	// ChangeSets is the ConfigMap, in Reroll's own namespace, that keeps the
+	// halt record of each change set the circuit breaker halted
+	// (--change-sets); an empty Name turns safe delivery (waves, bake time,
+	// the breaker) off.
+	ChangeSets types.NamespacedName
+	// ChangeSetWindow is how long after a change set's first member was
+	// seen its later waves wait for members to join (--change-set-window);
+	// 0 means delivery.DefaultWindow.
+	ChangeSetWindow time.Duration
+	// BakeTime is how long a wave's rollouts stay healthy before the next
+	// wave starts, for workloads that set no reroll.dev/bake-time
+	// (--bake-time).
+	BakeTime time.Duration
+	// HaltAfterFailedRollouts halts a change set once this many of its
+	// rollouts failed (--halt-after-failed-rollouts); 0 turns the breaker
+	// off.
+	HaltAfterFailedRollouts int
+	// Storm is the storm breaker (--storm-max-rollouts, --storm-period): a
+	// workload rolled more often within the period is held; a zero Max is
+	// off.
+	Storm safe.Storm
 	// PodEviction turns on restarts by eviction (--enable-pod-eviction):
 	// reroll.dev/restart: evict, EvictOwners and annotated pods
 	// (PodRecords). Only then does Reroll watch and cache pods, and need
@@ -204,6 +227,9 @@ type WorkloadReconciler struct {
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations set rollout windows and bounds.
 	readNamespaces bool
+	// changeSets holds the halt records and the waves in use, for safe
+	// delivery; nil when it is off (Options.ChangeSets).
+	changeSets *changeSets
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
 	journal *jobJournal
@@ -211,7 +237,8 @@ type WorkloadReconciler struct {
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *creations
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
-	// rollout waits while it holds the workload (see held).
+	// rollout waits while it holds the workload (see held), and Reconcile
+	// asks it first (debouncer.admit).
 	coalesce *debouncer
 }
 
@@ -227,6 +254,15 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if ok, after := r.coalesce.admit(req); !ok {
+		// A burst of data changes is being coalesced, and the debouncer
+		// adds this request when it ends (within --coalesce-max-wait).
+		// Reconciling now, for an update of the workload itself (most
+		// often the write of Reroll's previous rollout), would roll for
+		// each write of the burst: 8 writers of one Secret gave one
+		// Deployment up to 56 rollouts a minute.
+		return ctrl.Result{RequeueAfter: after}, nil
+	}
 	r.metrics.Begin(req.NamespacedName)
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -328,6 +364,10 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.deliverSafely(ctx, obj, in, opts, &p); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.stormGate(in, opts, &p)
 	if len(p.Problems) > 0 {
 		log.Info("Ignoring malformed annotations", "error", strings.ReplaceAll(errors.Join(p.Problems...).Error(), "\n", "; "))
 	}

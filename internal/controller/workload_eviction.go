@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,8 @@ const evictingIndex = "reroll.dev/evicting"
 const restartUnderWay = time.Minute
 
 // restartMode returns how obj restarts: by eviction for a --evict-owner
-// kind and for a workload annotated reroll.dev/restart: evict; by its pod
+// kind, an OnDelete StatefulSet or DaemonSet and a workload annotated
+// reroll.dev/restart: evict; by its pod
 // template otherwise. Kinds whose rollout is not a pod restart (CronJob,
 // Job) always use their own way.
 func (r *WorkloadReconciler) restartMode(obj client.Object) (eviction.Mode, []error) {
@@ -57,7 +59,8 @@ func (r *WorkloadReconciler) restartMode(obj client.Object) (eviction.Mode, []er
 		return eviction.Mode{MaxUnavailable: 1}, nil
 	}
 	m, problems := eviction.ParseMode(obj.GetAnnotations(), workload.DesiredPods(obj))
-	if _, ok := r.Kind.(workload.PodOwner); ok {
+	if _, ok := r.Kind.(workload.PodOwner); ok || workload.OnDelete(obj) {
+		// An OnDelete StatefulSet or DaemonSet ignores a new template.
 		m.Evict = true
 	}
 	return m, problems
@@ -141,7 +144,8 @@ func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Obje
 	if err != nil {
 		return eviction.Decision{}, err
 	}
-	in := eviction.Input{Progress: progress, Change: change, Desired: workload.DesiredPods(obj), MaxUnavailable: mode.MaxUnavailable}
+	_, sts := obj.(*appsv1.StatefulSet)
+	in := eviction.Input{Progress: progress, Change: change, Desired: workload.DesiredPods(obj), MaxUnavailable: mode.MaxUnavailable, HighestOrdinalFirst: sts}
 	for i := range pods {
 		in.Pods = append(in.Pods, eviction.FromPod(&pods[i]))
 	}

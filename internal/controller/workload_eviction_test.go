@@ -37,6 +37,9 @@ type podLog struct {
 	armed    bool
 	minReady int
 	selector map[string]string
+	// order names the pods in the order they were seen going, as
+	// "name uid".
+	order []string
 }
 
 // watchPods starts a podLog on namespace ns for the pods with labels sel.
@@ -82,6 +85,7 @@ func (l *podLog) saw(o any, gone bool) {
 	}
 	if (gone && !wasGoing && known) || (!gone && p.DeletionTimestamp != nil && !wasGoing) {
 		l.deleted[p.UID]++
+		l.order = append(l.order, p.Name+" "+string(p.UID))
 	}
 	if l.armed {
 		l.minReady = min(l.minReady, l.readyLocked())

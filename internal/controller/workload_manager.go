@@ -107,6 +107,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !readNamespaces {
 		log.Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
 	}
+	var sets *changeSets
+	if opts.ChangeSets.Name != "" {
+		sets = &changeSets{store: configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.ChangeSets, what: "the change sets' halt records"},
+			reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
+		if err := registerCollector(sets); err != nil {
+			return fmt.Errorf("registering the change set metrics: %w", err)
+		}
+	}
 	kinds := opts.Kinds
 	if kinds == nil {
 		kinds = workload.Builtin()
@@ -140,17 +148,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if p, ok := progressOf(kind); ok {
 			wake = make(chan event.GenericEvent, wakeBuffer)
 			counted.kinds = append(counted.kinds, progressKind{kind: kind, progress: p, wake: wake})
+			if sets != nil {
+				sets.kinds = append(sets.kinds, progressKind{kind: kind, progress: p})
+			}
 		}
 		r := &WorkloadReconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Recorder:  boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
-			Kind:      kind,
-			Options:   opts,
-			endpoint:  endpoint,
-			metrics:   metrics.NewWorkloads(kind.Name(), nil),
-			rollouts:  counted,
-			slotFreed: wake,
+			Client:     mgr.GetClient(),
+			APIReader:  mgr.GetAPIReader(),
+			Recorder:   boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+			Kind:       kind,
+			Options:    opts,
+			endpoint:   endpoint,
+			metrics:    metrics.NewWorkloads(kind.Name(), nil),
+			rollouts:   counted,
+			slotFreed:  wake,
+			changeSets: sets,
 
 			readNamespaces: readNamespaces,
 		}
@@ -191,6 +203,14 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p, r.Options.Key)); err != nil {
 			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
+		}
+	}
+	if _, ok := progressOf(r.Kind); ok && r.changeSets != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
+			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
+		}
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), waveIndex, indexWave); err != nil {
+			return fmt.Errorf("indexing %s by wave: %w", r.Kind.Name(), err)
 		}
 	}
 	_, readsTemplates := r.Kind.(workload.TemplateReader)

@@ -344,8 +344,12 @@ func (t *rollouts) Collect(ch chan<- prometheus.Metric) {
 
 // register adds t to controller-runtime's metrics registry. A second
 // manager in one process (tests) keeps the first collector.
-func (t *rollouts) register() error {
-	err := ctrlmetrics.Registry.Register(t)
+func (t *rollouts) register() error { return registerCollector(t) }
+
+// registerCollector adds c to controller-runtime's metrics registry. A
+// second manager in one process (tests) keeps the first collector.
+func registerCollector(c prometheus.Collector) error {
+	err := ctrlmetrics.Registry.Register(c)
 	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
 		return nil
 	}

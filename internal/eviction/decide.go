@@ -3,6 +3,7 @@ package eviction
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,10 @@ type Input struct {
 	// Desired is how many pods the owner keeps running (a Deployment's
 	// spec.replicas); 0 means unknown, and then the pods seen count.
 	Desired int
+	// HighestOrdinalFirst evicts pods in descending order of the ordinal
+	// that ends their name (a StatefulSet's), as the StatefulSet
+	// controller's own rolling update does; otherwise by name.
+	HighestOrdinalFirst bool
 	// MaxUnavailable is how many of the pods may be unavailable at once
 	// (reroll.dev/max-unavailable); less than 1 counts as 1. The time of a
 	// change is in Change; nothing else depends on the time.
@@ -109,7 +114,14 @@ func Decide(in Input) Decision {
 			}
 			progress.Pending = append(progress.Pending, PodRef{Name: p.Name, UID: p.UID})
 		}
-		slices.SortFunc(progress.Pending, func(a, b PodRef) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(progress.Pending, func(a, b PodRef) int {
+			if in.HighestOrdinalFirst {
+				if c := ordinal(b.Name) - ordinal(a.Name); c != 0 {
+					return c
+				}
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
 		slices.Sort(d.Bare)
 		d.Started = len(progress.Pending)
 	}
@@ -175,4 +187,18 @@ func Decide(in Input) Decision {
 		d.Waiting = fmt.Sprintf("%d of %d pods unavailable, at most %d allowed; %d pods still to evict", unavailable, desired, max(in.MaxUnavailable, 1), len(progress.Pending)-len(d.Evict))
 	}
 	return d
+}
+
+// ordinal is the integer after the last "-" of a pod's name, -1 when there
+// is none.
+func ordinal(name string) int {
+	i := strings.LastIndex(name, "-")
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil {
+		return -1
+	}
+	return n
 }

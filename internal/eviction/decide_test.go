@@ -49,6 +49,14 @@ func TestDecide(t *testing.T) {
 				Waiting: "0 of 3 pods unavailable, at most 1 allowed; 2 pods still to evict",
 			},
 		},
+		"a StatefulSet's pods go highest ordinal first": {
+			in: Input{Pods: []Pod{pod("db-2", before), pod("db-10", before), pod("db-0", before)}, Change: change, Desired: 3, MaxUnavailable: 1, HighestOrdinalFirst: true},
+			want: Decision{
+				Progress: &Progress{Hash: "h2", Since: t0, Pending: []PodRef{ref("db-10"), ref("db-2"), ref("db-0")}},
+				Evict:    []PodRef{ref("db-10")}, Started: 3,
+				Waiting: "0 of 3 pods unavailable, at most 1 allowed; 2 pods still to evict",
+			},
+		},
 		"a pod created after the change is never evicted": {
 			in: Input{Pods: []Pod{pod("a", before), pod("new", t0.Add(time.Second))}, Change: change, Desired: 2, MaxUnavailable: 1},
 			want: Decision{

@@ -129,6 +129,19 @@ func PendingReason(k digest.Key, uid string, annotations map[string]string) Defe
 	return reason
 }
 
+// DisplayedPendingReason is the reason of the pending change in annotations,
+// read without checking its signature: for what a user is shown (the
+// kubectl plugin cannot read the installation key), never for a decision of
+// Reroll's own (PendingReason).
+func DisplayedPendingReason(annotations map[string]string) DeferReason {
+	v := annotations[PendingAnnotation]
+	if i := strings.LastIndex(v, signatureSep); i >= 0 {
+		v = v[:i]
+	}
+	_, reason, _ := parsePending(v)
+	return reason
+}
+
 func parsePending(v string) (time.Time, DeferReason, bool) {
 	at, reason, _ := strings.Cut(v, " ")
 	t, err := time.Parse(time.RFC3339, at)
@@ -339,4 +352,15 @@ func minPositive(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
+}
+
+// Hold turns a plan that would roll into a DeferredRollout held by a gate
+// decided outside the planner (safe delivery's waves and halts,
+// internal/delivery), as the planner's own gates do: only
+// PendingAnnotation is written, and the change rolls later, once.
+func (p *Plan) Hold(o Options, in Input, d Deferral) {
+	p.deferTo(o, in, d, p.Change.Summary())
+	// A pause period starts with the rollout, not with its hold.
+	p.Pause = Pause{}
+	p.track(o, in)
 }

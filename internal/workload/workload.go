@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"strings"
@@ -163,7 +164,9 @@ func ActionOf(k Kind, obj client.Object, reloaderDefaults bool) Action {
 	}
 	switch a.Way {
 	case ByTemplate, ByWorkloadRef, ByRestartAt:
-		if obj.GetAnnotations()[eviction.RestartAnnotation] == eviction.RestartEvict {
+		if obj.GetAnnotations()[eviction.RestartAnnotation] == eviction.RestartEvict || OnDelete(obj) {
+			// An OnDelete StatefulSet or DaemonSet ignores a new template
+			// until its pods are deleted: Reroll restarts them itself.
 			return Action{Way: ByEviction}
 		}
 		if v, ok := obj.GetAnnotations()[revert.RevertedAnnotation]; ok && a.Way == ByTemplate {
@@ -193,4 +196,17 @@ type Pausable interface {
 // and that roll by a template change: Deployment, StatefulSet and DaemonSet.
 func Builtin() []Kind {
 	return []Kind{Deployment{}, StatefulSet{}, DaemonSet{}}
+}
+
+// OnDelete reports whether obj is a StatefulSet or DaemonSet with
+// spec.updateStrategy.type OnDelete, whose controller replaces a pod with
+// the new template only once the pod is deleted.
+func OnDelete(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		return o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
+	case *appsv1.DaemonSet:
+		return o.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
+	}
+	return false
 }

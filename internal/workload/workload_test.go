@@ -1,6 +1,7 @@
 package workload
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -84,6 +85,8 @@ func TestActionOf_RestartAnnotations(t *testing.T) {
 		// kind is the workload kind; annotations the object's.
 		kind        Kind
 		annotations map[string]string
+		// onDelete sets updateStrategy OnDelete (StatefulSet, DaemonSet).
+		onDelete bool
 		// want is the way it rolls; why a part of the reason, when set.
 		want Way
 		why  string
@@ -98,14 +101,26 @@ func TestActionOf_RestartAnnotations(t *testing.T) {
 		"eviction wins over a reverted template": {
 			kind: Deployment{}, annotations: map[string]string{"reroll.dev/reverted": reverted, "reroll.dev/restart": "evict"}, want: ByEviction,
 		},
-		"a pod owner always evicts": {kind: PodOwner{}, want: ByEviction},
-		"a Job keeps its way":       {kind: Job{}, annotations: map[string]string{"reroll.dev/restart": "evict"}, want: ByRecreate},
+		"a pod owner always evicts":               {kind: PodOwner{}, want: ByEviction},
+		"an OnDelete StatefulSet evicts its pods": {kind: StatefulSet{}, onDelete: true, want: ByEviction},
+		"an OnDelete DaemonSet evicts its pods":   {kind: DaemonSet{}, onDelete: true, want: ByEviction},
+		"a Job keeps its way":                     {kind: Job{}, annotations: map[string]string{"reroll.dev/restart": "evict"}, want: ByRecreate},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := gomega.NewWithT(t)
 			obj := tc.kind.New()
 			obj.SetAnnotations(tc.annotations)
+			switch o := obj.(type) {
+			case *appsv1.StatefulSet:
+				if tc.onDelete {
+					o.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+				}
+			case *appsv1.DaemonSet:
+				if tc.onDelete {
+					o.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
+				}
+			}
 			a := ActionOf(tc.kind, obj, false)
 			g.Expect(a.Way).To(gomega.Equal(tc.want))
 			g.Expect(a.Why).To(gomega.ContainSubstring(tc.why))

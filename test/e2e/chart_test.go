@@ -146,7 +146,8 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records"}
+	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records",
+		"--change-sets=r-reroll-change-sets", "--bake-time=1m", "--change-set-window=5s", "--halt-after-failed-rollouts=1", "--storm-max-rollouts=10", "--storm-period=10m"}
 	cases := map[string]struct {
 		// values are the chart values set.
 		values map[string]any
@@ -370,6 +371,18 @@ func TestHelmChart_MonitorsSelectTheMetricsPort(t *testing.T) {
 	g.Expect(nested(t, pm[0], "spec", "podMetricsEndpoints")).To(gomega.ConsistOf(gomega.And(gomega.HaveKeyWithValue("port", "metrics"), gomega.HaveKeyWithValue("honorLabels", true))))
 
 	g.Expect(only(renderChart(t, nil), "ServiceMonitor")).To(gomega.BeEmpty(), "off by default")
+}
+
+func TestHelmChart_PrometheusRuleAlertsOnHaltedChangeSets(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	rules := only(renderChart(t, map[string]any{"prometheusRule.enabled": true}), "PrometheusRule")
+	g.Expect(rules).To(gomega.HaveLen(1))
+	g.Expect(nested(t, rules[0], "spec", "groups")).To(gomega.ConsistOf(gomega.HaveKeyWithValue("rules", gomega.ConsistOf(gomega.And(
+		gomega.HaveKeyWithValue("alert", "RerollChangeSetHalted"),
+		gomega.HaveKeyWithValue("expr", gomega.ContainSubstring("reroll_change_sets_halted")),
+	)))))
+	g.Expect(only(renderChart(t, nil), "PrometheusRule")).To(gomega.BeEmpty(), "off by default")
 }
 
 // TestHelmChart_RBACMatchesGeneratedRole keeps the chart's rules equal to

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/plan"
+)
+
+// changeSetFlags say where Reroll keeps its halt records.
+type changeSetFlags struct {
+	// namespace is Reroll's namespace (--reroll-namespace).
+	namespace string
+	// configMap is the ConfigMap of halt records (--change-sets).
+	configMap string
+}
+
+func (f *changeSetFlags) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in.")
+	cmd.Flags().StringVar(&f.configMap, "change-sets", "reroll-change-sets", "The ConfigMap, in --reroll-namespace, of the change sets' halt records (Reroll's --change-sets; the chart's <release>-change-sets).")
+}
+
+func newResume(o *Options) *cobra.Command {
+	f := changeSetFlags{}
+	cmd := &cobra.Command{
+		Use:   "resume KIND/NAME",
+		Short: "Continue a change set the circuit breaker halted: its held workloads roll, wave by wave",
+		Long: `resume accepts the failure of a halted change set: the next wave starts at once, and
+only rollouts that fail from now on count towards --halt-after-failed-rollouts.
+KIND/NAME is any member of the set: a workload held or rolled for it, or a changed
+ConfigMap or Secret. It writes the set's halt record in Reroll's namespace, so it
+needs get and update on that ConfigMap.`,
+		Example: `  kubectl reroll resume deployment/web -n shop
+  kubectl reroll resume configmap/app-config -n canary --reroll-namespace reroll`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := newSession(o)
+			if err != nil {
+				return err
+			}
+			if s.namespace == "" {
+				return fmt.Errorf("resume needs one namespace: use -n, not -A")
+			}
+			kindName, name, ok := strings.Cut(args[0], "/")
+			if !ok || name == "" {
+				return fmt.Errorf("want KIND/NAME, e.g. deployment/web or configmap/app-config; got %q", args[0])
+			}
+			ids, err := s.resume(cmd.Context(), f, kindName, name, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				fmt.Fprintf(o.Out, "Resumed %s\n", id)
+			}
+			return nil
+		},
+	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// halts reads the halt records; a missing ConfigMap has none.
+func (s *session) halts(ctx context.Context, f changeSetFlags) (map[string]*delivery.Halt, error) {
+	var cm corev1.ConfigMap
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: f.configMap}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the halt records %s/%s: %w", f.namespace, f.configMap, readError(err))
+	}
+	out := map[string]*delivery.Halt{}
+	for id, v := range cm.Data {
+		if h, err := delivery.ParseHalt(v); err == nil {
+			out[id] = h
+		}
+	}
+	return out, nil
+}
+
+// resume resumes, at now, every halted change set that the object
+// kindName/name of the session's namespace is a member of, or the workload
+// held by the storm breaker, and returns what it resumed ("change set ID",
+// "storm breaker of Kind ns/name"); it fails when nothing was held.
+func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name string, now time.Time) ([]string, error) {
+	halts, err := s.halts(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	switch k := strings.ToLower(kindName); k {
+	case "configmap", "configmaps", "cm", "secret", "secrets":
+		kind := "ConfigMap"
+		if strings.HasPrefix(k, "secret") {
+			kind = "Secret"
+		}
+		obj := kind + "/" + s.namespace + "/" + name
+		for id, h := range halts {
+			if h.Active() && slices.Contains(h.Objects, obj) {
+				ids = append(ids, id)
+			}
+		}
+	default:
+		wk, err := s.kindFor(kindName)
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.workload(ctx, wk, s.namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := delivery.ParseRecord(t.obj.GetAnnotations()[delivery.MemberAnnotation])
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range rec.Sets {
+			if halts[id].Active() {
+				ids = append(ids, id)
+			}
+		}
+		if _, ok := t.obj.GetAnnotations()[delivery.RolloutsAnnotation]; ok && string(plan.DisplayedPendingReason(t.obj.GetAnnotations())) == delivery.HoldStorm {
+			// Held by the storm breaker: forgetting its latest rollouts
+			// lets it roll at once.
+			patch := []byte(`{"metadata":{"annotations":{"` + delivery.RolloutsAnnotation + `":null}}}`)
+			if err := s.client.Patch(ctx, t.obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return nil, fmt.Errorf("resuming %s from the storm breaker: %w", t, err)
+			}
+			if len(ids) == 0 {
+				return []string{"storm breaker of " + t.String()}, nil
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s/%s in %s is in no halted change set", kindName, name, s.namespace)
+	}
+	sort.Strings(ids)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cm corev1.ConfigMap
+		if err := s.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: f.configMap}, &cm); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			h, err := delivery.ParseHalt(cm.Data[id])
+			if err != nil {
+				return err
+			}
+			cm.Data[id] = h.Resume(now).String()
+		}
+		return s.client.Update(ctx, &cm)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writing the halt records %s/%s: %w", f.namespace, f.configMap, err)
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = "change set " + id
+	}
+	return out, nil
+}
+
+// haltedSet is one halted change set, for `status`.
+type haltedSet struct {
+	ID     string    `json:"id"`
+	Halted time.Time `json:"halted"`
+	// Failed names the failed workloads; Signal what failed first.
+	Failed []string `json:"failed"`
+	Signal string   `json:"signal"`
+	// Held are the workloads pending with the reason halted, "Kind/ns/name";
+	// Waves are their waves, the waves still to go.
+	Held  []string `json:"held"`
+	Waves []int    `json:"waves"`
+}
+
+// haltedSets lists the halted change sets with their held workloads, in
+// the session's namespaces.
+func (s *session) haltedSets(ctx context.Context, f changeSetFlags) ([]haltedSet, []string, error) {
+	halts, err := s.halts(ctx, f)
+	if err != nil || len(halts) == 0 {
+		return nil, nil, err
+	}
+	byID := map[string]*haltedSet{}
+	var out []haltedSet
+	for id, h := range halts {
+		if h.Active() {
+			byID[id] = &haltedSet{ID: id, Halted: h.Halted, Failed: h.Failed, Signal: h.Signal, Held: []string{}, Waves: []int{}}
+		}
+	}
+	ts, notes, err := s.workloads(ctx, s.namespace)
+	if err != nil {
+		return nil, notes, err
+	}
+	for _, t := range ts {
+		a := t.obj.GetAnnotations()
+		if string(plan.DisplayedPendingReason(a)) != delivery.HoldHalted {
+			continue
+		}
+		rec, err := delivery.ParseRecord(a[delivery.MemberAnnotation])
+		if err != nil {
+			continue
+		}
+		for _, id := range rec.Sets {
+			if hs := byID[id]; hs != nil {
+				hs.Held = append(hs.Held, t.kind.Name()+"/"+t.obj.GetNamespace()+"/"+t.obj.GetName())
+				if !slices.Contains(hs.Waves, rec.Wave) {
+					hs.Waves = append(hs.Waves, rec.Wave)
+				}
+			}
+		}
+	}
+	for _, hs := range byID {
+		sort.Strings(hs.Held)
+		sort.Ints(hs.Waves)
+		out = append(out, *hs)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, notes, nil
+}
+
+// writeHalted writes the halted change sets as `status` shows them.
+func writeHalted(w io.Writer, sets []haltedSet) {
+	if len(sets) == 0 {
+		fmt.Fprintln(w, "Halted change sets: none")
+		return
+	}
+	fmt.Fprintln(w, "Halted change sets (kubectl reroll resume KIND/NAME -n NS continues one):")
+	for _, hs := range sets {
+		waves := make([]string, len(hs.Waves))
+		for i, wv := range hs.Waves {
+			waves[i] = fmt.Sprint(wv)
+		}
+		fmt.Fprintf(w, "  %s halted %s: %s\n", hs.ID, hs.Halted.UTC().Format(time.RFC3339), hs.Signal)
+		fmt.Fprintf(w, "    failed: %s\n", strings.Join(hs.Failed, ", "))
+		fmt.Fprintf(w, "    held:   %s (waves to go: %s)\n", strings.Join(hs.Held, ", "), strings.Join(waves, ", "))
+	}
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/plan"
+)
+
+// TestResume_ContinuesTheHaltedChangeSetOfAMember: status lists a halted
+// set with its held workload and wave; resume, named by the held workload
+// or by the changed ConfigMap, writes the resumed halt record that the
+// controller reads, and a set no longer halted cannot be resumed again.
+func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, app := newNamespace(t), newNamespace(t)
+	halted := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	halt := func(objects ...string) string {
+		return delivery.Halt{Halted: halted, Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded", Objects: objects}.String()
+	}
+	records := configMap(own, "reroll-change-sets", nil, map[string]string{
+		"set-a": halt("ConfigMap/" + app + "/cfg"),
+		"set-b": halt("Secret/" + app + "/creds"),
+	})
+	held := deployment(app, "web", map[string]string{
+		"reroll.dev/auto":         "true",
+		delivery.MemberAnnotation: delivery.Record{Sets: []string{"set-a"}, Wave: 2}.String(),
+		plan.PendingAnnotation:    halted.Format(time.RFC3339) + " " + delivery.HoldHalted,
+	}, pod(container(envFromConfigMap("cfg"))))
+	create(t, records, held)
+
+	out, err := kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own, "-o", "json")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var r statusReport
+	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+	g.Expect(r.HaltedChangeSets).To(gomega.HaveLen(2))
+	g.Expect(r.HaltedChangeSets[0].ID).To(gomega.Equal("set-a"))
+	g.Expect(r.HaltedChangeSets[0].Held).To(gomega.Equal([]string{"Deployment/" + app + "/web"}))
+	g.Expect(r.HaltedChangeSets[0].Waves).To(gomega.Equal([]int{2}))
+	g.Expect(r.HaltedChangeSets[0].Failed).To(gomega.Equal([]string{"Deployment/canary/web"}))
+	table, err := kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(table).To(gomega.ContainSubstring("set-a halted 2026-01-01T12:00:00Z"))
+
+	out, err = kubectlReroll(t, "-n", app, "resume", "deployment/web", "--reroll-namespace", own)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).To(gomega.Equal("Resumed change set set-a\n"))
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(t.Context(), types.NamespacedName{Namespace: own, Name: "reroll-change-sets"}, &cm)).To(gomega.Succeed())
+	a, err := delivery.ParseHalt(cm.Data["set-a"])
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(a.Active()).To(gomega.BeFalse())
+	g.Expect(a.Resumed).To(gomega.BeTemporally(">", halted))
+	b, err := delivery.ParseHalt(cm.Data["set-b"])
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(b.Active()).To(gomega.BeTrue(), "the other set stays halted")
+
+	_, err = kubectlReroll(t, "-n", app, "resume", "deployment/web", "--reroll-namespace", own)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("in no halted change set")))
+
+	out, err = kubectlReroll(t, "-n", app, "resume", "secret/creds", "--reroll-namespace", own)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(out).To(gomega.Equal("Resumed change set set-b\n"))
+	out, err = kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own, "-o", "json")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	r = statusReport{}
+	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+	g.Expect(r.HaltedChangeSets).To(gomega.BeEmpty())
+}
+
+// TestPlan_ShowsTheWaves: plan names each workload's wave, its own or its
+// Namespace's.
+func TestPlan_ShowsTheWaves(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	var n corev1.Namespace
+	g.Expect(k8s.Get(t.Context(), types.NamespacedName{Name: ns}, &n)).To(gomega.Succeed())
+	n.Annotations = map[string]string{delivery.WaveAnnotation: "-1"}
+	g.Expect(k8s.Update(t.Context(), &n)).To(gomega.Succeed())
+	create(t,
+		configMap(ns, "cfg", nil, map[string]string{"a": "1"}),
+		deployment(ns, "canary", map[string]string{"reroll.dev/auto": "true"}, pod(container(envFromConfigMap("cfg")))),
+		deployment(ns, "late", map[string]string{"reroll.dev/auto": "true", delivery.WaveAnnotation: "3"}, pod(container(envFromConfigMap("cfg")))),
+	)
+	startReroll(t, ns, controller.Options{}, nil)
+	recorded(t, deployment(ns, "canary", nil, corev1.PodSpec{}), deployment(ns, "late", nil, corev1.PodSpec{}))
+
+	dir := t.TempDir()
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: " + ns + "\ndata:\n  a: \"2\"\n"
+	g.Expect(os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte(manifest), 0o600)).To(gomega.Succeed())
+	out, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "-o", "json")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var r planReport
+	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+	waves := map[string]int{}
+	for _, w := range r.Workloads {
+		g.Expect(w.Rolls).To(gomega.BeTrue(), w.Workload)
+		waves[w.Workload] = w.Wave
+	}
+	g.Expect(waves).To(gomega.Equal(map[string]int{"Deployment/canary": -1, "Deployment/late": 3}))
+	table, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(table).To(gomega.ContainSubstring("WAVE"))
+}

@@ -1,0 +1,567 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
+)
+
+// changeSetIndex is the field index of every kind that reports progress:
+// the change sets a workload's delivery.MemberAnnotation names, so the
+// members of one set are listed from the cache.
+const changeSetIndex = "reroll.dev/change-set"
+
+// waveIndex is the field index of workloads that set
+// delivery.WaveAnnotation themselves: "set".
+const waveIndex = "reroll.dev/rollout-wave"
+
+// changeSets is what the controller keeps for safe delivery: the halt
+// records, read from their ConfigMap in Reroll's namespace (the truth,
+// re-read at most every haltsTTL, since `kubectl reroll resume` writes it),
+// and the lowest wave in use, computed from the cache at most every
+// wavesTTL. Shared by every kind's reconciler.
+type changeSets struct {
+	store configMapStore
+	// reader is the manager's cache (Namespaces, workloads).
+	reader client.Reader
+	kinds  []progressKind
+	scope  Scope
+	// readNamespaces is true when Reroll may watch Namespaces, whose
+	// annotations may set waves.
+	readNamespaces bool
+
+	mu      sync.Mutex
+	halts   map[string]*safe.Halt
+	readAt  time.Time
+	minWave int
+	inUse   bool
+	waveAt  time.Time
+}
+
+// kindDeadlineGrace is how long after a kind's own progress deadline
+// Reroll waits for the kind to report the failure before calling it itself.
+const kindDeadlineGrace = 30 * time.Second
+
+// haltsTTL is how stale the halt records may be: how long a resume takes to
+// be seen, at most.
+const haltsTTL = 2 * time.Second
+
+// wavesTTL is how stale the lowest wave in use may be.
+const wavesTTL = time.Second
+
+// get returns the halt records, re-read when older than haltsTTL.
+func (c *changeSets) get(ctx context.Context, now time.Time) (map[string]*safe.Halt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.halts != nil && now.Sub(c.readAt) < haltsTTL && !now.Before(c.readAt) {
+		return c.halts, nil
+	}
+	data, err := c.store.data(ctx)
+	if err != nil {
+		return nil, err
+	}
+	halts := map[string]*safe.Halt{}
+	for id, v := range data {
+		h, err := safe.ParseHalt(v)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("Ignoring a damaged halt record", "changeSet", id, "error", err.Error())
+			continue
+		}
+		halts[id] = h
+	}
+	c.halts, c.readAt = halts, now
+	return halts, nil
+}
+
+// record writes halt h of set id, unless the set is halted already, and
+// forgets the cached copy; it reports whether it wrote.
+func (c *changeSets) record(ctx context.Context, id string, h safe.Halt) (bool, error) {
+	wrote := false
+	err := c.store.update(ctx, func(data map[string]string) {
+		wrote = false
+		if old, ok := data[id]; ok {
+			if o, err := safe.ParseHalt(old); err == nil && o.Active() {
+				return // another reconcile halted it first
+			}
+		}
+		data[id] = h.String()
+		wrote = true
+	})
+	c.mu.Lock()
+	c.halts = nil
+	c.mu.Unlock()
+	return wrote && err == nil, err
+}
+
+// waves returns the lowest wave of any workload or watched Namespace, and
+// whether any sets one.
+func (c *changeSets) waves(ctx context.Context, now time.Time) (int, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.waveAt.IsZero() && now.Sub(c.waveAt) < wavesTTL && !now.Before(c.waveAt) {
+		return c.minWave, c.inUse, nil
+	}
+	lowest, inUse := 0, false
+	see := func(a map[string]string) {
+		if _, ok := a[safe.WaveAnnotation]; !ok {
+			return
+		}
+		inUse = true
+		if w, err := safe.Wave(a, nil); err == nil && w < lowest {
+			lowest = w
+		}
+	}
+	if c.readNamespaces {
+		nss := &metav1.PartialObjectMetadataList{}
+		nss.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+		if err := c.reader.List(ctx, nss, client.UnsafeDisableDeepCopy); err != nil {
+			return 0, false, fmt.Errorf("listing namespaces for their waves: %w", err)
+		}
+		for i := range nss.Items {
+			if c.scope.watches(nss.Items[i].Name) {
+				see(nss.Items[i].Annotations)
+			}
+		}
+	}
+	for _, pk := range c.kinds {
+		list := pk.kind.NewList()
+		if err := c.reader.List(ctx, list, client.MatchingFields{waveIndex: "set"}, client.UnsafeDisableDeepCopy); err != nil {
+			return 0, false, fmt.Errorf("listing %s by %s: %w", pk.kind.Name(), waveIndex, err)
+		}
+		_ = eachObject(list, func(obj client.Object) { see(obj.GetAnnotations()) })
+	}
+	c.minWave, c.inUse, c.waveAt = lowest, inUse, now
+	return lowest, inUse, nil
+}
+
+// indexWave is the waveIndex function.
+func indexWave(obj client.Object) []string {
+	if _, ok := obj.GetAnnotations()[safe.WaveAnnotation]; ok {
+		return []string{"set"}
+	}
+	return nil
+}
+
+// indexChangeSets is the changeSetIndex function.
+func indexChangeSets(obj client.Object) []string {
+	r, err := safe.ParseRecord(obj.GetAnnotations()[safe.MemberAnnotation])
+	if err != nil {
+		return nil
+	}
+	return r.Sets
+}
+
+// deliver decides, for a workload whose plan p rolls or which takes part in
+// a change set, what safe delivery does (delivery.Decide): it holds the
+// rollout for an earlier wave or a halt (plan.Hold), records the workload's
+// part of the set in p's write, records a halt when the breaker trips and
+// tells of it. A workload that rolls with no wave anywhere and no bound,
+// and has no part in a set, costs a lookup of the halts in memory only.
+func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Object, in plan.Input, opts plan.Options, p *plan.Plan) error {
+	cs := r.changeSets
+	if cs == nil {
+		return nil
+	}
+	pk, ok := r.progressKind()
+	if !ok {
+		return nil
+	}
+	raw, member := in.Annotations[safe.MemberAnnotation]
+	rolling := p.Outcome == plan.Roll && in.Annotations[plan.RolloutOverrideAnnotation] != "true"
+	if !rolling && !member {
+		return nil
+	}
+	old, err := safe.ParseRecord(raw)
+	if err != nil {
+		r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error()+"; replacing it")
+		old = safe.Record{}
+	}
+	minWave, inUse, err := cs.waves(ctx, in.Now)
+	if err != nil {
+		return err
+	}
+	halts, err := cs.get(ctx, in.Now)
+	if err != nil {
+		return err
+	}
+	rec := old
+	if rolling {
+		sets, objects := r.setsOf(ctx, obj, p)
+		if !inUse && !opts.Bounded(in) && !member && !anyActive(halts, sets) {
+			// Today's fast path: nothing waits for a wave, nothing is
+			// tracked; only a recorded halt holds.
+			return nil
+		}
+		wave, werr := safe.Wave(in.Annotations, in.NamespaceAnnotations)
+		if werr != nil {
+			p.Warnings = append(p.Warnings, plan.Event{Type: corev1.EventTypeWarning, Reason: ReasonInvalidAnnotation, Note: "Ignoring " + werr.Error()})
+		}
+		rec = old.Join(sets, objects, wave)
+	}
+	if len(rec.Sets) == 0 {
+		return nil
+	}
+	self, err := r.member(ctx, pk, obj, rec)
+	if err != nil {
+		return err
+	}
+	o := safe.Options{Window: r.Options.ChangeSetWindow, BakeTime: r.Options.BakeTime, HaltAfter: r.Options.HaltAfterFailedRollouts, MinWave: minWave, Recheck: r.Options.Recheck}
+	var hold safe.Decision
+	for _, id := range rec.Sets {
+		set := safe.Set{ID: id, Halt: halts[id]}
+		if set.Members, err = r.members(ctx, id, obj.GetUID()); err != nil {
+			return err
+		}
+		d := safe.Decide(o, set, self, in.Now)
+		self.Record = d.Record
+		p.Recheck = minPositive(p.Recheck, d.Recheck)
+		if d.Halt != nil {
+			if err := r.halt(ctx, set, *d.Halt, self); err != nil {
+				return err
+			}
+		}
+		if d.Hold != "" && hold.Hold == "" {
+			hold = d
+		}
+	}
+	rec = self.Record
+	if hold.Hold != "" {
+		p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(hold.Hold), Detail: hold.Detail, Since: plan.PendingSince(opts.Key, in.UID, in.Annotations, in.Now), Until: hold.Until})
+		if hold.Hold == safe.HoldHalted && len(p.Events) > 0 {
+			// The pending mark changed: told once, as a Warning.
+			p.Events = append(p.Events, plan.Event{Type: corev1.EventTypeWarning, Reason: safe.ReasonChangeHalted, Note: "Held: " + hold.Detail})
+		}
+	} else if rolling {
+		rec.Rolled = in.Now.UTC().Truncate(time.Second)
+		rec.Healthy, rec.Failed = time.Time{}, ""
+	}
+	if v := rec.String(); v != raw {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[safe.MemberAnnotation] = v
+	}
+	return nil
+}
+
+// progressKind returns r's kind as the bound counts it.
+func (r *WorkloadReconciler) progressKind() (progressKind, bool) {
+	p, ok := progressOf(r.Kind)
+	return progressKind{kind: r.Kind, progress: p}, ok
+}
+
+// setsOf returns the change sets of p's changes (sorted, without
+// duplicates) and the changed objects, "Kind/namespace/name".
+func (r *WorkloadReconciler) setsOf(ctx context.Context, obj client.Object, p *plan.Plan) ([]string, []string) {
+	var sets, objects []string
+	for _, c := range p.Changes {
+		ns := c.Ref.Namespace
+		if ns == "" {
+			ns = obj.GetNamespace()
+		}
+		objects = append(objects, string(c.Ref.Kind)+"/"+ns+"/"+c.Ref.Name)
+		var keys map[string]string
+		deleted := c.Deleted
+		if c.Ref.Kind == reference.ConfigMap || c.Ref.Kind == reference.Secret {
+			o, ok, err := r.Options.Store.Get(ctx, c.Ref.Kind, ns, c.Ref.Name)
+			if err == nil && ok {
+				keys = o.Data().Keys
+			} else {
+				deleted = true
+			}
+		}
+		sets = append(sets, safe.SetID(string(c.Ref.Kind), c.Ref.Name, keys, deleted))
+	}
+	sort.Strings(sets)
+	sort.Strings(objects)
+	return slices.Compact(sets), slices.Compact(objects)
+}
+
+// member is obj as a member of its sets, with record rec.
+func (r *WorkloadReconciler) member(ctx context.Context, pk progressKind, obj client.Object, rec safe.Record) (safe.Member, error) {
+	m := safe.Member{Workload: pk.kind.Name() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Record: rec}
+	nsAnnotations, err := r.namespaceAnnotations(ctx, obj.GetNamespace())
+	if err != nil {
+		return m, err
+	}
+	m.BakeTime, _ = safe.BakeTime(obj.GetAnnotations(), nsAnnotations, r.Options.BakeTime)
+	if rec.Rolled.IsZero() {
+		return m, nil
+	}
+	u, err := toUnstructured(obj, r.Client.Scheme())
+	if err != nil {
+		return m, err
+	}
+	progress := pk.progress.Progress(obj)
+	deadline := plan.RolloutDeadline(progress, r.Options.RolloutTimeout)
+	if progress.Deadline > 0 {
+		// The kind reports its own deadline (a Deployment's
+		// ProgressDeadlineExceeded, set on its controller's next sync):
+		// give it the first word, its signal says more.
+		deadline += kindDeadlineGrace
+	}
+	m.State, m.Signal = safe.Health(u, rec.Rolled, deadline, r.now())
+	if _, evicting := obj.GetAnnotations()[eviction.ProgressAnnotation]; evicting && m.State == safe.Current {
+		// A restart by eviction (an OnDelete StatefulSet or DaemonSet,
+		// reroll.dev/restart: evict) is complete when its record is gone,
+		// whatever the status says (kstatus calls OnDelete always Current).
+		m.State, m.Signal = safe.InProgress, "restart by eviction under way"
+		if !r.now().Before(rec.Rolled.Add(deadline)) {
+			m.State, m.Signal = safe.Failed, fmt.Sprintf("restart by eviction not complete within %s", deadline)
+		}
+	}
+	return m, nil
+}
+
+// members lists the other workloads of set id, from the cache.
+func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.UID) ([]safe.Member, error) {
+	var out []safe.Member
+	for _, pk := range r.changeSets.kinds {
+		list := pk.kind.NewList()
+		if err := r.Client.List(ctx, list, client.MatchingFields{changeSetIndex: id}); err != nil {
+			return nil, fmt.Errorf("listing %s by %s: %w", pk.kind.Name(), changeSetIndex, err)
+		}
+		var failed error
+		_ = eachObject(list, func(obj client.Object) {
+			if obj.GetUID() == self || failed != nil {
+				return
+			}
+			rec, err := safe.ParseRecord(obj.GetAnnotations()[safe.MemberAnnotation])
+			if err != nil {
+				return
+			}
+			m, err := r.member(ctx, pk, obj, rec)
+			if err != nil {
+				failed = err
+				return
+			}
+			out = append(out, m)
+		})
+		if failed != nil {
+			return nil, failed
+		}
+	}
+	return out, nil
+}
+
+// halt records halt h of set and tells of it: a ChangeHalted Warning Event
+// on each failed workload and each changed object.
+func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt, self safe.Member) error {
+	objects := self.Objects
+	for _, m := range set.Members {
+		objects = append(objects, m.Objects...)
+	}
+	sort.Strings(objects)
+	h.Objects = slices.Compact(objects)
+	wrote, err := r.changeSets.record(ctx, set.ID, h)
+	if err != nil || !wrote {
+		// Told once, by the reconcile that wrote the halt.
+		return err
+	}
+	note := fmt.Sprintf("Halted change set %s after %d failed rollout(s): %s; workloads not yet rolled keep their pods (pending: halted) until kubectl reroll resume, or a newer content supersedes it", set.ID, len(h.Failed), h.Signal)
+	ctrl.LoggerFrom(ctx).Info("Halted change set", "changeSet", set.ID, "failed", strings.Join(h.Failed, ","), "signal", h.Signal)
+	for _, w := range h.Failed {
+		if ref := r.objectRef(ctx, w); ref != nil {
+			r.Recorder.Event(ref, corev1.EventTypeWarning, safe.ReasonChangeHalted, note)
+		}
+	}
+	for _, o := range h.Objects {
+		if ref := r.objectRef(ctx, o); ref != nil {
+			r.Recorder.Event(ref, corev1.EventTypeWarning, safe.ReasonChangeHalted, note)
+		}
+	}
+	return nil
+}
+
+// objectRef returns the object named "Kind/namespace/name" for an Event:
+// a workload of a counted kind from the cache, a ConfigMap or Secret from
+// the store; nil when it is not found.
+func (r *WorkloadReconciler) objectRef(ctx context.Context, name string) runtime.Object {
+	parts := strings.SplitN(name, "/", 3)
+	if len(parts) != 3 {
+		return nil
+	}
+	kind, ns, n := parts[0], parts[1], parts[2]
+	if kind == string(reference.ConfigMap) || kind == string(reference.Secret) {
+		o, ok, err := r.Options.Store.Get(ctx, reference.Kind(kind), ns, n)
+		if err != nil || !ok {
+			return nil
+		}
+		ref := &corev1.ObjectReference{Kind: kind, APIVersion: "v1", Namespace: ns, Name: n, UID: o.GetUID()}
+		return ref
+	}
+	for _, pk := range r.changeSets.kinds {
+		if pk.kind.Name() != kind {
+			continue
+		}
+		obj := pk.kind.New()
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, obj); err == nil {
+			return obj
+		}
+	}
+	return nil
+}
+
+// toUnstructured is obj as kstatus reads it, with its apiVersion and kind.
+func toUnstructured(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s for kstatus: %w", obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return nil, err
+	}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// anyActive reports whether any of sets is halted.
+func anyActive(halts map[string]*safe.Halt, sets []string) bool {
+	for _, id := range sets {
+		if halts[id].Active() {
+			return true
+		}
+	}
+	return false
+}
+
+// eachObject calls f for each item of list.
+func eachObject(list runtime.Object, f func(client.Object)) error {
+	return meta.EachListItem(list, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			f(obj)
+		}
+		return nil
+	})
+}
+
+// Metric of the breaker, computed from the halt records at each scrape.
+var changeSetsHaltedDesc = prometheus.NewDesc("reroll_change_sets_halted",
+	"Change sets halted by the circuit breaker (--halt-after-failed-rollouts) and not resumed: their workloads not yet rolled wait, pending with the reason halted.", nil, nil)
+
+// Describe implements prometheus.Collector.
+func (c *changeSets) Describe(ch chan<- *prometheus.Desc) { ch <- changeSetsHaltedDesc }
+
+// Collect implements prometheus.Collector; halt records that cannot be read
+// yield no sample.
+func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	halts, err := c.get(ctx, time.Now())
+	if err != nil {
+		ctrl.Log.WithName("metrics").Error(err, "Reading the halt records for the metrics")
+		return
+	}
+	n := 0
+	for _, h := range halts {
+		if h.Active() {
+			n++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(changeSetsHaltedDesc, prometheus.GaugeValue, float64(n))
+}
+
+// stormGate holds a rollout of a workload that Reroll rolled
+// Options.Storm.Max times within Options.Storm.Period (the storm breaker),
+// with a RolloutStorm Warning Event, until the oldest of them leaves the
+// period or the user removes delivery.RolloutsAnnotation (kubectl reroll
+// resume); a rollout it lets through is noted in that annotation, in the
+// same patch.
+func (r *WorkloadReconciler) stormGate(in plan.Input, opts plan.Options, p *plan.Plan) {
+	s := r.Options.Storm
+	if p.Outcome != plan.Roll || s.Max <= 0 || in.Annotations[plan.RolloutOverrideAnnotation] == "true" {
+		return
+	}
+	ok, kept, until, detail := s.Allow(safe.ParseRollouts(in.Annotations[safe.RolloutsAnnotation]), in.Now)
+	if ok {
+		p.Annotations[safe.RolloutsAnnotation] = safe.FormatRollouts(kept)
+		return
+	}
+	p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(safe.HoldStorm), Detail: detail, Since: plan.PendingSince(opts.Key, in.UID, in.Annotations, in.Now), Until: until})
+	if len(p.Events) > 0 {
+		p.Events = append(p.Events, plan.Event{Type: corev1.EventTypeWarning, Reason: safe.ReasonRolloutStorm, Note: "Held: " + detail})
+	}
+}
+
+// configMapStore is one ConfigMap in Reroll's own namespace whose data Reroll
+// keeps state in (the Job journal, the records of annotated pods). Every
+// write is guarded by resourceVersion.
+type configMapStore struct {
+	// c writes; r reads from the API server (the ConfigMap may be outside
+	// the watched namespaces).
+	c   client.Client
+	r   client.Reader
+	key types.NamespacedName
+	// what names the store in errors ("the Job journal").
+	what string
+}
+
+// data returns the ConfigMap's data; a missing ConfigMap has none.
+func (j *configMapStore) data(ctx context.Context) (map[string]string, error) {
+	var cm corev1.ConfigMap
+	if err := j.r.Get(ctx, j.key, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s %s: %w", j.what, j.key, err)
+	}
+	return cm.Data, nil
+}
+
+// update applies change to the store's data, creating the ConfigMap when
+// it is absent and retrying on conflicts (every write is guarded by
+// resourceVersion).
+func (j *configMapStore) update(ctx context.Context, change func(map[string]string)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cm corev1.ConfigMap
+		err := j.r.Get(ctx, j.key, &cm)
+		if apierrors.IsNotFound(err) {
+			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: j.key.Namespace, Name: j.key.Name}, Data: map[string]string{}}
+			change(cm.Data)
+			if err := j.c.Create(ctx, &cm, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), j.key.Name, err)
+			} else {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		change(cm.Data)
+		return j.c.Update(ctx, &cm, client.FieldOwner(FieldManager))
+	})
+	if err != nil {
+		return fmt.Errorf("writing %s %s: %w", j.what, j.key, err)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/plan"
+)
+
+// deliveryOptions are the options of a Reroll that delivers safely, its
+// halt records in namespace own: a short window and bake time, so a test
+// sees every step in seconds.
+func deliveryOptions(own string, namespaces ...string) Options {
+	return Options{
+		Scope:                   Scope{Namespaces: namespaces},
+		ChangeSets:              types.NamespacedName{Namespace: own, Name: "reroll-change-sets"},
+		ChangeSetWindow:         2 * time.Second,
+		BakeTime:                3 * time.Second,
+		HaltAfterFailedRollouts: 1,
+		Recheck:                 time.Second,
+	}
+}
+
+// waveNamespace makes a test namespace in wave.
+func waveNamespace(t *testing.T, wave string) string {
+	t.Helper()
+	ns := newNamespace(t)
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		n.Annotations = map[string]string{safe.WaveAnnotation: wave}
+	})
+	return ns
+}
+
+// member reads the workload's part of its change set, as a user would
+// with kubectl get -o jsonpath.
+func member(t *testing.T, d *appsv1.Deployment) safe.Record {
+	t.Helper()
+	r, err := safe.ParseRecord(get(t, d).Annotations[safe.MemberAnnotation])
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return r
+}
+
+// pendingReason is the reason in the workload's reroll.dev/pending.
+func pendingReason(t *testing.T, d *appsv1.Deployment) string {
+	t.Helper()
+	o := get(t, d)
+	return string(plan.PendingReason(digest.Key{}, string(o.UID), o.Annotations))
+}
+
+// replicated creates ConfigMap cfg in every namespace with data, and in
+// each a Deployment web of one replica that reads it; it returns them.
+func replicated(t *testing.T, data map[string]string, namespaces ...string) []*appsv1.Deployment {
+	t.Helper()
+	var ds []*appsv1.Deployment
+	for _, ns := range namespaces {
+		create(t, configMap(ns, "cfg", data))
+		d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
+		d.Spec.Replicas = ptr.To[int32](1)
+		create(t, d)
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// replicate writes data to cfg in every namespace, as a replicator does.
+func replicate(t *testing.T, data map[string]string, namespaces ...string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data = data })
+	}
+}
+
+// fleet is a canary namespace in wave -1 and a production namespace in
+// wave 0, each with ConfigMap cfg (copies of one another) and a Deployment
+// web of one replica reading it, rolled out, under a Reroll that delivers
+// safely and keeps its halt records in namespace own.
+type fleet struct {
+	own, canaryNS, prodNS string
+	canary, prod          *appsv1.Deployment
+	opts                  Options
+	reroll                *reroll
+}
+
+func newFleet(t *testing.T) fleet {
+	t.Helper()
+	f := fleet{own: newNamespace(t), canaryNS: waveNamespace(t, "-1"), prodNS: newNamespace(t)}
+	ds := replicated(t, map[string]string{"level": "info"}, f.canaryNS, f.prodNS)
+	f.canary, f.prod = ds[0], ds[1]
+	f.opts = deliveryOptions(f.own, f.own, f.canaryNS, f.prodNS)
+	f.reroll = startReroll(t, f.own, f.opts)
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+	return f
+}
+
+// failNextCanaryRollout makes the canary's next rollout fail: a deadline
+// of 5 s and a quota that refuses its surge pod (blockSurge).
+func (f fleet) failNextCanaryRollout(t *testing.T) {
+	t.Helper()
+	update(t, f.canary, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) })
+	waitRolledOut(t, f.canary)
+	blockSurge(t, f.canaryNS)
+}
+
+func TestDelivery_WavesRollAReplicatedConfigMapCanaryFirst(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	f := newFleet(t)
+	canaryNS, prodNS, canary, prod := f.canaryNS, f.prodNS, f.canary, f.prod
+
+	replicate(t, map[string]string{"level": "debug"}, canaryNS, prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	// The production wave waits: observed held, for its wave, while the
+	// canary's rollout has not yet baked.
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldWave))
+	g.Expect(rolledEvents(t, prodNS, "web")).To(gomega.BeEmpty())
+
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
+	c, p := member(t, canary), member(t, prod)
+	g.Expect(c.Sets).To(gomega.Equal(p.Sets), "the copies in both namespaces are one change set")
+	g.Expect(c.Healthy.IsZero()).To(gomega.BeFalse(), "the canary was healthy before production rolled")
+	g.Expect(p.Rolled).NotTo(gomega.BeTemporally("<", c.Healthy.Add(3*time.Second)), "production rolled only after the canary baked")
+	g.Expect(pendingReason(t, prod)).To(gomega.BeEmpty())
+	waitRolledOut(t, prod)
+	g.Consistently(func() int { return len(rolledEvents(t, canaryNS, "web")) + len(rolledEvents(t, prodNS, "web")) }).Should(gomega.Equal(2), "each rolled once")
+}
+
+func TestDelivery_NoWavesNothingWaits(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, a, b := newNamespace(t), newNamespace(t), newNamespace(t)
+	ds := replicated(t, map[string]string{"level": "info"}, a, b)
+	startReroll(t, own, deliveryOptions(own, own, a, b))
+	for _, d := range ds {
+		recorded(t, d)
+	}
+	replicate(t, map[string]string{"level": "debug"}, a, b)
+	for _, ns := range []string{a, b} {
+		g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+	}
+	for _, d := range ds {
+		g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(safe.MemberAnnotation), "without waves or a bound nothing is tracked")
+		g.Expect(eventsWithReason(t, d.Namespace, "web", plan.ReasonDeferred)).To(gomega.BeEmpty())
+	}
+}
+
+// blockSurge gives ns a ResourceQuota of one pod, so a Deployment of one
+// replica cannot create its surge pod: its rollout makes no progress and
+// the Deployment controller reports ProgressDeadlineExceeded.
+func blockSurge(t *testing.T, ns string) {
+	t.Helper()
+	create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one-pod"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}})
+	newT(t).Eventually(func() corev1.ResourceList {
+		q := get(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one-pod"}})
+		return q.Status.Used
+	}).Should(gomega.HaveKeyWithValue(corev1.ResourcePods, resource.MustParse("1")), "the quota counts the running pod")
+}
+
+func TestDelivery_AFailedCanaryHaltsTheRestAcrossARestart(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	f := newFleet(t)
+	own, canaryNS, prodNS, canary, prod, opts, first := f.own, f.canaryNS, f.prodNS, f.canary, f.prod, f.opts, f.reroll
+	f.failNextCanaryRollout(t)
+	template := get(t, prod).Spec.Template
+
+	replicate(t, map[string]string{"level": "bad"}, canaryNS, prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() string { return member(t, canary).Failed }).Should(gomega.ContainSubstring("Progress deadline exceeded"))
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Eventually(func() []string { return eventsWithReason(t, prodNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
+	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
+	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "cfg", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
+	halts := get(t, configMap(own, "reroll-change-sets", nil)).Data
+	g.Expect(halts).To(gomega.HaveKey(member(t, prod).Sets[0]))
+	g.Expect(halts[member(t, prod).Sets[0]]).To(gomega.ContainSubstring("Deployment/" + canaryNS + "/web"))
+
+	// A restarted Reroll keeps the halt: production keeps its pods.
+	first.stop(t)
+	startReroll(t, own, opts)
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, prod).Spec.Template }).Should(gomega.Equal(template))
+	g.Expect(pendingReason(t, prod)).To(gomega.Equal(safe.HoldHalted))
+	g.Expect(rolledEvents(t, prodNS, "web")).To(gomega.BeEmpty())
+
+	// Positive control: resumed, the held wave rolls, once.
+	id := member(t, prod).Sets[0]
+	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) {
+		h, err := safe.ParseHalt(cm.Data[id])
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		cm.Data[id] = h.Resume(time.Now()).String()
+	})
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
+	g.Consistently(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(strings.Join(rolledEvents(t, canaryNS, "web"), ";")).To(gomega.ContainSubstring("ConfigMap/cfg"))
+}
+
+func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
+	create(t, d)
+	startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	recorded(t, d)
+
+	// A flapping certificate: the first two changes roll.
+	for i, v := range []string{"1", "2"} {
+		update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = v })
+		g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(i + 1))
+	}
+	template := get(t, d).Spec.Template
+	update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = "3" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", safe.ReasonRolloutStorm) }).Should(gomega.HaveLen(1))
+	g.Expect(pendingReason(t, d)).To(gomega.Equal(safe.HoldStorm))
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, d).Spec.Template }).Should(gomega.Equal(template))
+
+	// Resumed (the annotation removed, as kubectl reroll resume does): the
+	// held change rolls, once.
+	update(t, d, func(d *appsv1.Deployment) { delete(d.Annotations, safe.RolloutsAnnotation) })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(3))
+	g.Expect(pendingReason(t, d)).To(gomega.BeEmpty())
+}
+
+func TestDelivery_OnDeleteStatefulSetRestartsPodByPodHighestOrdinalFirst(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"k": "1"}))
+	sts := statefulSet(ns, "db", autoOn, podSpec(envFrom("cfg")))
+	sts.Spec.Replicas = ptr.To[int32](3)
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	create(t, sts)
+	l := watchPods(t, ns, labelsFor("db"))
+	old := l.allReady(t, 3)
+	startReroll(t, ns, Options{PodEviction: true})
+	recorded(t, sts)
+
+	l.arm()
+	update(t, configMap(ns, "cfg", nil), func(c *corev1.ConfigMap) { c.Data["k"] = "2" })
+	// The StatefulSet controller may delete and re-create a replacement
+	// itself; Reroll's evictions are the old pods' deletions.
+	g.Eventually(func() int {
+		live, ready, _, _ := l.state()
+		if ready != 3 || len(live) != 3 {
+			return -1
+		}
+		n := 0
+		for _, uid := range live {
+			if slices.Contains(old, uid) {
+				n++
+			}
+		}
+		return n
+	}).Should(gomega.Equal(0), "three Ready pods, none of them old")
+	_, _, deleted, minReady := l.state()
+	for _, uid := range old {
+		g.Expect(deleted).To(gomega.HaveKeyWithValue(uid, 1), "each old pod evicted once")
+	}
+	g.Expect(minReady).To(gomega.Equal(2), "one pod at a time, each replacement Ready before the next")
+	l.mu.Lock()
+	var order []string
+	for _, e := range l.order {
+		name, uid, _ := strings.Cut(e, " ")
+		if slices.Contains(old, types.UID(uid)) {
+			order = append(order, name)
+		}
+	}
+	l.mu.Unlock()
+	g.Expect(order).To(gomega.Equal([]string{"db-2", "db-1", "db-0"}), "highest ordinal first")
+	g.Eventually(func() map[string]string { return get(t, sts).Annotations }).ShouldNot(gomega.HaveKey(eviction.ProgressAnnotation))
+	g.Expect(get(t, sts).Spec.Template.Annotations).NotTo(gomega.HaveKey("reroll.dev/config-hash"), "an OnDelete template change would restart nothing")
+}
+
+func TestDelivery_AFixSupersedesAHaltedChangeSet(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	f := newFleet(t)
+	canaryNS, prodNS, canary, prod := f.canaryNS, f.prodNS, f.canary, f.prod
+	f.failNextCanaryRollout(t)
+
+	replicate(t, map[string]string{"level": "bad"}, canaryNS, prodNS)
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
+	bad := member(t, prod).Sets
+
+	// The fix: the quota goes (the cause), and a newer content replaces
+	// the bad one everywhere.
+	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: canaryNS, Name: "one-pod"}})).To(gomega.Succeed())
+	// A deadline a loaded machine meets: the fix must not fail by time.
+	update(t, canary, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
+	replicate(t, map[string]string{"level": "good"}, canaryNS, prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(member(t, prod).Sets).NotTo(gomega.Equal(bad), "production rolled for the new change set")
+	g.Expect(member(t, canary).Sets).To(gomega.Equal(member(t, prod).Sets))
+	g.Expect(member(t, canary).Healthy.IsZero()).To(gomega.BeFalse(), "the canary rolled the fix, healthy, before production")
+	waitRolledOut(t, prod)
+	g.Consistently(func() []int {
+		return []int{len(rolledEvents(t, canaryNS, "web")), len(rolledEvents(t, prodNS, "web"))}
+	}).Should(gomega.Equal([]int{2, 1}), "the canary rolled the bad content and the fix, production only the fix, each once")
+	g.Expect(pendingReason(t, prod)).To(gomega.BeEmpty())
+}

@@ -1,0 +1,180 @@
+package delivery
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Record is a workload's part of its change sets, the value of
+// MemberAnnotation (JSON). Times are UTC, to the second.
+type Record struct {
+	// Sets are the IDs of the change sets the workload rolls (or waits to
+	// roll) for, sorted.
+	Sets []string `json:"sets"`
+	// Wave is the workload's wave when it joined.
+	Wave int `json:"wave,omitempty"`
+	// Objects name the changed objects it reads, "Kind/namespace/name",
+	// sorted: where a halt's Events go.
+	Objects []string `json:"objects,omitempty"`
+	// Seen is when it joined; Rolled when its rollout started; Healthy when
+	// its status first reported the rollout complete and healthy; Failed is
+	// the signal of a failed rollout.
+	Seen    time.Time `json:"seen,omitzero"`
+	Rolled  time.Time `json:"rolled,omitzero"`
+	Healthy time.Time `json:"healthy,omitzero"`
+	Failed  string    `json:"failed,omitempty"`
+}
+
+// maxRecordBytes bounds a MemberAnnotation value read: a tenant with edit
+// rights on the workload can write anything there.
+const maxRecordBytes = 8 << 10
+
+// ParseRecord reads MemberAnnotation's value; "" is no record. A value that
+// is too long or not a Record is an error (the caller replaces it).
+func ParseRecord(v string) (Record, error) {
+	var r Record
+	if v == "" {
+		return r, nil
+	}
+	if len(v) > maxRecordBytes {
+		return Record{}, fmt.Errorf("annotation %s is longer than %d bytes", MemberAnnotation, maxRecordBytes)
+	}
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return Record{}, fmt.Errorf("annotation %s is not valid JSON: %w", MemberAnnotation, err)
+	}
+	return r, nil
+}
+
+// String encodes r for MemberAnnotation.
+func (r Record) String() string {
+	b, _ := json.Marshal(r) // strings, ints and times always encode
+	return string(b)
+}
+
+// Equal reports whether r and o encode alike.
+func (r Record) Equal(o Record) bool { return r.String() == o.String() }
+
+// Of reports whether r names set id.
+func (r Record) Of(id string) bool { return slices.Contains(r.Sets, id) }
+
+// Join returns the record of a workload that now takes part in sets (sorted
+// IDs) in wave, reading objects: r itself when it names the same sets, else
+// a fresh record (a newer content supersedes the older set).
+func (r Record) Join(sets, objects []string, wave int) Record {
+	if slices.Equal(r.Sets, sets) {
+		return r
+	}
+	return Record{Sets: sets, Objects: objects, Wave: wave}
+}
+
+// SetID is the ID of the change set of one object's change: 16 hex
+// characters of the SHA-256 of its kind, name and content, where content is
+// its per-key digests (already keyed under the installation key, so the ID
+// reveals nothing of the values) or "deleted". Copies of one object in
+// several namespaces that change to the same content share it.
+func SetID(kind, name string, keys map[string]string, deleted bool) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", kind, name)
+	if deleted {
+		h.Write([]byte("deleted"))
+	} else {
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(h, "%s=%s\x00", k, keys[k])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Wave is the wave of a workload with annotations, in a Namespace with
+// nsAnnotations: the workload's WaveAnnotation, else its Namespace's, else
+// 0. A malformed value is an error and counts as 0.
+func Wave(annotations, nsAnnotations map[string]string) (int, error) {
+	for _, a := range []map[string]string{annotations, nsAnnotations} {
+		v, ok := a[WaveAnnotation]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < -1000 || n > 1000 {
+			return 0, fmt.Errorf("annotation %s: %q is not an integer from -1000 to 1000", WaveAnnotation, v)
+		}
+		return n, nil
+	}
+	return 0, nil
+}
+
+// BakeTime is the bake time of a workload with annotations in a Namespace
+// with nsAnnotations: BakeTimeAnnotation on the workload, else on its
+// Namespace, else def. A malformed value is an error and counts as def.
+func BakeTime(annotations, nsAnnotations map[string]string, def time.Duration) (time.Duration, error) {
+	for _, a := range []map[string]string{annotations, nsAnnotations} {
+		v, ok := a[BakeTimeAnnotation]
+		if !ok {
+			continue
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 || d > 24*time.Hour {
+			return def, fmt.Errorf("annotation %s: %q is not a duration from 0 to 24h", BakeTimeAnnotation, v)
+		}
+		return d, nil
+	}
+	return def, nil
+}
+
+// Halt is the durable record of a halted (or resumed) change set, kept in
+// a ConfigMap in Reroll's namespace under the set's ID, as JSON.
+type Halt struct {
+	// Halted is when the breaker tripped; zero once resumed.
+	Halted time.Time `json:"halted,omitzero"`
+	// Resumed is when an operator last resumed the set: failures of
+	// rollouts started before it no longer count.
+	Resumed time.Time `json:"resumed,omitzero"`
+	// Failed names the failed workloads, "Kind/namespace/name"; Signal says
+	// what failed first.
+	Failed []string `json:"failed,omitempty"`
+	Signal string   `json:"signal,omitempty"`
+	// Objects name the changed objects, "Kind/namespace/name".
+	Objects []string `json:"objects,omitempty"`
+}
+
+// Active reports whether h halts its set: it exists and was not resumed
+// since.
+func (h *Halt) Active() bool { return h != nil && !h.Halted.IsZero() }
+
+// ParseHalt reads one halt record; an error names what is wrong.
+func ParseHalt(v string) (*Halt, error) {
+	var h Halt
+	if len(v) > maxRecordBytes*8 {
+		return nil, fmt.Errorf("halt record is longer than %d bytes", maxRecordBytes*8)
+	}
+	if err := json.Unmarshal([]byte(v), &h); err != nil {
+		return nil, fmt.Errorf("halt record is not valid JSON: %w", err)
+	}
+	return &h, nil
+}
+
+// String encodes h for its ConfigMap.
+func (h Halt) String() string {
+	b, _ := json.Marshal(h) // strings and times always encode
+	return string(b)
+}
+
+// Resume returns h resumed at now: the set rolls on, and only rollouts
+// started after now count towards the breaker.
+func (h Halt) Resume(now time.Time) Halt {
+	h.Halted = time.Time{}
+	h.Resumed = now.UTC().Truncate(time.Second)
+	return h
+}
