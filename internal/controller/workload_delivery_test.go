@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
 )
 
@@ -314,4 +316,68 @@ func TestDelivery_AFixSupersedesAHaltedChangeSet(t *testing.T) {
 		return []int{len(rolledEvents(t, canaryNS, "web")), len(rolledEvents(t, prodNS, "web"))}
 	}).Should(gomega.Equal([]int{2, 1}), "the canary rolled the bad content and the fix, production only the fix, each once")
 	g.Expect(pendingReason(t, prod)).To(gomega.BeEmpty())
+}
+
+// With safe delivery on but no wave, no bound and no halt anywhere, a change
+// costs what it cost before safe delivery existed: one patch of the
+// workload, and not one GET or LIST (the halt records are read from a
+// watch, not from the API server per change).
+func TestDelivery_NoWavesNoHaltsAChangeCostsOnePatch(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, ns := newNamespace(t), newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"level": "info"}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
+	create(t, d)
+	counter := startCountedReroll(t, own, deliveryOptions(own, own, ns))
+	recorded(t, d)
+	before := settled(t, counter)
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["level"] = "debug" })
+	// The positive control: the counter sees the rollout's patch.
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+	after := settled(t, counter)
+	patch := metrics.Request{Verb: "patch", Resource: "deployments", Code: 200}
+	g.Expect(after[patch]).To(gomega.Equal(before[patch] + 1))
+	for r, n := range after {
+		if r.Verb == "get" || r.Verb == "list" {
+			g.Expect(n).To(gomega.Equal(before[r]), "%s %s after a data change", r.Verb, r.Resource)
+		}
+	}
+}
+
+// The halt records are read from a watch that needs no more than list and
+// watch on their one ConfigMap, granted by name: the watch selects it by
+// metadata.name, which RBAC checks against resourceNames.
+func TestHaltWatch_ReadsItsOneConfigMapGrantedByName(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own := newNamespace(t)
+	cfg := serviceAccountConfig(t, own, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"reroll-change-sets"}, Verbs: []string{"list", "watch"}},
+	})
+	key := types.NamespacedName{Namespace: own, Name: "reroll-change-sets"}
+	w, err := newHaltWatch(cfg, key)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	go func() { _ = w.Start(t.Context()) }()
+
+	// Absent: no record, and no error (the watch synced with that permission).
+	cm, err := w.get(t.Context())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(cm).To(gomega.BeNil())
+
+	create(t, configMap(own, "other", map[string]string{"set-b": "{}"}), configMap(own, "reroll-change-sets", map[string]string{"set-a": `{"halted":"2026-01-02T03:04:05Z"}`}))
+	g.Eventually(func(g gomega.Gomega) map[string]string {
+		cm, err := w.get(t.Context())
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(cm).NotTo(gomega.BeNil())
+		return cm.Data
+	}).Should(gomega.HaveKey("set-a"))
+	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"set-c": "{}"} })
+	g.Eventually(func(g gomega.Gomega) map[string]string {
+		cm, err := w.get(t.Context())
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return cm.Data
+	}).Should(gomega.Equal(map[string]string{"set-c": "{}"}))
+	g.Expect(w.inf.GetStore().ListKeys()).To(gomega.Equal([]string{own + "/reroll-change-sets"}), "the watch holds no other ConfigMap")
 }

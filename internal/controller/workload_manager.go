@@ -109,8 +109,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var sets *changeSets
 	if opts.ChangeSets.Name != "" {
+		watch, err := newHaltWatch(mgr.GetConfig(), opts.ChangeSets)
+		if err != nil {
+			return err
+		}
+		// The halt records, read at each change that rolls: from a watch of
+		// their one ConfigMap, never from the API server per change.
+		if err := mgr.Add(watch); err != nil {
+			return fmt.Errorf("adding the watch of the halt records: %w", err)
+		}
 		sets = &changeSets{store: configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.ChangeSets, what: "the change sets' halt records"},
-			reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
+			watch: watch, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
 		if err := registerCollector(sets); err != nil {
 			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
