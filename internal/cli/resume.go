@@ -121,7 +121,7 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 		if err != nil {
 			return nil, err
 		}
-		rec, err := delivery.ParseRecord(t.obj.GetAnnotations()[delivery.MemberAnnotation])
+		rec, err := delivery.ParseRecord(plan.Displayed(t.obj.GetAnnotations(), delivery.MemberAnnotation))
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +206,7 @@ func (s *session) haltedSets(ctx context.Context, f changeSetFlags) ([]haltedSet
 		if string(plan.DisplayedPendingReason(a)) != delivery.HoldHalted {
 			continue
 		}
-		rec, err := delivery.ParseRecord(a[delivery.MemberAnnotation])
+		rec, err := delivery.ParseRecord(plan.Displayed(a, delivery.MemberAnnotation))
 		if err != nil {
 			continue
 		}

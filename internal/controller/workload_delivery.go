@@ -217,7 +217,9 @@ func indexWave(obj client.Object) []string {
 
 // indexChangeSets is the changeSetIndex function.
 func indexChangeSets(obj client.Object) []string {
-	r, err := safe.ParseRecord(obj.GetAnnotations()[safe.MemberAnnotation])
+	// Unverified (the index function has no key): members checks each
+	// record's signature before it counts.
+	r, err := safe.ParseRecord(plan.Displayed(obj.GetAnnotations(), safe.MemberAnnotation))
 	if err != nil {
 		return nil
 	}
@@ -239,7 +241,9 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 	if !ok {
 		return nil
 	}
-	raw, member := in.Annotations[safe.MemberAnnotation]
+	// Only a record Reroll signed counts; a forged one is removed by
+	// plan.Decide (ForgedState) and the workload joins afresh.
+	raw, member := plan.Verified(opts.Key, in.UID, safe.MemberAnnotation, in.Annotations)
 	rolling := p.Outcome == plan.Roll && in.Annotations[plan.RolloutOverrideAnnotation] != "true"
 	if !rolling && !member {
 		return nil
@@ -312,7 +316,7 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
-		p.Annotations[safe.MemberAnnotation] = v
+		p.Annotations[safe.MemberAnnotation] = plan.Sign(opts.Key, in.UID, safe.MemberAnnotation, v)
 	}
 	return nil
 }
@@ -399,7 +403,13 @@ func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.
 			if obj.GetUID() == self || failed != nil {
 				return
 			}
-			rec, err := safe.ParseRecord(obj.GetAnnotations()[safe.MemberAnnotation])
+			v, ok := plan.Verified(r.Options.Key, string(obj.GetUID()), safe.MemberAnnotation, obj.GetAnnotations())
+			if !ok {
+				// Not written by Reroll: a tenant's forgery reports
+				// neither a failure nor a success for the set.
+				return
+			}
+			rec, err := safe.ParseRecord(v)
 			if err != nil {
 				return
 			}
@@ -550,9 +560,11 @@ func (r *WorkloadReconciler) stormGate(in plan.Input, opts plan.Options, p *plan
 	if p.Outcome != plan.Roll || s.Max <= 0 || in.Annotations[plan.RolloutOverrideAnnotation] == "true" {
 		return
 	}
-	ok, kept, until, detail := s.Allow(safe.ParseRollouts(in.Annotations[safe.RolloutsAnnotation]), in.Now)
+	// Only the times Reroll signed count: a forged list holds nothing.
+	latest, _ := plan.Verified(opts.Key, in.UID, safe.RolloutsAnnotation, in.Annotations)
+	ok, kept, until, detail := s.Allow(safe.ParseRollouts(latest), in.Now)
 	if ok {
-		p.Annotations[safe.RolloutsAnnotation] = safe.FormatRollouts(kept)
+		p.Annotations[safe.RolloutsAnnotation] = plan.Sign(opts.Key, in.UID, safe.RolloutsAnnotation, safe.FormatRollouts(kept))
 		return
 	}
 	p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(safe.HoldStorm), Detail: detail, Since: plan.PendingSince(opts.Key, in.UID, in.Annotations, in.Now), Until: until})

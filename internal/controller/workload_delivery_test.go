@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func waveNamespace(t *testing.T, wave string) string {
 // with kubectl get -o jsonpath.
 func member(t *testing.T, d *appsv1.Deployment) safe.Record {
 	t.Helper()
-	r, err := safe.ParseRecord(get(t, d).Annotations[safe.MemberAnnotation])
+	r, err := safe.ParseRecord(plan.Displayed(get(t, d).Annotations, safe.MemberAnnotation))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	return r
 }
@@ -380,4 +381,73 @@ func TestHaltWatch_ReadsItsOneConfigMapGrantedByName(t *testing.T) {
 		return cm.Data
 	}).Should(gomega.Equal(map[string]string{"set-c": "{}"}))
 	g.Expect(w.inf.GetStore().ListKeys()).To(gomega.Equal([]string{own + "/reroll-change-sets"}), "the watch holds no other ConfigMap")
+}
+
+// A tenant who may edit a workload writes the storm breaker's state by hand:
+// two rollouts "just now", under a bound of two. Not signed by Reroll, it
+// holds nothing: a ForgedState Warning, and the change rolls. The breaker
+// still holds on Reroll's own signed record (the positive control).
+func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
+	create(t, d)
+	startReroll(t, ns, Options{Key: testKey(t, 7), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	recorded(t, d)
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	update(t, d, func(d *appsv1.Deployment) { d.Annotations[safe.RolloutsAnnotation] = now + " " + now })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonForgedState) }).
+		Should(gomega.ContainElement(gomega.ContainSubstring(safe.RolloutsAnnotation)))
+
+	for i, v := range []string{"1", "2"} {
+		update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = v })
+		g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(i+1), "the forged rollouts count for nothing")
+	}
+	g.Expect(get(t, d).Annotations[safe.RolloutsAnnotation]).To(gomega.ContainSubstring(" sig="), "Reroll signs its own")
+	// Positive control: Reroll's two signed rollouts hold the third change.
+	update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = "3" })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", safe.ReasonRolloutStorm) }).Should(gomega.HaveLen(1))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(2))
+}
+
+// A tenant who may edit the canary writes its change-set record by hand,
+// reporting a failed rollout while production waits for the canary's bake
+// time. Not signed by Reroll, it halts nothing: a ForgedState Warning, and
+// production rolls once the canary has baked.
+func TestDelivery_ForgedChangeSetRecordHaltsNothing(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), newNamespace(t)
+	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
+	canary, prod := ds[0], ds[1]
+	opts := deliveryOptions(own, own, canaryNS, prodNS)
+	opts.Key = testKey(t, 8)
+	// Long enough to forge the record before production may roll.
+	opts.BakeTime = 20 * time.Second
+	startReroll(t, own, opts)
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+
+	replicate(t, map[string]string{"level": "debug"}, canaryNS, prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldWave))
+	forgedAt := time.Now().Truncate(time.Second)
+	update(t, canary, func(d *appsv1.Deployment) {
+		r, err := safe.ParseRecord(plan.Displayed(d.Annotations, safe.MemberAnnotation))
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(r.Sets).NotTo(gomega.BeEmpty())
+		r.Failed = "forged by a tenant"
+		d.Annotations[safe.MemberAnnotation] = r.String()
+	})
+	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", plan.ReasonForgedState) }).
+		Should(gomega.ContainElement(gomega.ContainSubstring(safe.MemberAnnotation)))
+
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(member(t, prod).Rolled).NotTo(gomega.BeTemporally("<", forgedAt), "production rolled after the forgery was written")
+	g.Expect(eventsWithReason(t, prodNS, "web", safe.ReasonChangeHalted)).To(gomega.BeEmpty())
+	g.Expect(eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted)).To(gomega.BeEmpty())
 }

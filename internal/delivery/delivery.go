@@ -19,8 +19,10 @@ const (
 	// starts, a Go duration ("90s", "5m"); --bake-time is the default.
 	BakeTimeAnnotation = "reroll.dev/bake-time"
 	// MemberAnnotation is written by Reroll on a workload that takes part in
-	// a change set: its Member record, as JSON. Only Reroll writes it; a
-	// value that does not parse is replaced.
+	// a change set: its Member record, as JSON, signed under the
+	// installation key (plan.SignedState), so a tenant's forgery counts for
+	// nothing and is removed; a signed value that does not parse is
+	// replaced.
 	MemberAnnotation = "reroll.dev/change-set"
 )
 

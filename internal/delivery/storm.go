@@ -10,8 +10,9 @@ import (
 
 // RolloutsAnnotation is written by Reroll on a workload it rolls while the
 // storm breaker is on: the Unix seconds of its latest rollouts, oldest
-// first, space-separated, at most Storm.Max of them. Removing it (kubectl
-// reroll resume) lets a held workload roll at once.
+// first, space-separated, at most Storm.Max of them, signed under the
+// installation key (plan.SignedState). Removing it (kubectl reroll resume)
+// lets a held workload roll at once.
 const RolloutsAnnotation = "reroll.dev/rollouts"
 
 // HoldStorm: the workload rolled Storm.Max times within Storm.Period.

@@ -134,11 +134,7 @@ func PendingReason(k digest.Key, uid string, annotations map[string]string) Defe
 // kubectl plugin cannot read the installation key), never for a decision of
 // Reroll's own (PendingReason).
 func DisplayedPendingReason(annotations map[string]string) DeferReason {
-	v := annotations[PendingAnnotation]
-	if i := strings.LastIndex(v, signatureSep); i >= 0 {
-		v = v[:i]
-	}
-	_, reason, _ := parsePending(v)
+	_, reason, _ := parsePending(Displayed(annotations, PendingAnnotation))
 	return reason
 }
 

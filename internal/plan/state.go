@@ -6,11 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 )
 
 // ReasonForgedState is a Warning Event: a state annotation of Reroll's
-// (PendingAnnotation, RolledAtAnnotation) on the workload does not carry
+// (SignedState) on the workload does not carry
 // Reroll's signature: someone else wrote it, or an older Reroll that did
 // not sign. It is ignored (it neither holds a rollout nor counts against
 // the concurrent rollout bound) and removed.
@@ -22,8 +23,10 @@ const signatureSep = " sig="
 
 // SignedState lists the state annotations Reroll signs: those that other
 // workloads' rollouts depend on (the concurrent rollout bound's queue and
-// running set), so a tenant must not be able to write them.
-var SignedState = []string{PendingAnnotation, RolledAtAnnotation}
+// running set; a change set's record, which holds or releases the next wave
+// and trips the breaker; the storm breaker's latest rollouts), so a tenant
+// must not be able to write them.
+var SignedState = []string{PendingAnnotation, RolledAtAnnotation, delivery.MemberAnnotation, delivery.RolloutsAnnotation}
 
 // Sign returns value signed as annotation name of the workload uid:
 // "<value> sig=<32 hex characters>".
@@ -49,6 +52,18 @@ func Verified(k digest.Key, uid, name string, annotations map[string]string) (va
 		return "", false
 	}
 	return value, true
+}
+
+// Displayed is the value of state annotation name in annotations without
+// its signature, unchecked: for what a user is shown (the kubectl plugin
+// cannot read the installation key), never for a decision of Reroll's own
+// (Verified).
+func Displayed(annotations map[string]string, name string) string {
+	v := annotations[name]
+	if i := strings.LastIndex(v, signatureSep); i >= 0 {
+		v = v[:i]
+	}
+	return v
 }
 
 // forged reports the state annotations of in that are present but do not
