@@ -24,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -525,28 +526,59 @@ func eachObject(list runtime.Object, f func(client.Object)) error {
 
 // Metric of the breaker, computed from the halt records at each scrape.
 var changeSetsHaltedDesc = prometheus.NewDesc("reroll_change_sets_halted",
-	"Change sets halted by the circuit breaker (--halt-after-failed-rollouts) and not resumed: their workloads not yet rolled wait, pending with the reason halted.", nil, nil)
+	"Change sets halted by the circuit breaker (--halt-after-failed-rollouts), not resumed and not superseded: their workloads not yet rolled wait, pending with the reason halted.", nil, nil)
 
 // Describe implements prometheus.Collector.
 func (c *changeSets) Describe(ch chan<- *prometheus.Desc) { ch <- changeSetsHaltedDesc }
 
-// Collect implements prometheus.Collector; halt records that cannot be read
-// yield no sample.
+// Collect implements prometheus.Collector: the halted sets that a workload
+// still names (a newer content supersedes a set: its members move to the
+// new one, and its record stays behind, resolved). Halt records that cannot
+// be read yield no sample.
 func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	halts, err := c.get(ctx)
+	n, err := c.halted(ctx)
 	if err != nil {
 		ctrl.Log.WithName("metrics").Error(err, "Reading the halt records for the metrics")
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(changeSetsHaltedDesc, prometheus.GaugeValue, float64(n))
+}
+
+// halted counts the halted sets that some workload names, from the watch
+// and the cache.
+func (c *changeSets) halted(ctx context.Context) (int, error) {
+	halts, err := c.get(ctx)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, h := range halts {
-		if h.Active() {
-			n++
+	for id, h := range halts {
+		if !h.Active() {
+			continue
+		}
+		for _, pk := range c.kinds {
+			list := pk.kind.NewList()
+			if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
+				return 0, fmt.Errorf("listing %s by %s: %w", pk.kind.Name(), changeSetIndex, err)
+			}
+			if meta.LenList(list) > 0 {
+				n++
+				break
+			}
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(changeSetsHaltedDesc, prometheus.GaugeValue, float64(n))
+	return n, nil
+}
+
+// registerLatest adds c to controller-runtime's metrics registry in place
+// of any collector of the same metrics: the registry is process-wide, and
+// the latest manager's halt records are the ones that count (a process
+// runs one manager; tests run one after the other).
+func registerLatest(c prometheus.Collector) error {
+	ctrlmetrics.Registry.Unregister(c) // by its descriptors, not by identity
+	return ctrlmetrics.Registry.Register(c)
 }
 
 // stormGate holds a rollout of a workload that Reroll rolled

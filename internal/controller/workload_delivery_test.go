@@ -451,3 +451,66 @@ func TestDelivery_ForgedChangeSetRecordHaltsNothing(t *testing.T) {
 	g.Expect(eventsWithReason(t, prodNS, "web", safe.ReasonChangeHalted)).To(gomega.BeEmpty())
 	g.Expect(eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted)).To(gomega.BeEmpty())
 }
+
+// gauge returns the value of an unlabelled gauge of the process's registry.
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	for _, m := range family(t, name) {
+		return m.GetGauge().GetValue()
+	}
+	return -1
+}
+
+// The breaker's gauge counts a halted change set while it holds workloads,
+// and returns to 0 when an operator resumes it, and when a newer content
+// supersedes it. Not parallel: the gauge is process-wide (the latest
+// Reroll's halt records).
+func TestDelivery_HaltedGaugeCountsHeldSetsUntilResumedOrSuperseded(t *testing.T) {
+	g := newT(t)
+	f := newFleet(t)
+	own, canaryNS, prodNS, canary, prod := f.own, f.canaryNS, f.prodNS, f.canary, f.prod
+	halted := func() float64 { return gauge(t, "reroll_change_sets_halted") }
+	g.Expect(halted()).To(gomega.BeZero())
+
+	f.failNextCanaryRollout(t)
+	replicate(t, map[string]string{"level": "bad"}, canaryNS, prodNS)
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Eventually(halted).Should(gomega.Equal(1.0))
+
+	// Resumed: 0, and production rolls.
+	id := member(t, prod).Sets[0]
+	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) {
+		h, err := safe.ParseHalt(cm.Data[id])
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		cm.Data[id] = h.Resume(time.Now()).String()
+	})
+	g.Eventually(halted).Should(gomega.BeZero())
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
+
+	// A second bad content halts again (the quota still blocks the canary).
+	replicate(t, map[string]string{"level": "worse"}, canaryNS, prodNS)
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Eventually(halted).Should(gomega.Equal(1.0))
+
+	// The fix supersedes it: 0, while its halt record stays behind.
+	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: canaryNS, Name: "one-pod"}})).To(gomega.Succeed())
+	update(t, canary, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
+	replicate(t, map[string]string{"level": "good"}, canaryNS, prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(2))
+	g.Eventually(halted).Should(gomega.BeZero())
+	g.Expect(halts(t, own)).To(gomega.Equal(1), "the superseded set's halt record is still there")
+}
+
+// halts counts the active halt records in namespace own.
+func halts(t *testing.T, own string) int {
+	t.Helper()
+	n := 0
+	for _, v := range get(t, configMap(own, "reroll-change-sets", nil)).Data {
+		h, err := safe.ParseHalt(v)
+		newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+		if h.Active() {
+			n++
+		}
+	}
+	return n
+}

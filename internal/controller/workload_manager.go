@@ -120,9 +120,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		sets = &changeSets{store: configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.ChangeSets, what: "the change sets' halt records"},
 			watch: watch, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
-		if err := registerCollector(sets); err != nil {
-			return fmt.Errorf("registering the change set metrics: %w", err)
-		}
 	}
 	kinds := opts.Kinds
 	if kinds == nil {
@@ -190,6 +187,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
 			r.registerWebhook(mgr)
+		}
+	}
+	if sets != nil {
+		// Once its kinds are known: a scrape reads them.
+		if err := registerLatest(sets); err != nil {
+			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
 	}
 	if !opts.noEviction && opts.PodRecords.Name != "" {
