@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
@@ -513,4 +514,53 @@ func halts(t *testing.T, own string) int {
 		}
 	}
 	return n
+}
+
+// The canary's new pods pass their first check, then crash-loop during the
+// bake time (set through the pod's status, as a kubelet would: the pods
+// here are kwok's). The rollout counts as failed and halts the change set.
+func TestDelivery_ACrashLoopDuringTheBakeTimeHaltsTheRest(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), newNamespace(t)
+	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
+	canary, prod := ds[0], ds[1]
+	// A bake time far longer than the test needs to break the pod.
+	update(t, canary, func(d *appsv1.Deployment) { d.Annotations[safe.BakeTimeAnnotation] = "10m" })
+	startReroll(t, own, deliveryOptions(own, own, canaryNS, prodNS))
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+
+	replicate(t, map[string]string{"level": "crash"}, canaryNS, prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	// The positive check first: the new revision was healthy, and baking.
+	g.Eventually(func() bool { return member(t, canary).Healthy.IsZero() }).Should(gomega.BeFalse())
+	g.Expect(pendingReason(t, prod)).To(gomega.Equal(safe.HoldWave))
+
+	var pods corev1.PodList
+	g.Expect(k8s.List(t.Context(), &pods, client.InNamespace(canaryNS), client.MatchingLabels(labelsFor("web")))).To(gomega.Succeed())
+	crashed := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		p.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: metav1.Now()},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: metav1.Now()},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.example/app:1", RestartCount: 3,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"}}}}
+		g.Expect(k8s.Status().Update(t.Context(), p)).To(gomega.Succeed())
+		crashed++
+	}
+	g.Expect(crashed).To(gomega.BeNumerically(">", 0))
+
+	g.Eventually(func() string { return member(t, canary).Failed }).Should(gomega.ContainSubstring("unhealthy during the bake time"))
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
+	g.Expect(rolledEvents(t, prodNS, "web")).To(gomega.BeEmpty())
 }

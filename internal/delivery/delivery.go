@@ -161,6 +161,16 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 			d.Record.Healthy = now.UTC().Truncate(time.Second)
 		case self.State == InProgress && d.Record.Healthy.IsZero() && d.Record.Failed == "":
 			d.Recheck = recheck
+		case !d.Record.Healthy.IsZero() && d.Record.Failed == "" && now.Before(d.Record.Healthy.Add(self.BakeTime)):
+			// Baking: a rollout that stops being healthy before its bake
+			// time is over failed. A container of the new revision in
+			// CrashLoopBackOff makes its pod not ready, and the workload
+			// no longer available.
+			if self.State != Current {
+				d.Record.Failed = fmt.Sprintf("unhealthy during the bake time of %s: %s", self.BakeTime, self.Signal)
+			} else {
+				d.Recheck = min(recheck, d.Record.Healthy.Add(self.BakeTime).Sub(now)+time.Second)
+			}
 		}
 	}
 	d.Changed = !d.Record.Equal(self.Record)

@@ -84,6 +84,18 @@ func TestDecide(t *testing.T) {
 			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0)}, InProgress), now: at(12),
 			seen: at(0), recheck: true,
 		},
+		"a baking member is decided again until its bake time is over": {
+			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0), Healthy: at(10)}, Current), now: at(20),
+			seen: at(0), healthy: at(10), recheck: true,
+		},
+		"a member unhealthy during its bake time failed, and trips the breaker": {
+			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0), Healthy: at(10)}, InProgress), now: at(20),
+			seen: at(0), healthy: at(10), failed: "unhealthy during the bake time of 30s: ProgressDeadlineExceeded", halt: []string{"Deployment/canary/web"},
+		},
+		"a member unhealthy after its bake time is not judged": {
+			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0), Healthy: at(10)}, InProgress), now: at(41),
+			seen: at(0), healthy: at(10),
+		},
 		"a failed rollout trips the breaker": {
 			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0)}, Failed), now: at(30),
 			seen: at(0), failed: "ProgressDeadlineExceeded", halt: []string{"Deployment/canary/web"},
