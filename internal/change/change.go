@@ -71,6 +71,20 @@ type Change struct {
 	// ObservedAt is when Reroll saw the change, in Unix seconds; set only in
 	// --webhook-url notifications.
 	ObservedAt int64 `json:"observedAt,omitempty"`
+	// Halt, when set, makes this the alert of a halt, not of a rollout: the
+	// circuit breaker (safe delivery) halted the change set of this change
+	// after the workload's rollout failed.
+	Halt *Halt `json:"halt,omitempty"`
+}
+
+// Halt is what the alert of a halted change set says beyond the change.
+type Halt struct {
+	// ChangeSet is the set's ID (delivery.SetID).
+	ChangeSet string `json:"changeSet"`
+	// Failed names the failed workloads, "Kind/namespace/name".
+	Failed []string `json:"failed"`
+	// Signal says what failed first.
+	Signal string `json:"signal"`
 }
 
 // Summary joins the objects' text forms with "; ":

@@ -24,10 +24,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/reroll/reroll/internal/change"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
@@ -454,7 +455,35 @@ func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt
 			r.Recorder.Event(ref, corev1.EventTypeWarning, safe.ReasonChangeHalted, note)
 		}
 	}
+	if r.Options.Alerter != nil {
+		// ALERT_ON_RELOAD: the halt is told where the rollouts are.
+		r.Options.Alerter.Alert(ctx, haltAlert(set.ID, h))
+	}
 	return nil
+}
+
+// haltAlert is the alert of halt h of set id: the change of the first
+// failed workload, its changed objects, and the halt.
+func haltAlert(id string, h safe.Halt) change.Change {
+	var c change.Change
+	if len(h.Failed) > 0 {
+		if parts := strings.SplitN(h.Failed[0], "/", 3); len(parts) == 3 {
+			c.Kind, c.Namespace, c.Name = parts[0], parts[1], parts[2]
+		}
+	}
+	for _, o := range h.Objects {
+		parts := strings.SplitN(o, "/", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		obj := change.Object{Kind: parts[0], Name: parts[2]}
+		if parts[1] != c.Namespace {
+			obj.Namespace = parts[1]
+		}
+		c.Objects = append(c.Objects, obj)
+	}
+	c.Halt = &change.Halt{ChangeSet: id, Failed: h.Failed, Signal: h.Signal}
+	return c
 }
 
 // objectRef returns the object named "Kind/namespace/name" for an Event:

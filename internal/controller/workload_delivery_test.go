@@ -1,9 +1,14 @@
 package controller
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +26,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 )
 
@@ -100,10 +106,20 @@ type fleet struct {
 
 func newFleet(t *testing.T) fleet {
 	t.Helper()
+	return newFleetWith(t, nil)
+}
+
+// newFleetWith is newFleet with Reroll's options changed by mutate (nil:
+// none).
+func newFleetWith(t *testing.T, mutate func(*Options)) fleet {
+	t.Helper()
 	f := fleet{own: newNamespace(t), canaryNS: waveNamespace(t, "-1"), prodNS: newNamespace(t)}
 	ds := replicated(t, map[string]string{"level": "info"}, f.canaryNS, f.prodNS)
 	f.canary, f.prod = ds[0], ds[1]
 	f.opts = deliveryOptions(f.own, f.own, f.canaryNS, f.prodNS)
+	if mutate != nil {
+		mutate(&f.opts)
+	}
 	f.reroll = startReroll(t, f.own, f.opts)
 	for _, d := range ds {
 		recorded(t, d)
@@ -563,4 +579,58 @@ func TestDelivery_ACrashLoopDuringTheBakeTimeHaltsTheRest(t *testing.T) {
 	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
 	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
 	g.Expect(rolledEvents(t, prodNS, "web")).To(gomega.BeEmpty())
+}
+
+// With alerts on (ALERT_ON_RELOAD), a halt is told to the alert endpoint
+// once, after the canary's rollout alert (the positive control: the
+// endpoint receives what Reroll sends).
+func TestDelivery_AHaltIsAlerted(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	var mu sync.Mutex
+	var got []map[string]any
+	var bad error
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		var m map[string]any
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			bad = err
+			return
+		}
+		got = append(got, m)
+	}))
+	t.Cleanup(srv.Close)
+	received := func() []map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]map[string]any(nil), got...)
+	}
+	f := newFleetWith(t, func(o *Options) {
+		o.Alerter = notify.NewSender(notify.Config{Sink: notify.Webhook, URL: srv.URL})
+	})
+	f.failNextCanaryRollout(t)
+	replicate(t, map[string]string{"level": "bad"}, f.canaryNS, f.prodNS)
+	g.Eventually(func() string { return pendingReason(t, f.prod) }).Should(gomega.Equal(safe.HoldHalted))
+	id := member(t, f.prod).Sets[0]
+
+	g.Eventually(received).Should(gomega.HaveLen(2))
+	g.Consistently(received).Should(gomega.HaveLen(2), "one rollout alert and one halt alert")
+	mu.Lock()
+	g.Expect(bad).NotTo(gomega.HaveOccurred())
+	mu.Unlock()
+	rolled, halted := received()[0], received()[1]
+	g.Expect(rolled).NotTo(gomega.HaveKey("halt"))
+	g.Expect(rolled).To(gomega.HaveKeyWithValue("namespace", f.canaryNS))
+	g.Expect(halted).To(gomega.HaveKeyWithValue("kind", "Deployment"))
+	g.Expect(halted).To(gomega.HaveKeyWithValue("namespace", f.canaryNS))
+	g.Expect(halted).To(gomega.HaveKeyWithValue("name", "web"))
+	g.Expect(halted).To(gomega.HaveKeyWithValue("halt", gomega.And(
+		gomega.HaveKeyWithValue("changeSet", id),
+		gomega.HaveKeyWithValue("failed", []any{"Deployment/" + f.canaryNS + "/web"}))))
+	g.Expect(halted["text"]).To(gomega.HavePrefix("Reroll halted change set " + id + " (ConfigMap/cfg changed) after 1 failed rollout(s)"))
 }

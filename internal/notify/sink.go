@@ -46,10 +46,22 @@ func ParseSink(s string) (Sink, error) {
 // (ALERT_ADDITIONAL_INFO).
 func Text(c change.Change, info string) string {
 	text := fmt.Sprintf("Reroll rolled %s after %s", c.Workload(), c.Summary())
+	if h := c.Halt; h != nil {
+		text = fmt.Sprintf("Reroll halted change set %s (%s) after %d failed rollout(s): %s; workloads not yet rolled keep their pods until kubectl reroll resume, or a newer content",
+			h.ChangeSet, c.Summary(), len(h.Failed), h.Signal)
+	}
 	if info = strings.TrimSpace(info); info != "" {
 		text += "\n" + info
 	}
 	return text
+}
+
+// summary is the one line a Teams card shows folded.
+func summary(c change.Change) string {
+	if c.Halt != nil {
+		return "Reroll halted change set " + c.Halt.ChangeSet
+	}
+	return "Reroll rolled " + c.Workload()
 }
 
 // webhookBody is the JSON object posted to a raw webhook.
@@ -91,7 +103,7 @@ func Body(sink Sink, a change.Change, info string) ([]byte, error) {
 		// Teams renders text as Markdown, where a single newline is not a
 		// line break.
 		v = messageCard{Type: "MessageCard", Context: "https://schema.org/extensions",
-			Summary: "Reroll rolled " + a.Workload(),
+			Summary: summary(a),
 			Text:    strings.ReplaceAll(text, "\n", "\n\n")}
 	case Webhook, "":
 		v = webhookBody{Change: a, AdditionalInfo: strings.TrimSpace(info), Text: text}

@@ -61,6 +61,47 @@ func TestBody(t *testing.T) {
 	}
 }
 
+func TestBody_Halt(t *testing.T) {
+	a := change.Change{Kind: "Deployment", Namespace: "canary", Name: "web",
+		Objects: []change.Object{{Kind: "ConfigMap", Name: "cfg"}},
+		Halt:    &change.Halt{ChangeSet: "0123456789abcdef", Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded"}}
+	text := "Reroll halted change set 0123456789abcdef (ConfigMap/cfg changed) after 1 failed rollout(s): Deployment/canary/web: kstatus Failed: Progress deadline exceeded; workloads not yet rolled keep their pods until kubectl reroll resume, or a newer content"
+	cases := map[string]struct {
+		sink Sink           // the ALERT_SINK
+		want map[string]any // the decoded body
+	}{
+		"slack": {sink: Slack, want: map[string]any{"text": text}},
+		"teams": {sink: Teams, want: map[string]any{
+			"@type": "MessageCard", "@context": "https://schema.org/extensions",
+			"summary": "Reroll halted change set 0123456789abcdef", "text": text,
+		}},
+		"webhook": {sink: Webhook, want: map[string]any{
+			"kind": "Deployment", "namespace": "canary", "name": "web",
+			"changes": []any{map[string]any{"kind": "ConfigMap", "name": "cfg"}},
+			"halt": map[string]any{"changeSet": "0123456789abcdef", "failed": []any{"Deployment/canary/web"},
+				"signal": "Deployment/canary/web: kstatus Failed: Progress deadline exceeded"},
+			"text": text,
+		}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := Body(c.sink, a, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			gb, _ := json.Marshal(got)
+			wb, _ := json.Marshal(c.want)
+			if string(gb) != string(wb) {
+				t.Errorf("Body(%s) = %s, want %s", c.sink, gb, wb)
+			}
+		})
+	}
+}
+
 func TestParseSink(t *testing.T) {
 	cases := map[string]struct {
 		in      string // ALERT_SINK's value
