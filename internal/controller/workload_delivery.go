@@ -11,18 +11,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -31,6 +24,7 @@ import (
 	"github.com/reroll/reroll/internal/change"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 )
@@ -45,15 +39,11 @@ const changeSetIndex = "reroll.dev/change-set"
 const waveIndex = "reroll.dev/rollout-wave"
 
 // changeSets is what the controller keeps for safe delivery: the halt
-// records, read from a watch of their one ConfigMap in Reroll's namespace
-// (haltWatch: `kubectl reroll resume` writes it, and a change must cost no
-// GET), and the lowest wave in use, computed from the cache at most every
-// wavesTTL. Shared by every kind's reconciler.
+// records (halts.Records, from a watch: `kubectl reroll resume` writes them,
+// and a change must cost no GET), and the lowest wave in use, computed from
+// the cache at most every wavesTTL. Shared by every kind's reconciler.
 type changeSets struct {
-	// store writes the halt records (and reads them from the API server
-	// only to write them); watch reads them.
-	store configMapStore
-	watch *haltWatch
+	records *halts.Records
 	// reader is the manager's cache (Namespaces, workloads).
 	reader client.Reader
 	kinds  []progressKind
@@ -62,21 +52,10 @@ type changeSets struct {
 	// annotations may set waves.
 	readNamespaces bool
 
-	mu sync.Mutex
-	// halts are the records parsed from the watched ConfigMap at version
-	// haltsRV ("" when there is none).
-	halts   map[string]*safe.Halt
-	haltsRV string
-	parsed  bool
-	// written is what this process last wrote, at resourceVersion
-	// writtenRV: it stands in for the watch's copy until the watch has
-	// seen that write, so no reconcile rolls a workload of a set that was
-	// just halted.
-	written   map[string]*safe.Halt
-	writtenRV string
-	minWave   int
-	inUse     bool
-	waveAt    time.Time
+	mu      sync.Mutex
+	minWave int
+	inUse   bool
+	waveAt  time.Time
 }
 
 // kindDeadlineGrace is how long after a kind's own progress deadline
@@ -85,88 +64,6 @@ const kindDeadlineGrace = 30 * time.Second
 
 // wavesTTL is how stale the lowest wave in use may be.
 const wavesTTL = time.Second
-
-// get returns the halt records, from the watch (no API request).
-func (c *changeSets) get(ctx context.Context) (map[string]*safe.Halt, error) {
-	cm, err := c.watch.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rv := ""
-	if cm != nil {
-		rv = cm.ResourceVersion
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.written != nil {
-		if !seen(rv, c.writtenRV) {
-			return c.written, nil
-		}
-		c.written, c.writtenRV = nil, ""
-	}
-	if c.parsed && rv == c.haltsRV {
-		return c.halts, nil
-	}
-	var data map[string]string
-	if cm != nil {
-		data = cm.Data
-	}
-	c.halts, c.haltsRV, c.parsed = parseHalts(ctx, data), rv, true
-	return c.halts, nil
-}
-
-// seen reports whether a copy at resourceVersion rv includes the write
-// that made resourceVersion written: rv is the same or later.
-// Kubernetes compares resourceVersions of one resource as integers
-// (KEP-5504); one that does not parse counts as seen, so the watch's copy
-// wins, as it would without this.
-func seen(rv, written string) bool {
-	if rv == written {
-		return true
-	}
-	n, err := resourceversion.CompareResourceVersion(rv, written)
-	return err != nil || n >= 0
-}
-
-// parseHalts reads the halt records of data, skipping (with a log line)
-// the damaged ones.
-func parseHalts(ctx context.Context, data map[string]string) map[string]*safe.Halt {
-	halts := map[string]*safe.Halt{}
-	for id, v := range data {
-		h, err := safe.ParseHalt(v)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Info("Ignoring a damaged halt record", "changeSet", id, "error", err.Error())
-			continue
-		}
-		halts[id] = h
-	}
-	return halts
-}
-
-// record writes halt h of set id, unless the set is halted already, and
-// keeps what it wrote until the watch has seen it; it reports whether it
-// wrote.
-func (c *changeSets) record(ctx context.Context, id string, h safe.Halt) (bool, error) {
-	wrote := false
-	var data map[string]string
-	rv, err := c.store.update(ctx, func(d map[string]string) {
-		wrote = false
-		if old, ok := d[id]; ok {
-			if o, err := safe.ParseHalt(old); err == nil && o.Active() {
-				return // another reconcile halted it first
-			}
-		}
-		d[id] = h.String()
-		wrote, data = true, d
-	})
-	if err != nil || !wrote {
-		return false, err
-	}
-	c.mu.Lock()
-	c.written, c.writtenRV = parseHalts(ctx, data), rv
-	c.mu.Unlock()
-	return true, nil
-}
 
 // waves returns the lowest wave of any workload or watched Namespace, and
 // whether any sets one.
@@ -259,7 +156,7 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 	if err != nil {
 		return err
 	}
-	halts, err := cs.get(ctx)
+	halts, err := cs.records.Get(ctx)
 	if err != nil {
 		return err
 	}
@@ -438,7 +335,7 @@ func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt
 	}
 	sort.Strings(objects)
 	h.Objects = slices.Compact(objects)
-	wrote, err := r.changeSets.record(ctx, set.ID, h)
+	wrote, err := r.changeSets.records.Record(ctx, set.ID, h)
 	if err != nil || !wrote {
 		// Told once, by the reconcile that wrote the halt.
 		return err
@@ -578,7 +475,7 @@ func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
 // halted counts the halted sets that some workload names, from the watch
 // and the cache.
 func (c *changeSets) halted(ctx context.Context) (int, error) {
-	halts, err := c.get(ctx)
+	halts, err := c.records.Get(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -632,110 +529,4 @@ func (r *WorkloadReconciler) stormGate(in plan.Input, opts plan.Options, p *plan
 	if len(p.Events) > 0 {
 		p.Events = append(p.Events, plan.Event{Type: corev1.EventTypeWarning, Reason: safe.ReasonRolloutStorm, Note: "Held: " + detail})
 	}
-}
-
-// configMapStore is one ConfigMap in Reroll's own namespace whose data Reroll
-// keeps state in (the change sets' halt records). Every write is guarded by
-// resourceVersion.
-type configMapStore struct {
-	// c writes; r reads from the API server before a write (the ConfigMap
-	// may be outside the watched namespaces, and the watch may lag).
-	c   client.Client
-	r   client.Reader
-	key types.NamespacedName
-	// what names the store in errors ("the Job journal").
-	what string
-}
-
-// update applies change to the store's data, creating the ConfigMap when
-// it is absent and retrying on conflicts (every write is guarded by
-// resourceVersion); it returns the resourceVersion written.
-func (j *configMapStore) update(ctx context.Context, change func(map[string]string)) (string, error) {
-	var rv string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cm corev1.ConfigMap
-		err := j.r.Get(ctx, j.key, &cm)
-		if apierrors.IsNotFound(err) {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: j.key.Namespace, Name: j.key.Name}, Data: map[string]string{}}
-			change(cm.Data)
-			err := j.c.Create(ctx, &cm, client.FieldOwner(FieldManager))
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), j.key.Name, err)
-			}
-			rv = cm.ResourceVersion
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		change(cm.Data)
-		err = j.c.Update(ctx, &cm, client.FieldOwner(FieldManager))
-		rv = cm.ResourceVersion
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("writing %s %s: %w", j.what, j.key, err)
-	}
-	return rv, nil
-}
-
-// haltWatch is a watch of the one ConfigMap of halt records: an informer
-// on Reroll's namespace with a field selector on the ConfigMap's name, so
-// the API server sends nothing else, RBAC can grant the watch by name
-// (resourceNames), and reading the halts per change costs no request. It
-// runs in every replica (the metric reads it too).
-type haltWatch struct {
-	inf toolscache.SharedIndexInformer
-	key types.NamespacedName
-}
-
-// haltWatchSyncTimeout bounds how long a reconcile waits for the watch's
-// first list: without the permission it never comes, and the reconcile
-// fails (and backs off) with an error that says so instead of hanging.
-const haltWatchSyncTimeout = 30 * time.Second
-
-// newHaltWatch returns the watch of ConfigMap key; the manager starts it.
-func newHaltWatch(cfg *rest.Config, key types.NamespacedName) (*haltWatch, error) {
-	c, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", key, err)
-	}
-	byName := func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
-	}
-	lw := toolscache.NewFilteredListWatchFromClient(c.RESTClient(), "configmaps", key.Namespace, byName)
-	inf := toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
-	return &haltWatch{inf: inf, key: key}, nil
-}
-
-// Start runs the watch until ctx is done (manager.Runnable).
-func (w *haltWatch) Start(ctx context.Context) error {
-	w.inf.RunWithContext(ctx)
-	return nil
-}
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: every
-// replica watches, so a new leader starts with the halts in hand.
-func (w *haltWatch) NeedLeaderElection() bool { return false }
-
-// get returns the watched ConfigMap, shared with the informer (read-only),
-// or nil when it does not exist; it waits for the first list, at most
-// haltWatchSyncTimeout.
-func (w *haltWatch) get(ctx context.Context) (*corev1.ConfigMap, error) {
-	if !w.inf.HasSynced() {
-		wait, cancel := context.WithTimeout(ctx, haltWatchSyncTimeout)
-		defer cancel()
-		if !toolscache.WaitForCacheSync(wait.Done(), w.inf.HasSynced) {
-			return nil, fmt.Errorf("the watch of the halt records %s has not synced (list and watch on that ConfigMap allowed?): %w", w.key, context.Cause(wait))
-		}
-	}
-	item, ok, err := w.inf.GetStore().GetByKey(w.key.Namespace + "/" + w.key.Name)
-	if err != nil || !ok {
-		return nil, err
-	}
-	cm, _ := item.(*corev1.ConfigMap)
-	return cm, nil
 }

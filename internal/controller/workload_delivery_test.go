@@ -25,6 +25,7 @@ import (
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
@@ -367,7 +368,7 @@ func TestDelivery_NoWavesNoHaltsAChangeCostsOnePatch(t *testing.T) {
 // The halt records are read from a watch that needs no more than list and
 // watch on their one ConfigMap, granted by name: the watch selects it by
 // metadata.name, which RBAC checks against resourceNames.
-func TestHaltWatch_ReadsItsOneConfigMapGrantedByName(t *testing.T) {
+func TestHaltRecords_ReadFromAWatchGrantedByName(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	own := newNamespace(t)
@@ -375,29 +376,31 @@ func TestHaltWatch_ReadsItsOneConfigMapGrantedByName(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"reroll-change-sets"}, Verbs: []string{"list", "watch"}},
 	})
 	key := types.NamespacedName{Namespace: own, Name: "reroll-change-sets"}
-	w, err := newHaltWatch(cfg, key)
+	// Writes (never made here) go through the admin's client.
+	records, err := halts.New(cfg, k8s, k8s, key, FieldManager)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	go func() { _ = w.Start(t.Context()) }()
+	go func() { _ = records.Start(t.Context()) }()
 
 	// Absent: no record, and no error (the watch synced with that permission).
-	cm, err := w.get(t.Context())
+	hs, err := records.Get(t.Context())
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(cm).To(gomega.BeNil())
+	g.Expect(hs).To(gomega.BeEmpty())
 
 	create(t, configMap(own, "other", map[string]string{"set-b": "{}"}), configMap(own, "reroll-change-sets", map[string]string{"set-a": `{"halted":"2026-01-02T03:04:05Z"}`}))
-	g.Eventually(func(g gomega.Gomega) map[string]string {
-		cm, err := w.get(t.Context())
+	ids := func(g gomega.Gomega) []string {
+		hs, err := records.Get(t.Context())
 		g.Expect(err).NotTo(gomega.HaveOccurred())
-		g.Expect(cm).NotTo(gomega.BeNil())
-		return cm.Data
-	}).Should(gomega.HaveKey("set-a"))
-	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"set-c": "{}"} })
-	g.Eventually(func(g gomega.Gomega) map[string]string {
-		cm, err := w.get(t.Context())
-		g.Expect(err).NotTo(gomega.HaveOccurred())
-		return cm.Data
-	}).Should(gomega.Equal(map[string]string{"set-c": "{}"}))
-	g.Expect(w.inf.GetStore().ListKeys()).To(gomega.Equal([]string{own + "/reroll-change-sets"}), "the watch holds no other ConfigMap")
+		var out []string
+		for id, h := range hs {
+			if h.Active() {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	g.Eventually(ids).Should(gomega.Equal([]string{"set-a"}))
+	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"set-c": `{"halted":"2026-01-02T03:04:05Z"}`} })
+	g.Eventually(ids).Should(gomega.Equal([]string{"set-c"}))
 }
 
 // A tenant who may edit a workload writes the storm breaker's state by hand:
@@ -515,11 +518,11 @@ func TestDelivery_HaltedGaugeCountsHeldSetsUntilResumedOrSuperseded(t *testing.T
 	replicate(t, map[string]string{"level": "good"}, canaryNS, prodNS)
 	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(2))
 	g.Eventually(halted).Should(gomega.BeZero())
-	g.Expect(halts(t, own)).To(gomega.Equal(1), "the superseded set's halt record is still there")
+	g.Expect(activeHalts(t, own)).To(gomega.Equal(1), "the superseded set's halt record is still there")
 }
 
-// halts counts the active halt records in namespace own.
-func halts(t *testing.T, own string) int {
+// activeHalts counts the active halt records in namespace own.
+func activeHalts(t *testing.T, own string) int {
 	t.Helper()
 	n := 0
 	for _, v := range get(t, configMap(own, "reroll-change-sets", nil)).Data {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
@@ -109,17 +110,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var sets *changeSets
 	if opts.ChangeSets.Name != "" {
-		watch, err := newHaltWatch(mgr.GetConfig(), opts.ChangeSets)
+		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager)
 		if err != nil {
 			return err
 		}
 		// The halt records, read at each change that rolls: from a watch of
 		// their one ConfigMap, never from the API server per change.
-		if err := mgr.Add(watch); err != nil {
+		if err := mgr.Add(records); err != nil {
 			return fmt.Errorf("adding the watch of the halt records: %w", err)
 		}
-		sets = &changeSets{store: configMapStore{c: mgr.GetClient(), r: mgr.GetAPIReader(), key: opts.ChangeSets, what: "the change sets' halt records"},
-			watch: watch, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
+		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
 	}
 	kinds := opts.Kinds
 	if kinds == nil {
