@@ -404,9 +404,10 @@ func TestHaltRecords_ReadFromAWatchGrantedByName(t *testing.T) {
 }
 
 // A tenant who may edit a workload writes the storm breaker's state by hand:
-// two rollouts "just now", under a bound of two. Not signed by Reroll, it
-// holds nothing: a ForgedState Warning, and the change rolls. The breaker
-// still holds on Reroll's own signed record (the positive control).
+// two rollouts "just now", under a bound of two, while Reroll is down, and
+// the ConfigMap changes. Not signed by Reroll, it holds nothing: Reroll's
+// first reconcile sees both, posts a ForgedState Warning and rolls. The
+// breaker still holds on Reroll's own signed record (the positive control).
 func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
@@ -414,17 +415,22 @@ func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	startReroll(t, ns, Options{Key: testKey(t, 7), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	opts := Options{Key: testKey(t, 7), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second}
+	first := startReroll(t, ns, opts)
 	recorded(t, d)
+	first.stop(t)
+
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	update(t, d, func(d *appsv1.Deployment) { d.Annotations[safe.RolloutsAnnotation] = now + " " + now })
+	update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = "1" })
+	startReroll(t, ns, opts)
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonForgedState) }).
 		Should(gomega.ContainElement(gomega.ContainSubstring(safe.RolloutsAnnotation)))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1), "the forged rollouts count for nothing")
+	g.Expect(eventsWithReason(t, ns, "web", safe.ReasonRolloutStorm)).To(gomega.BeEmpty())
 
-	for i, v := range []string{"1", "2"} {
-		update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = v })
-		g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(i+1), "the forged rollouts count for nothing")
-	}
+	update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = "2" })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
 	g.Expect(get(t, d).Annotations[safe.RolloutsAnnotation]).To(gomega.ContainSubstring(" sig="), "Reroll signs its own")
 	// Positive control: Reroll's two signed rollouts hold the third change.
 	update(t, configMap(ns, "cert", nil), func(cm *corev1.ConfigMap) { cm.Data["tls.crt"] = "3" })
