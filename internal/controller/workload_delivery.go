@@ -277,6 +277,9 @@ func (r *WorkloadReconciler) member(ctx context.Context, pk progressKind, obj cl
 		deadline += kindDeadlineGrace
 	}
 	m.State, m.Signal = safe.Health(u, rec.Rolled, deadline, r.now())
+	if og, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); found && og < u.GetGeneration() {
+		m.Unobserved = true
+	}
 	if _, evicting := obj.GetAnnotations()[eviction.ProgressAnnotation]; evicting && m.State == safe.Current {
 		// A restart by eviction (an OnDelete StatefulSet or DaemonSet,
 		// reroll.dev/restart: evict) is complete when its record is gone,

@@ -100,6 +100,10 @@ type Member struct {
 	// once Record.Rolled is set.
 	State  State
 	Signal string
+	// Unobserved is set while the workload's controller has not yet
+	// observed its latest spec (status.observedGeneration below
+	// metadata.generation): its status then speaks of an older spec.
+	Unobserved bool
 	// BakeTime is its bake time (annotation, else Options.BakeTime).
 	BakeTime time.Duration
 }
@@ -165,10 +169,16 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 			// Baking: a rollout that stops being healthy before its bake
 			// time is over failed. A container of the new revision in
 			// CrashLoopBackOff makes its pod not ready, and the workload
-			// no longer available.
-			if self.State != Current {
+			// no longer available. A spec its controller has not observed
+			// yet (written after the health was judged, Reroll's own
+			// template write among them) is judged again instead.
+			switch {
+			case self.Unobserved:
+				d.Record.Healthy = time.Time{}
+				d.Recheck = recheck
+			case self.State != Current:
 				d.Record.Failed = fmt.Sprintf("unhealthy during the bake time of %s: %s", self.BakeTime, self.Signal)
-			} else {
+			default:
 				d.Recheck = min(recheck, d.Record.Healthy.Add(self.BakeTime).Sub(now)+time.Second)
 			}
 		}
