@@ -169,12 +169,10 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 			// Baking: a rollout that stops being healthy before its bake
 			// time is over failed. A container of the new revision in
 			// CrashLoopBackOff makes its pod not ready, and the workload
-			// no longer available. A spec its controller has not observed
-			// yet (written after the health was judged, Reroll's own
-			// template write among them) is judged again instead.
+			// no longer available. While its controller has not observed
+			// its latest spec, its status says nothing of it: wait.
 			switch {
 			case self.Unobserved:
-				d.Record.Healthy = time.Time{}
 				d.Recheck = recheck
 			case self.State != Current:
 				d.Record.Failed = fmt.Sprintf("unhealthy during the bake time of %s: %s", self.BakeTime, self.Signal)

@@ -92,13 +92,13 @@ func TestDecide(t *testing.T) {
 			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0), Healthy: at(10)}, InProgress), now: at(20),
 			seen: at(0), healthy: at(10), failed: "unhealthy during the bake time of 30s: ProgressDeadlineExceeded", halt: []string{"Deployment/canary/web"},
 		},
-		"a baking member whose latest spec is not observed yet is judged again": {
+		"a baking member whose latest spec is not observed yet is not judged": {
 			opts: opts, set: Set{ID: "s"}, self: func() Member {
 				m := canary(Record{Seen: at(0), Rolled: at(0), Healthy: at(10)}, InProgress)
 				m.Unobserved = true
 				return m
 			}(), now: at(20),
-			seen: at(0), recheck: true,
+			seen: at(0), healthy: at(10), recheck: true,
 		},
 		"a member unhealthy after its bake time is not judged": {
 			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0), Healthy: at(10)}, InProgress), now: at(41),
