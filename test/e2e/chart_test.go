@@ -824,7 +824,10 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			// One signed ConfigMap per journal or record entry.
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+			// The watch of the change sets' halt records, by name.
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-change-sets"}, Verbs: []string{"watch"}},
 		))
+		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--change-sets=r-reroll-change-sets"))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))
 	}
 }
