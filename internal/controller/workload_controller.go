@@ -366,6 +366,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// The Warning Event says why; retrying costs the same until the
 		// annotations or the namespace's names change, which reconciles.
 		log.Info("Not rolling: list patterns cost too much to match", "annotation", p.OptIn.MatchBudgetExceeded())
+		r.recordOutcome(obj, p)
 		return ctrl.Result{}, nil
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.
