@@ -158,7 +158,9 @@ func TestWorkloadReconciler_KeyedCompatHashes(t *testing.T) {
 		a: "6adbd3aa858f76e24f6994724467e5278b41baca0510310c1bce6d69e4578937",
 		b: "20f9c980b33721be58f9a7fd7cce871a5f3cc11992df91e71e23cacdd7f1ec85",
 	} {
-		g.Eventually(func() []corev1.EnvVar { return get(t, deployment(ns, "web", nil, corev1.PodSpec{})).Spec.Template.Spec.Containers[0].Env }).Should(gomega.ConsistOf(
+		g.Eventually(func() []corev1.EnvVar {
+			return get(t, deployment(ns, "web", nil, corev1.PodSpec{})).Spec.Template.Spec.Containers[0].Env
+		}).Should(gomega.ConsistOf(
 			corev1.EnvVar{Name: "STAKATER_FOO_CONFIGMAP", Value: want}), "keyed in place of Reloader's SHA-1, bound to %s/foo", ns)
 	}
 	// The rollouts above are the positive control: the workload with the
