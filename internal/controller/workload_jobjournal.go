@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,9 @@ type jobJournal struct {
 	// recorder, when set, puts the Warning about an older Reroll's journal
 	// on its ConfigMap (reportLegacy).
 	recorder record.EventRecorder
+	// log, when set, is the logger of Setup's context: the manager starts
+	// runnables with a context that carries none.
+	log *logr.Logger
 }
 
 // ReasonLegacyJournalEntry is a Warning Event on the Job journal
@@ -192,6 +196,9 @@ func (j *jobJournal) recoverOne(ctx context.Context, name types.NamespacedName) 
 // every Job in the journal, those whose re-creation a crash or a leader
 // change interrupted.
 func (j *jobJournal) Start(ctx context.Context) error {
+	if j.log != nil {
+		ctx = ctrl.LoggerInto(ctx, *j.log)
+	}
 	j.reportLegacy(ctx)
 	all, err := j.entries(ctx)
 	if err != nil {
