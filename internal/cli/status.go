@@ -3,10 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
@@ -41,6 +46,14 @@ type statusFlags struct {
 	// metricsURL, when set, is scraped instead of a pod through the API
 	// server's proxy.
 	metricsURL string
+	// metricsTokenFile holds the bearer token sent to an HTTPS metricsURL
+	// (Reroll's secure metrics); without it, the kubeconfig's is sent.
+	metricsTokenFile string
+	// metricsCAFile verifies an HTTPS metricsURL's certificate;
+	// metricsInsecure skips the verification (the self-signed certificate
+	// Reroll makes without --metrics-cert-dir).
+	metricsCAFile   string
+	metricsInsecure bool
 }
 
 func newStatus(o *Options) *cobra.Command {
@@ -76,7 +89,10 @@ func newStatus(o *Options) *cobra.Command {
 	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in.")
 	cmd.Flags().StringVar(&f.selector, "reroll-selector", "app.kubernetes.io/name=reroll", "Label selector of Reroll's Deployment and pods.")
 	cmd.Flags().StringVar(&f.lease, "lease", "reroll-leader", "Name of Reroll's leader election Lease (--enable-ha).")
-	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here; by default a pod's metrics port is read through the API server's proxy (pods/proxy).")
+	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here (e.g. https://localhost:9090/metrics through kubectl port-forward); by default a pod's metrics port is read through the API server's proxy (pods/proxy), which works only with --metrics-secure=false.")
+	cmd.Flags().StringVar(&f.metricsTokenFile, "metrics-token-file", "", "File holding the bearer token sent to an https --metrics-url; by default the kubeconfig's bearer token is sent. Its user needs get on the non-resource URL /metrics.")
+	cmd.Flags().StringVar(&f.metricsCAFile, "metrics-ca-file", "", "CA certificates (PEM) that verify an https --metrics-url.")
+	cmd.Flags().BoolVar(&f.metricsInsecure, "metrics-insecure-skip-tls-verify", false, "Do not verify the certificate of an https --metrics-url (the self-signed one Reroll makes without --metrics-cert-dir); use it only through kubectl port-forward.")
 	out = newOutput(cmd)
 	return cmd
 }
@@ -216,7 +232,7 @@ func (s *session) status(ctx context.Context, f statusFlags) (statusReport, erro
 	}
 	switch {
 	case f.metricsURL != "":
-		r.Metrics, err = scrapeURL(ctx, f.metricsURL)
+		r.Metrics, err = s.scrapeURL(ctx, f)
 	case scrape != "":
 		r.Metrics, err = s.scrapePod(ctx, f.namespace, pods.Items, scrape)
 	default:
@@ -265,9 +281,13 @@ func (s *session) warnings(ctx context.Context) ([]workloadEvent, *workloadEvent
 }
 
 // scrapePod reads the metrics of pod name through the API server's pod
-// proxy, on the container port named "metrics" (9090 without one).
+// proxy, on the container port named "metrics" (9090 without one). Only
+// plain metrics (--metrics-secure=false) can be read so: the secure ones
+// answer only a bearer token the API server can review, and the API server
+// removes the caller's Authorization header before it proxies (its
+// authentication filter), so no token ever reaches the pod that way.
 func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1.Pod, name string) (*metricsStatus, error) {
-	port := "9090"
+	port, secure := "9090", true
 	for _, p := range pods {
 		if p.Name != name {
 			continue
@@ -278,7 +298,18 @@ func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1
 					port = strconv.Itoa(int(cp.ContainerPort))
 				}
 			}
+			for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+				if a == "--metrics-secure=false" {
+					secure = false
+				}
+			}
 		}
+	}
+	if secure {
+		return nil, fmt.Errorf("pod %s serves /metrics over HTTPS to authorized clients only (--metrics-secure, the default), and the API server's pod proxy forwards no credentials: "+
+			"run `kubectl -n %s port-forward pod/%s %s` and pass --metrics-url https://localhost:%s/metrics --metrics-insecure-skip-tls-verify "+
+			"(your kubeconfig's bearer token, or --metrics-token-file, is sent; its user needs get on the non-resource URL /metrics, e.g. the chart's ClusterRole <release>-metrics-reader), "+
+			"or serve plain metrics (chart: metrics.secure: false)", name, namespace, name, port, port)
 	}
 	cs, err := kubernetes.NewForConfig(s.config)
 	if err != nil {
@@ -291,24 +322,47 @@ func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1
 	return parseMetrics("pods/"+name+" via the API server", b)
 }
 
-// scrapeURL reads the metrics at u.
-func scrapeURL(ctx context.Context, u string) (*metricsStatus, error) {
-	parsed, err := url.Parse(u)
+// scrapeURL reads the metrics at f.metricsURL. An https URL is Reroll's
+// secure metrics (controller-runtime's
+// filters.WithAuthenticationAndAuthorization): it gets a bearer token, from
+// f.metricsTokenFile or the kubeconfig, which Reroll reviews with the API
+// server (TokenReview) and whose user must be allowed to get the
+// non-resource URL /metrics (SubjectAccessReview). A plain http URL never
+// gets one.
+func (s *session) scrapeURL(ctx context.Context, f statusFlags) (*metricsStatus, error) {
+	parsed, err := url.Parse(f.metricsURL)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-url: %w", err)
 	}
+	c := http.DefaultClient
+	if parsed.Scheme == "https" {
+		if c, err = s.metricsClient(f); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.metricsURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-url %s: %w", parsed.Redacted(), err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", parsed.Redacted(), unwrapURLError(err))
 	}
 	defer resp.Body.Close() //nolint:errcheck // read-only
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("reading %s: HTTP 401: the API server did not accept the bearer token (TokenReview); pass a valid one with --metrics-token-file", parsed.Redacted())
+	case http.StatusForbidden:
+		return nil, fmt.Errorf("reading %s: HTTP 403: the token's user may not get the non-resource URL /metrics; bind it to a ClusterRole allowing that (the chart's <release>-metrics-reader, config/rbac's reroll-metrics-reader)", parsed.Redacted())
+	case http.StatusBadRequest:
+		if parsed.Scheme == "http" {
+			return nil, fmt.Errorf("reading %s: HTTP 400: Reroll serves /metrics over HTTPS (--metrics-secure): use an https URL", parsed.Redacted())
+		}
+		return nil, fmt.Errorf("reading %s: HTTP 400", parsed.Redacted())
+	default:
 		return nil, fmt.Errorf("reading %s: HTTP %d", parsed.Redacted(), resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
@@ -316,6 +370,40 @@ func scrapeURL(ctx context.Context, u string) (*metricsStatus, error) {
 		return nil, fmt.Errorf("reading %s: %w", parsed.Redacted(), err)
 	}
 	return parseMetrics(parsed.Redacted(), b)
+}
+
+// metricsClient is the client of an https --metrics-url: TLS as f says,
+// and the bearer token of f.metricsTokenFile or else the kubeconfig's
+// credentials (a token, a token file, an exec or auth provider; never a
+// client certificate, which the metrics endpoint does not read).
+func (s *session) metricsClient(f statusFlags) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.metricsInsecure} //nolint:gosec // asked for with --metrics-insecure-skip-tls-verify
+	if f.metricsCAFile != "" {
+		pem, err := os.ReadFile(f.metricsCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-ca-file: %w", err)
+		}
+		tlsConfig.RootCAs = x509.NewCertPool()
+		if !tlsConfig.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--metrics-ca-file %s: no PEM certificate", f.metricsCAFile)
+		}
+	}
+	cfg := &rest.Config{}
+	switch {
+	case f.metricsTokenFile != "":
+		cfg.BearerTokenFile = f.metricsTokenFile
+	case s.config.BearerToken != "" || s.config.BearerTokenFile != "" || s.config.ExecProvider != nil || s.config.AuthProvider != nil:
+		cfg.BearerToken, cfg.BearerTokenFile = s.config.BearerToken, s.config.BearerTokenFile
+		cfg.ExecProvider, cfg.AuthProvider, cfg.AuthConfigPersister = s.config.ExecProvider, s.config.AuthProvider, s.config.AuthConfigPersister
+	default:
+		return nil, errors.New("--metrics-url is https, which Reroll answers only with a bearer token its API server can review, and the kubeconfig has none (a client certificate is not one): " +
+			"pass --metrics-token-file, e.g. with the output of `kubectl create token <serviceaccount>` of a ServiceAccount allowed to get the non-resource URL /metrics")
+	}
+	rt, err := rest.HTTPWrappersForConfig(cfg, &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment})
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-url: %w", err)
+	}
+	return &http.Client{Transport: rt}, nil
 }
 
 // unwrapURLError drops net/http's copy of the URL, which may hold

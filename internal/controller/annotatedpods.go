@@ -296,7 +296,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	case plan.FirstSight:
 		log.Info("Recorded consumed data of annotated pods on first sight", "pods", len(pods))
 	case plan.Roll:
-		log.Info("Restarting annotated pods by eviction", "changes", p.Change.Summary(), "pods", d.Started)
+		log.Info(AuditEvictingPods, "changes", p.Change.Summary(), "pods", d.Started)
 	}
 	return a.evict(ctx, req.NamespacedName, pods, d, p.Change.Summary(), next, now)
 }
@@ -358,7 +358,7 @@ func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pod
 			if progress.BlockedSince != nil {
 				metrics.EvictionUnblocked(kind, now.Sub(*progress.BlockedSince))
 			}
-			log.Info("Evicted pod", "pod", ref.Name)
+			log.Info(AuditEvicted, "pod", ref.Name)
 			progress = progress.Without(ref.UID)
 		}
 		if err != nil {

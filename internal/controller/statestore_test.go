@@ -93,3 +93,39 @@ func TestJobJournal_ForgedEntriesCreateNothing(t *testing.T) {
 		return apierrors.IsNotFound(k8s.Get(t.Context(), client.ObjectKeyFromObject(forged), &batchv1.Job{}))
 	}).Should(gomega.BeTrue(), "no Job was created from a forged entry")
 }
+
+// TestJobJournal_LegacyEntriesAreReportedNotActedOn: the Job journal of a
+// Reroll before the signed per-entry store is one ConfigMap named
+// --job-journal, with a data key "<namespace>.<name>" per Job being
+// re-created. Its entries are unsigned, and the deleted Job they could be
+// checked against is gone, so they are not resumed: each is named in a
+// log line and a Warning Event on that ConfigMap, which is left as it was.
+func TestJobJournal_LegacyEntriesAreReportedNotActedOn(t *testing.T) {
+	g := newT(t)
+	home, victim := newNamespace(t), newNamespace(t)
+	journal := types.NamespacedName{Namespace: home, Name: "reroll-job-journal"}
+	key := testKey(t, 8)
+	job := func(name string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: name},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: podSpec(func(s *corev1.PodSpec) {
+				s.RestartPolicy = corev1.RestartPolicyNever
+			})}}}
+	}
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: journal.Name},
+		Data: map[string]string{victim + ".old": `{"uid":"x","job":` + string(mustJSON(t, job("old"))) + `}`}}
+	create(t, legacy)
+	// Positive control: an entry Reroll signed, in the current store, is
+	// resumed by the same start.
+	s := newEntryStore(k8s, k8s, journal, key, "the Job journal")
+	g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: victim, Name: "signed"}, `{"uid":"y","job":`+string(mustJSON(t, job("signed")))+`}`)).To(gomega.Succeed())
+
+	rr := startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, Key: key, Scope: Scope{Namespaces: []string{victim}}})
+	g.Eventually(func() error { return k8s.Get(t.Context(), client.ObjectKeyFromObject(job("signed")), &batchv1.Job{}) }).Should(gomega.Succeed())
+	g.Eventually(func() []string { return eventsWithReason(t, home, journal.Name, ReasonLegacyJournalEntry) }).Should(
+		gomega.ConsistOf(gomega.ContainSubstring("Job " + victim + "/old: its re-creation, recorded here by an older Reroll, is not resumed")))
+	g.Expect(rr.logs.String()).To(gomega.ContainSubstring("Not resuming a Job re-creation from an older Reroll's unsigned journal"))
+	g.Consistently(func() bool {
+		return apierrors.IsNotFound(k8s.Get(t.Context(), client.ObjectKeyFromObject(job("old")), &batchv1.Job{}))
+	}).Should(gomega.BeTrue(), "no Job was created from the unsigned entry")
+	g.Expect(get(t, legacy).Data).To(gomega.HaveKey(victim+".old"), "the older journal is left for the operator")
+}

@@ -112,7 +112,7 @@ func (r *WorkloadReconciler) setTrigger(ctx context.Context, tr plan.Trigger, t 
 		if err != nil {
 			return err
 		}
-		tr.Value = r.planOptions().Compat(h)
+		tr.Value = r.planOptions().Compat(tr.WorkloadKind, tr.Namespace, tr.WorkloadName, h)
 	}
 	return tr.Set(t)
 }

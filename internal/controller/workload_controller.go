@@ -366,6 +366,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// The Warning Event says why; retrying costs the same until the
 		// annotations or the namespace's names change, which reconciles.
 		log.Info("Not rolling: list patterns cost too much to match", "annotation", p.OptIn.MatchBudgetExceeded())
+		r.recordOutcome(obj, p)
 		return ctrl.Result{}, nil
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.
@@ -432,11 +433,11 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 	summary := p.Change.Summary()
 	switch p.Outcome {
 	case plan.Notify:
-		log.Info("Notified the notification endpoint instead of rolling", "changes", summary)
+		log.Info(AuditNotified, "changes", summary)
 	case plan.NotRolled:
 		log.Info("Not rolling workload", "changes", summary, "reason", p.Roll.Why)
 	case plan.Roll:
-		log.Info("Rolled workload", "changes", summary, "way", string(p.Roll.Way), "strategy", string(r.Options.Strategy), "dialect", string(p.OptIn.Dialect))
+		log.Info(AuditRolled, "changes", summary, "way", string(p.Roll.Way), "strategy", string(r.Options.Strategy), "dialect", string(p.OptIn.Dialect))
 	case plan.DeferredRollout:
 		// Logged once per reason; each later check at V(1).
 		l := log.V(1)

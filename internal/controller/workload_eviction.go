@@ -197,7 +197,7 @@ func (r *WorkloadReconciler) podsOf(ctx context.Context, obj client.Object) ([]c
 func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d eviction.Decision, changes string, now time.Time) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if d.Started > 0 {
-		log.Info("Restarting workload by eviction", "pods", d.Started, "changes", changes)
+		log.Info(AuditEvictingWorkload, "pods", d.Started, "changes", changes)
 		r.Recorder.Eventf(obj, corev1.EventTypeNormal, ReasonEvicting, "Evicting %d pods after %s", d.Started, changes)
 	}
 	for _, name := range d.Bare {
@@ -236,7 +236,7 @@ func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d evi
 			if progress.BlockedSince != nil {
 				metrics.EvictionUnblocked(r.Kind.Name(), now.Sub(*progress.BlockedSince))
 			}
-			log.Info("Evicted pod", "pod", ref.Name)
+			log.Info(AuditEvicted, "pod", ref.Name)
 			progress = progress.Without(ref.UID)
 		}
 		if err != nil {

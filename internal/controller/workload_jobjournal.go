@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,6 +29,63 @@ import (
 // ConfigMaps in Reroll's namespace cannot make it create another Job.
 type jobJournal struct {
 	store *entryStore
+	// recorder, when set, puts the Warning about an older Reroll's journal
+	// on its ConfigMap (reportLegacy).
+	recorder record.EventRecorder
+	// log, when set, is the logger of Setup's context: the manager starts
+	// runnables with a context that carries none.
+	log *logr.Logger
+}
+
+// ReasonLegacyJournalEntry is a Warning Event on the Job journal
+// ConfigMap of an older Reroll (one ConfigMap named --job-journal, one
+// data key "<namespace>.<name>" per Job): a Job re-creation it records is
+// not resumed.
+const ReasonLegacyJournalEntry = "LegacyJournalEntry"
+
+// legacyJobs returns the Jobs whose re-creation the journal of an older
+// Reroll records: its data keys, "<namespace>.<name>". Pure: the reasons
+// they are not resumed are on reportLegacy.
+func legacyJobs(cm *corev1.ConfigMap) []string {
+	var out []string
+	for k := range cm.Data {
+		if ns, name, ok := strings.Cut(k, "."); ok && ns != "" && name != "" {
+			out = append(out, ns+"/"+name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reportLegacy tells, with a log line and a Warning Event on it, which Job
+// re-creations the journal ConfigMap of an older Reroll holds (the one
+// named like the store's prefix), and resumes none. Those entries are
+// unsigned: anyone who could write ConfigMaps in Reroll's namespace could
+// have written them, and the one object they could be checked against, the
+// Job they were saved from, is already deleted when an entry matters
+// (Reroll saves the entry, deletes the Job, then creates the new one). A
+// forged manifest (any image, any ServiceAccount of the namespace) would be
+// indistinguishable from a real one, so acting on them would reopen what
+// the signed per-entry journal closed. The ConfigMap is left for the
+// operator, and never read again otherwise (docs/operations.md, "Upgrading").
+func (j *jobJournal) reportLegacy(ctx context.Context) {
+	var cm corev1.ConfigMap
+	key := client.ObjectKey{Namespace: j.store.namespace, Name: j.store.prefix}
+	if err := j.store.r.Get(ctx, key, &cm); err != nil {
+		if !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the Job journal of an older Reroll", "configMap", key.String())
+		}
+		return
+	}
+	for _, job := range legacyJobs(&cm) {
+		ctrl.LoggerFrom(ctx).Info("Not resuming a Job re-creation from an older Reroll's unsigned journal; re-create the Job by hand if it is still wanted",
+			"job", job, "configMap", key.String())
+		if j.recorder != nil {
+			j.recorder.Eventf(&cm, corev1.EventTypeWarning, ReasonLegacyJournalEntry,
+				"Job %s: its re-creation, recorded here by an older Reroll, is not resumed (the entry is unsigned); re-create the Job from data key %s by hand if it is still wanted, then delete this ConfigMap",
+				job, strings.Replace(job, "/", ".", 1))
+		}
+	}
 }
 
 // journalEntry is one Job to re-create.
@@ -134,6 +196,10 @@ func (j *jobJournal) recoverOne(ctx context.Context, name types.NamespacedName) 
 // every Job in the journal, those whose re-creation a crash or a leader
 // change interrupted.
 func (j *jobJournal) Start(ctx context.Context) error {
+	if j.log != nil {
+		ctx = ctrl.LoggerInto(ctx, *j.log)
+	}
+	j.reportLegacy(ctx)
 	all, err := j.entries(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the Job journal")

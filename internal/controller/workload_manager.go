@@ -77,7 +77,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var journal *jobJournal
 	if opts.JobJournal.Name != "" {
-		journal = &jobJournal{newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")}
+		journal = &jobJournal{store: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal"),
+			recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}} //nolint:staticcheck // see WorkloadReconciler.Recorder
+		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
+		journal.log = &jl
 		// Once leading, re-create the Jobs a previous leader left deleted.
 		if err := mgr.Add(journal); err != nil {
 			return fmt.Errorf("adding the Job journal: %w", err)

@@ -116,6 +116,8 @@ func (r *WorkloadReconciler) recordOutcome(obj client.Object, p plan.Plan) {
 		// Not rolled yet: the change's age keeps counting.
 	case len(p.Changes) > 0:
 		r.metrics.Rolled(nn, sourceKinds(p.Changes), p.Outcome == plan.Notify)
+	case p.Outcome == plan.Refused:
+		r.metrics.Skipped(nn, metrics.MatchCostExceeded)
 	case p.Outcome == plan.FirstSight || p.Outcome == plan.DamagedRecord:
 		r.metrics.Settled(nn)
 	case len(p.HeldBy) > 0:

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -99,4 +101,35 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return len(got) == len(want)
+}
+
+// TestWorkloadReconciler_CountsPatternsRefusedForCost: a change that reaches
+// a workload whose list patterns cost too much to match (plan.Refused) rolls
+// nothing and is counted as skipped for that reason, as every other change
+// that rolls nothing is. Not parallel: the counter has no namespace label.
+func TestWorkloadReconciler_CountsPatternsRefusedForCost(t *testing.T) {
+	g := newT(t)
+	ns := newNamespace(t)
+	// Eight names of 245 characters: 64 entries of about 340 instructions
+	// each cost about 5.4e6 units per name, past annotation.MaxMatchCost
+	// (2e7) by the fourth.
+	for i := range 8 {
+		create(t, configMap(ns, fmt.Sprintf("%s-%04d", strings.Repeat("n", 240), i), map[string]string{"a": "1"}))
+	}
+	create(t, deployment(ns, "costly", tenantList(func(j int) string { return "(?:.?){80}#" + strings.Repeat("b", j%10) }), podSpec()))
+	refused := func() float64 {
+		return counter(t, "reroll_skipped_total", map[string]string{"reason": "match_cost_exceeded"})
+	}
+	before := refused()
+	startReroll(t, ns, Options{})
+	// Positive control: Reroll considered the workload and refused its
+	// patterns, with the Warning naming the annotation.
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "costly", ReasonInvalidAnnotation) }).Should(
+		gomega.ContainElement(gomega.ContainSubstring("configmap.reloader.stakater.com/reload")))
+	// The first reconcile found no change to skip.
+	g.Expect(refused()).To(gomega.Equal(before))
+
+	update(t, configMap(ns, strings.Repeat("n", 240)+"-0000", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	g.Eventually(refused).Should(gomega.Equal(before + 1))
+	g.Expect(rolledEvents(t, ns, "costly")).To(gomega.BeEmpty())
 }

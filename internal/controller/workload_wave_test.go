@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
@@ -115,4 +116,36 @@ func TestWorkloadReconciler_CrossNamespaceReferenceRefused(t *testing.T) {
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "tenant") }).Should(gomega.HaveLen(1))
 	g.Expect(get(t, d).Annotations[ObservedAnnotation]).NotTo(gomega.ContainSubstring("payments-db"))
+}
+
+// TestWorkloadReconciler_WaveHashLeavesIgnoredSecretsOut: the security
+// review found Wave's hash reading Secrets despite
+// --resources-to-ignore=secrets. With Secrets ignored, a Wave workload that
+// reads a ConfigMap and a Secret rolls for the ConfigMap with a hash over
+// the ConfigMap alone, and a change of the Secret rolls nothing.
+func TestWorkloadReconciler_WaveHashLeavesIgnoredSecretsOut(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), secret(ns, "db", map[string]string{"password": "p1"}))
+	d := deployment(ns, "web", map[string]string{"wave.pusher.com/update-on-config-change": "true"}, podSpec(envFrom("cfg"), func(s *corev1.PodSpec) {
+		s.Containers[0].Env = []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password",
+		}}}}
+	}))
+	create(t, d)
+	opts := Options{Annotations: annotation.DefaultConfig()}
+	opts.Annotations.IgnoreSecrets = true
+	startReroll(t, ns, opts)
+	recorded(t, d)
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	// printf '{"configMaps":{"cfg":{"a":"Mg=="}},"secrets":{}}' | sha256sum
+	g.Eventually(func() map[string]string { return get(t, d).Spec.Template.Annotations }).Should(
+		gomega.HaveKeyWithValue(trigger.WaveHashAnnotation, "3ab5a7e76e99c3ea2adc1f734733716a29f3d1a81d195cb7657fd10c90029763"))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
+
+	// The rollout above is the positive control.
+	update(t, secret(ns, "db", nil), func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 }

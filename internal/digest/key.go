@@ -143,10 +143,33 @@ func (k Key) place(h hash.Hash, kind, namespace, name, key string) {
 	}
 }
 
+// compatTag starts the HMAC input of every keyed compatibility value, so
+// that none can equal a digest of a key (boundTag) or a Value.
+const compatTag = "reroll.dev/compat/v1"
+
+// Compat returns the keyed value Reroll writes, with --keyed-compat-hashes,
+// in place of h, a hash another tool defines over the data (Reloader's
+// SHA-1 of a ConfigMap or Secret, Wave's or pod-reloader's hash of all a
+// workload reads): the lowercase hex HMAC-SHA-256 under k of compatTag and
+// the kind, namespace and name of what h is the hash of (the object for
+// Reloader's SHA-1, the workload for Wave's and pod-reloader's), each
+// followed by a NUL byte, then h. Bound to its place like Digest, so that
+// equal data in two objects, or in two namespaces, gives unrelated values
+// and a tenant cannot test guesses of another's data with an object of
+// their own. The zero Key hashes the same input with plain SHA-256.
+func (k Key) Compat(kind, namespace, name, h string) string {
+	m := k.hash()
+	for _, s := range []string{compatTag, kind, namespace, name} {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	m.Write([]byte(h))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // Value returns the lowercase hex digest of one value (64 characters),
 // bound to no place: HMAC-SHA-256 under k, or plain SHA-256 for the zero
-// Key. It digests what is not one key of one object (another tool's hash
-// of a whole object, with --keyed-compat-hashes).
+// Key.
 func (k Key) Value(v []byte) string {
 	h := k.hash()
 	h.Write(v)

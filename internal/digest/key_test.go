@@ -140,3 +140,36 @@ func TestKey_DigestBoundToPlace(t *testing.T) {
 	}
 	g.Expect(seen).To(gomega.HaveLen(4))
 }
+
+// TestKey_CompatBoundToPlace: the value written with --keyed-compat-hashes
+// in place of another tool's hash is bound to what it is the hash of.
+// Expected values, with K=$(printf '07%.0s' $(seq 32)) and Reloader's SHA-1
+// of a=2 (printf a=2 | sha1sum: d6dbf8a400e3e00c352f9ceeca960bdf64ab6377):
+//
+//	printf 'reroll.dev/compat/v1\0ConfigMap\0ns-a\0foo\0d6dbf8a400e3e00c352f9ceeca960bdf64ab6377' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K
+//	printf 'reroll.dev/compat/v1\0ConfigMap\0ns-b\0foo\0d6dbf8a400e3e00c352f9ceeca960bdf64ab6377' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K
+//	printf 'reroll.dev/compat/v1\0Deployment\0ns-a\0web\0d6dbf8a400e3e00c352f9ceeca960bdf64ab6377' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K
+//	printf d6dbf8a400e3e00c352f9ceeca960bdf64ab6377 | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K   # before the binding
+func TestKey_CompatBoundToPlace(t *testing.T) {
+	g := gomega.NewWithT(t)
+	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	const sha1 = "d6dbf8a400e3e00c352f9ceeca960bdf64ab6377"
+	cases := map[string]struct {
+		// kind, namespace and name are what the hash is of.
+		kind, namespace, name string
+		// want is the keyed value.
+		want string
+	}{
+		"a ConfigMap":                        {kind: "ConfigMap", namespace: "ns-a", name: "foo", want: "9a03fc205b66b6fc692a44c911a0d14bc065efce2eeb649f653fa7cadcb3bb6e"},
+		"the same data in another namespace": {kind: "ConfigMap", namespace: "ns-b", name: "foo", want: "4f41f7dc0a367702ff49fec26722e0b0d5d7e8b96ce2ab4babcbe2b3fe994b23"},
+		"a workload's hash":                  {kind: "Deployment", namespace: "ns-a", name: "web", want: "16148da9fd411617b4a007fa6207b5138cec1aef6ab297acdddb4aa4b6bc99bf"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gomega.NewWithT(t).Expect(k.Compat(tc.kind, tc.namespace, tc.name, sha1)).To(gomega.Equal(tc.want))
+		})
+	}
+	// The unbound value of before, which any namespace could reproduce.
+	g.Expect(k.Value([]byte(sha1))).To(gomega.Equal("33c6f385370d747ccaee422d2f3d2279524164b02208fe0a9c5da4061f2e2181"))
+}

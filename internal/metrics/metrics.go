@@ -34,6 +34,11 @@ const (
 	CreateNotEnabled = "create_not_enabled"
 	// DeleteNotEnabled: the object was deleted, without --reload-on-delete.
 	DeleteNotEnabled = "delete_not_enabled"
+	// MatchCostExceeded: the workload's list patterns cost more than
+	// annotation.MaxMatchCost to match against its namespace's names, so
+	// nothing was decided (plan.Refused; an InvalidAnnotation Warning says
+	// which annotation).
+	MatchCostExceeded = "match_cost_exceeded"
 )
 
 // The collectors, registered once with controller-runtime's registry, as
@@ -52,7 +57,7 @@ var (
 	})
 	skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reroll_skipped_total",
-		Help: "ConfigMap and Secret changes that reached a workload and did not roll it, by reason (no_consumed_key_changed, out_of_scope, create_not_enabled, delete_not_enabled).",
+		Help: "ConfigMap and Secret changes that reached a workload and did not roll it, by reason (no_consumed_key_changed, out_of_scope, create_not_enabled, delete_not_enabled, match_cost_exceeded).",
 	}, []string{"reason"})
 	references = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reroll_references",

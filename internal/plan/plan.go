@@ -106,13 +106,25 @@ type Options struct {
 }
 
 // Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
-// Wave's or pod-reloader's hash), or with KeyedCompatHashes its
-// HMAC-SHA-256 under Key.
-func (o Options) Compat(h string) string {
+// Wave's or pod-reloader's hash) of the object kind namespace/name (the
+// ConfigMap or Secret for Reloader's SHA-1, the workload for the others),
+// or with KeyedCompatHashes its HMAC-SHA-256 under Key bound to that
+// object (digest.Key.Compat). The value is only ever written, at a
+// rollout, never compared: a change of its scheme rolls nothing.
+func (o Options) Compat(kind, namespace, name, h string) string {
 	if !o.KeyedCompatHashes {
 		return h
 	}
-	return o.Key.Value([]byte(h))
+	return o.Key.Compat(kind, namespace, name, h)
+}
+
+// compatOf is Options.Compat of d's object's Reloader SHA-1; namespace is
+// the workload's, where d's reference names none.
+func (o Options) compatOf(d Diff, namespace string) string {
+	if d.Ref.Namespace != "" {
+		namespace = d.Ref.Namespace
+	}
+	return o.Compat(string(d.Ref.Kind), namespace, d.Ref.Name, d.ReloaderSHA1)
 }
 
 // DefaultOptions are Reroll's defaults: the annotations strategy, Reloader's
@@ -500,7 +512,7 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	p.Change = change.Change{Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}
 	for _, d := range p.Changes {
 		obj := d.object()
-		obj.Hash = o.Compat(obj.Hash)
+		obj.Hash = o.compatOf(d, in.Namespace)
 		p.Change.Objects = append(p.Change.Objects, obj)
 	}
 	summary := p.Change.Summary()
@@ -629,13 +641,14 @@ func rolling(o Options, in Input, optIn annotation.OptIn, cur Record, sel select
 func templateTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, sel selection, changes []Diff) Trigger {
 	switch {
 	case optIn.Dialect == annotation.DialectWave:
-		return Trigger{Annotation: trigger.WaveHashAnnotation, Deferred: DeferredWaveHash, Wave: sel.refs, Namespace: in.Namespace}
+		return Trigger{Annotation: trigger.WaveHashAnnotation, Deferred: DeferredWaveHash, Wave: sel.refs, Namespace: in.Namespace,
+			WorkloadKind: in.Kind, WorkloadName: in.Name}
 	case optIn.Dialect == annotation.DialectPodReloader:
-		return Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: o.Compat(digest.PodReloaderHash(sel.podReloader))}
+		return Trigger{Annotation: trigger.PodReloaderHashAnnotation, Value: o.Compat(in.Kind, in.Namespace, in.Name, digest.PodReloaderHash(sel.podReloader))}
 	case o.Strategy == trigger.EnvVars:
 		var t Trigger
 		for _, d := range changes {
-			t.Env = append(t.Env, EnvVar{Ref: d.Ref, Name: trigger.EnvVarName(d.Ref.Kind, d.Ref.Name), Value: o.Compat(d.ReloaderSHA1)})
+			t.Env = append(t.Env, EnvVar{Ref: d.Ref, Name: trigger.EnvVarName(d.Ref.Kind, d.Ref.Name), Value: o.compatOf(d, in.Namespace)})
 		}
 		return t
 	case optIn.Dialect == annotation.DialectReloader:
@@ -647,7 +660,7 @@ func templateTrigger(o Options, in Input, optIn annotation.OptIn, cur Record, se
 			Type:          strings.ToUpper(string(d.Ref.Kind)),
 			Name:          d.Ref.Name,
 			Namespace:     in.Namespace,
-			Hash:          o.Compat(d.ReloaderSHA1),
+			Hash:          o.compatOf(d, in.Namespace),
 			ContainerRefs: d.Ref.Containers,
 			ObservedAt:    in.Now.Unix(),
 		}}

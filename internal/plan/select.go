@@ -373,6 +373,12 @@ func (s *selector) wave(optIn annotation.OptIn, template *corev1.PodTemplateSpec
 		if _, dup := s.sel.data[ref.ID()]; dup {
 			continue
 		}
+		if s.cfg.Ignores(ref.Kind) {
+			// --resources-to-ignore: neither read (Wave's hash reads
+			// values from the API server), nor required, nor hashed.
+			s.sel.considered = append(s.sel.considered, Considered{Ref: ref, Rule: RuleIgnoredKind})
+			continue
+		}
 		obj, unreadable, err := s.lookup(RefNamespace(ref, s.namespace), ref.Kind, ref.Name)
 		if err != nil {
 			return err

@@ -37,6 +37,10 @@ type Trigger struct {
 	Deferred  Deferred
 	Wave      []reference.Reference
 	Namespace string
+	// WorkloadKind and WorkloadName, with Namespace, are the workload
+	// whose Wave hash it is: with --keyed-compat-hashes, the keyed value is
+	// bound to it (Options.Compat).
+	WorkloadKind, WorkloadName string
 	// Env are Reloader's STAKATER_* environment variables (env-vars
 	// strategy), one per changed object.
 	Env []EnvVar

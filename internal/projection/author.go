@@ -43,35 +43,11 @@ type authorAdmission struct {
 }
 
 func (a authorAdmission) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.SubResource != "" {
-		return admission.Allowed("")
+	review, answer := authorReview(req, a.defaultSA)
+	if review == nil {
+		return answer
 	}
-	var p, old rerollv1alpha1.Projection
-	if err := json.Unmarshal(req.Object.Raw, &p); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Projection: %w", err))
-	}
-	sa := p.Spec.ServiceAccountName
-	if sa == "" {
-		sa = a.defaultSA
-	}
-	if req.Operation == admissionv1.Update {
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Projection: %w", err))
-		}
-		if old.Spec.ServiceAccountName == p.Spec.ServiceAccountName {
-			return admission.Allowed("")
-		}
-	}
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range req.UserInfo.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
-	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: req.UserInfo.Username, Groups: req.UserInfo.Groups, UID: req.UserInfo.UID, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: req.Namespace, Verb: "impersonate", Resource: "serviceaccounts", Name: sa,
-		},
-	}}
+	sa := review.Spec.ResourceAttributes.Name
 	if err := a.c.Create(ctx, review); err != nil {
 		// Fail closed: the check is the only thing between the author and
 		// the ServiceAccount.
@@ -81,4 +57,41 @@ func (a authorAdmission) Handle(ctx context.Context, req admission.Request) admi
 		return admission.Denied(fmt.Sprintf("%s may not impersonate ServiceAccount %s/%s, which Reroll would act as for this Projection (spec.serviceAccountName); grant impersonate on serviceaccounts/%s, as the edit and admin roles do", req.UserInfo.Username, req.Namespace, sa, sa))
 	}
 	return admission.Allowed("")
+}
+
+// authorReview decides what a request needs, from the request alone: the
+// SubjectAccessReview to ask (whether the request's user may impersonate
+// the ServiceAccount the Projection names, or defaultSA), or, when that is
+// nil, the answer (allowed without a check, or an error for a request
+// that does not decode). The request is the author's input: any bytes.
+func authorReview(req admission.Request, defaultSA string) (*authorizationv1.SubjectAccessReview, admission.Response) {
+	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.SubResource != "" {
+		return nil, admission.Allowed("")
+	}
+	var p, old rerollv1alpha1.Projection
+	if err := json.Unmarshal(req.Object.Raw, &p); err != nil {
+		return nil, admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Projection: %w", err))
+	}
+	sa := p.Spec.ServiceAccountName
+	if sa == "" {
+		sa = defaultSA
+	}
+	if req.Operation == admissionv1.Update {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return nil, admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Projection: %w", err))
+		}
+		if old.Spec.ServiceAccountName == p.Spec.ServiceAccountName {
+			return nil, admission.Allowed("")
+		}
+	}
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range req.UserInfo.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	return &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: req.UserInfo.Username, Groups: req.UserInfo.Groups, UID: req.UserInfo.UID, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: req.Namespace, Verb: "impersonate", Resource: "serviceaccounts", Name: sa,
+		},
+	}}, admission.Response{}
 }

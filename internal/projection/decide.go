@@ -200,3 +200,18 @@ func forbidden(ns, serviceAccount, verb, resource, group, name string) string {
 	return fmt.Sprintf("ServiceAccount %s/%s may not %s %s (API group %s) in namespace %s (%s/%s); grant it with a Role and RoleBinding",
 		ns, serviceAccount, verb, resource, group, ns, resource, name)
 }
+
+// DefaultInterval is how often a Projection without spec.interval is
+// checked.
+const DefaultInterval = 10 * time.Minute
+
+// checkInterval is how often a Projection whose spec.interval is spec is
+// checked: spec, but never more often than min (the CRD accepts "1ms", and
+// each check reads the target and the sources), DefaultInterval without
+// one.
+func checkInterval(spec *metav1.Duration, min time.Duration) time.Duration {
+	if spec == nil || spec.Duration <= 0 {
+		return DefaultInterval
+	}
+	return max(spec.Duration, min)
+}

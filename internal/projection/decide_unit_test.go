@@ -302,3 +302,30 @@ func TestRedaction_NeverQuotesValues(t *testing.T) {
 		t.Fatal("redacted hides the error from errors.Is and apierrors")
 	}
 }
+
+// TestCheckInterval: the security review found `interval: 1ms` accepted,
+// each check costing a GET of the target and the sources. A shorter
+// interval is read as the minimum.
+func TestCheckInterval(t *testing.T) {
+	cases := map[string]struct {
+		// spec is spec.interval; min is Options.MinInterval.
+		spec *metav1.Duration
+		min  time.Duration
+		// want is how often the Projection is checked.
+		want time.Duration
+	}{
+		"1ms is read as the minimum":  {spec: &metav1.Duration{Duration: time.Millisecond}, min: 30 * time.Second, want: 30 * time.Second},
+		"a longer interval is kept":   {spec: &metav1.Duration{Duration: 5 * time.Minute}, min: 30 * time.Second, want: 5 * time.Minute},
+		"the minimum itself is kept":  {spec: &metav1.Duration{Duration: 30 * time.Second}, min: 30 * time.Second, want: 30 * time.Second},
+		"none is ten minutes":         {spec: nil, min: 30 * time.Second, want: 10 * time.Minute},
+		"zero is none":                {spec: &metav1.Duration{}, min: 30 * time.Second, want: 10 * time.Minute},
+		"a negative interval is none": {spec: &metav1.Duration{Duration: -time.Second}, min: 30 * time.Second, want: 10 * time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := checkInterval(tc.spec, tc.min); got != tc.want {
+				t.Errorf("checkInterval(%v, %v) = %v, want %v", tc.spec, tc.min, got, tc.want)
+			}
+		})
+	}
+}

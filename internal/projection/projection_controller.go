@@ -222,10 +222,7 @@ func fail(reason, message string, requeue time.Duration) outcome {
 // value differs; it updates st (status) in place.
 func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, st *rerollv1alpha1.ProjectionStatus) outcome {
 	now := r.now()
-	interval := 10 * time.Minute
-	if p.Spec.Interval != nil && p.Spec.Interval.Duration > 0 {
-		interval = max(p.Spec.Interval.Duration, r.Options.MinInterval)
-	}
+	interval := checkInterval(p.Spec.Interval, r.Options.MinInterval)
 	if c := st.Conflict; c != nil && c.StoppedGeneration != 0 {
 		if c.StoppedGeneration == p.Generation {
 			return fail(ReasonConflict, conflictMessage(c), 0)

@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -234,6 +235,47 @@ func TestManifests_WebhookComponent(t *testing.T) {
 	}
 	chart := only(renderChart(t, map[string]any{"webhook.enabled": true}), "MutatingWebhookConfiguration")[0]
 	g.Expect(hooks(only(objs, "MutatingWebhookConfiguration")[0])).To(gomega.Equal(hooks(chart)))
+	g.Expect(hooks(chart)).NotTo(gomega.ContainElement(gomega.HaveField("Name", "projection-author.reroll.dev")), "no Projections, no author check")
+
+	// With the projections component after it, as config/default's comment
+	// says: the admission check of a Projection's author is added, as the
+	// chart adds it, and Reroll may create the SubjectAccessReviews it asks.
+	g.Expect(os.WriteFile(base, append(k, "components:\n  - ../components/webhook\n  - ../components/projections\n"...), 0o644)).To(gomega.Succeed())
+	out, err = run(nil, kubectlBin, "kustomize", filepath.Join(dir, "default"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	objs = decodeAll(t, out)
+	g.Expect(container(t, objs).Args).To(gomega.ContainElements("--enable-webhook", "--enable-projections"))
+	chart = only(renderChart(t, map[string]any{"webhook.enabled": true, "projections.enabled": true}), "MutatingWebhookConfiguration")[0]
+	g.Expect(hooks(chart)).To(gomega.ContainElement(hook{Name: "projection-author.reroll.dev", Path: "/validate-projection-author",
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"reroll.dev"}, APIVersions: []string{"*"}, Resources: []string{"projections"},
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		}},
+		Policy: admissionregistrationv1.Fail, Timeout: 5}))
+	g.Expect(hooks(only(objs, "MutatingWebhookConfiguration")[0])).To(gomega.Equal(hooks(chart)))
+	g.Expect(boundClusterRules(t, objs, "reroll-system", "reroll-controller")).To(gomega.ContainElement("authorization.k8s.io|subjectaccessreviews|create"))
+}
+
+// boundClusterRules returns the rules of every ClusterRole of objs that a
+// ClusterRoleBinding of objs grants to ServiceAccount namespace/name, as
+// group|resource|verb triples.
+func boundClusterRules(t *testing.T, objs []*unstructured.Unstructured, namespace, name string) []string {
+	t.Helper()
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range only(objs, "ClusterRole") {
+		roles[o.GetName()] = convert[rbacv1.ClusterRole](t, o).Rules
+	}
+	var rules []rbacv1.PolicyRule
+	for _, o := range only(objs, "ClusterRoleBinding") {
+		b := convert[rbacv1.ClusterRoleBinding](t, o)
+		for _, s := range b.Subjects {
+			if s.Kind == "ServiceAccount" && s.Namespace == namespace && s.Name == name {
+				rules = append(rules, roles[b.RoleRef.Name]...)
+			}
+		}
+	}
+	return expand(rules)
 }
 
 // generatedCSIRules reads config/components/csi/role.yaml, the permission
