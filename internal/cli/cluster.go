@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +25,7 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -42,6 +45,39 @@ type session struct {
 	objects *objects
 	// health watches the client's answers (verdict).
 	health *apiHealth
+	// installedAt is Reroll's installation time (loadInstalledAt); zero
+	// when unknown, and then a workload Reroll has not recorded yet is
+	// predicted not to roll.
+	installedAt time.Time
+	// installedLoaded is set once loadInstalledAt has run.
+	installedLoaded bool
+}
+
+// loadInstalledAt reads Reroll's installation time from the annotation
+// plan.InstalledAtAnnotation of the digest key Secret
+// (Settings.DigestKeySecret), metadata only, once per session: the
+// controller's first-sight rule depends on it. It returns a note for the
+// user when the time cannot be known, else "".
+func (s *session) loadInstalledAt(ctx context.Context) string {
+	if s.installedLoaded {
+		return ""
+	}
+	s.installedLoaded = true
+	ns, name, ok := strings.Cut(s.settings.DigestKeySecret, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Sprintf("--digest-key-secret %q is not NAMESPACE/NAME: Reroll's installation time is unknown, so a workload Reroll has not recorded yet is shown as not rolling", s.settings.DigestKeySecret)
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, meta); err != nil {
+		return fmt.Sprintf("could not read Reroll's installation time from Secret %s/%s (%v): a workload Reroll has not recorded yet is shown as not rolling", ns, name, readError(err))
+	}
+	at, ok := plan.InstalledAt(meta.GetAnnotations())
+	if !ok {
+		return fmt.Sprintf("Secret %s/%s has no valid %s annotation: a workload Reroll has not recorded yet is shown as not rolling", ns, name, plan.InstalledAtAnnotation)
+	}
+	s.installedAt = at
+	return ""
 }
 
 // newSession connects with the flags in o.
@@ -230,6 +266,9 @@ type objectState struct {
 	data   digest.Data
 	// uid and resourceVersion identify the version (pod-reloader's dialect).
 	uid, resourceVersion string
+	// history is when it was created and its data last changed, for the
+	// first-sight rule (plan.History).
+	history plan.History
 }
 
 // objects reads ConfigMaps and Secrets once each, keeping digests only.
@@ -271,6 +310,7 @@ func (o *objects) live(ctx context.Context, k objectKey) objectState {
 		st.data, _ = digest.Of(obj)
 		st.annotations, st.labels = withoutLastApplied(obj.GetAnnotations()), obj.GetLabels()
 		st.uid, st.resourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
+		st.history = historyOf(obj)
 	}
 	o.read[k] = st
 	return st
@@ -336,4 +376,17 @@ func withoutLastApplied(annotations map[string]string) map[string]string {
 	out := maps.Clone(annotations)
 	delete(out, corev1.LastAppliedConfigAnnotation)
 	return out
+}
+
+// historyOf is what the API says of a live object's past, as the
+// controller's store reads it (digest.HistoryOf), its resourceVersion
+// bounding the revision of both.
+func historyOf(obj client.Object) plan.History {
+	created, changed := digest.HistoryOf(obj)
+	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	h := plan.History{Created: plan.Happened{At: created, ResourceVersion: rv}}
+	if !changed.IsZero() {
+		h.Changed = plan.Happened{At: changed, ResourceVersion: rv}
+	}
+	return h
 }

@@ -63,6 +63,10 @@ func (s *session) planOptions() plan.Options {
 	o := plan.DefaultOptions()
 	o.ReloadOnCreate, o.ReloadOnDelete = s.settings.ReloadOnCreate, s.settings.ReloadOnDelete
 	o.Annotations = s.annotations
+	// The first-sight rule, as the controller applies it: a workload with
+	// no record rolls for what changed after its pod template was last
+	// written and after Reroll's installation.
+	o.InstalledAt = s.installedAt
 	return o
 }
 
@@ -86,7 +90,7 @@ func (p planSource) Object(kind reference.Kind, namespace, name string) (plan.Ob
 	case !st.exists:
 		return plan.Object{}, false, nil
 	}
-	return plan.Object{Annotations: st.annotations, Data: st.data, UID: st.uid, ResourceVersion: st.resourceVersion}, true, nil
+	return plan.Object{Annotations: st.annotations, Data: st.data, UID: st.uid, ResourceVersion: st.resourceVersion, History: st.history}, true, nil
 }
 
 // Names implements plan.Source.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -210,11 +211,23 @@ type planWorkload struct {
 // decisions with and without them for every workload in their namespaces.
 func (s *session) plan(ctx context.Context, manifests []manifestObject) (planReport, error) {
 	r := planReport{Objects: []string{}, Workloads: []planWorkload{}}
+	if note := s.loadInstalledAt(ctx); note != "" {
+		r.Notes = append(r.Notes, note)
+	}
+	// The apply happens now: what it changes or creates is, for the
+	// first-sight rule, changed or created now.
+	now := plan.Happened{At: time.Now().UTC()}
 	overlay := map[objectKey]objectState{}
 	namespaces := map[string]bool{}
 	for _, m := range manifests {
 		live := s.objects.live(ctx, m.key)
-		st := objectState{known: true, exists: true, data: m.data, uid: live.uid, resourceVersion: live.resourceVersion}
+		st := objectState{known: true, exists: true, data: m.data, uid: live.uid, resourceVersion: live.resourceVersion, history: live.history}
+		switch {
+		case !live.exists:
+			st.history = plan.History{Created: now}
+		case !maps.Equal(live.data.Keys, m.data.Keys):
+			st.history.Changed = now
+		}
 		// Apply keeps annotations and labels the manifest does not set.
 		st.annotations, st.labels = merged(live.annotations, m.annotations), merged(live.labels, m.labels)
 		if live.known && live.exists && (!maps.Equal(live.data.Keys, m.data.Keys) || !maps.Equal(live.annotations, st.annotations) || !maps.Equal(live.labels, st.labels)) {

@@ -35,6 +35,10 @@ type Settings struct {
 	ReloadOnCreate, ReloadOnDelete bool
 	// ResourcesToIgnore is --resources-to-ignore: "configMaps" or "secrets".
 	ResourcesToIgnore string
+	// DigestKeySecret is NAMESPACE/NAME of Reroll's digest key Secret
+	// (--digest-key-namespace, --digest-key-secret), whose annotation holds
+	// the installation time that the first-sight rule reads.
+	DigestKeySecret string
 }
 
 func (s *Settings) addFlags(fs *pflag.FlagSet) {
@@ -42,6 +46,7 @@ func (s *Settings) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create.")
 	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete.")
 	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets).")
+	fs.StringVar(&s.DigestKeySecret, "digest-key-secret", "reroll-system/reroll-digest-key", "NAMESPACE/NAME of Reroll's digest key Secret: its reroll.dev/installed-at annotation is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule).")
 }
 
 // annotations returns the annotation configuration the settings describe;

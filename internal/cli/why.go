@@ -148,6 +148,9 @@ type objectDecision struct {
 // Events; at most n rollout Events.
 func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 	r := whyReport{Kind: t.kind.Name(), Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Record: []recordEntry{}, Trigger: []triggerEntry{}, Rollouts: []rolloutEvent{}, Objects: []objectDecision{}, Blocks: []string{}}
+	// Without it, a workload with no record shows no pending change; the
+	// plan's notes say why it is unknown, here the answer stays silent.
+	_ = s.loadInstalledAt(ctx)
 	p, err := s.decide(ctx, t)
 	if err != nil {
 		return r, err

@@ -25,11 +25,8 @@ import (
 )
 
 // InstalledAtAnnotation is the annotation on the digest key Secret that
-// holds Reroll's installation time (RFC 3339, UTC), written once: the
-// first-sight rule rolls only what happened after it (plan.Options
-// InstalledAt). It lives in the cluster, so every replica, and every
-// restart, reads the same time.
-const InstalledAtAnnotation = "reroll.dev/installed-at"
+// holds Reroll's installation time (plan.InstalledAtAnnotation).
+const InstalledAtAnnotation = plan.InstalledAtAnnotation
 
 // LoadInstalledAt returns Reroll's installation time: InstalledAtAnnotation
 // of the digest key Secret name. A Secret without it (provided by the user,
@@ -44,8 +41,8 @@ func LoadInstalledAt(ctx context.Context, c client.Client, name types.Namespaced
 		if err := c.Get(ctx, name, &s); err != nil {
 			return err
 		}
-		if t, err := time.Parse(time.RFC3339, s.Annotations[InstalledAtAnnotation]); err == nil {
-			at = t.UTC()
+		if t, ok := plan.InstalledAt(s.Annotations); ok {
+			at = t
 			return nil
 		}
 		at = now.UTC().Truncate(time.Second)

@@ -95,14 +95,27 @@ func newObject(meta metav1.Object, kind string, values map[string][]byte, reload
 		b = h.Sum(b)
 	}
 	o.packed = string(b)
-	o.created = unixSeconds(meta.GetCreationTimestamp().Time)
-	if w := DataWrittenAt(meta.GetManagedFields()); unixSeconds(w) > o.created {
-		// Written in a later second than created: a change. A write in the
-		// second of the creation cannot be told from the creation here;
-		// the store, which sees each change live, can (SinceChange).
-		o.changed = unixSeconds(w)
-	}
+	created, changed := HistoryOf(meta)
+	o.created, o.changed = unixSeconds(created), unixSeconds(changed)
 	return o
+}
+
+// HistoryOf returns what a ConfigMap or Secret read from the API says of
+// its past (plan.History): its creation time and the time of its latest
+// data change after its creation (zero when none is known), in whole
+// seconds, UTC. A data write in a later second than the creation is a
+// change; one in the second of the creation cannot be told from the
+// creation here (the store, which sees each change live, can: SinceChange).
+func HistoryOf(meta metav1.Object) (created, changed time.Time) {
+	c := unixSeconds(meta.GetCreationTimestamp().Time)
+	if c == 0 {
+		return time.Time{}, time.Time{}
+	}
+	created = time.Unix(int64(c), 0).UTC()
+	if w := unixSeconds(DataWrittenAt(meta.GetManagedFields())); w > c {
+		changed = time.Unix(int64(w), 0).UTC()
+	}
+	return created, changed
 }
 
 // unixSeconds is t in Unix seconds, 0 for the zero time or a time outside

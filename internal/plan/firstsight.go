@@ -34,6 +34,23 @@ import (
 // The creation of an object is not a change of its data: a workload created
 // together with its ConfigMap, neither changed since, does not roll.
 
+// InstalledAtAnnotation is the annotation on the digest key Secret that
+// holds Reroll's installation time (RFC 3339, UTC), written once by the
+// controller (controller.LoadInstalledAt): the first-sight rule rolls only
+// what happened after it (Options.InstalledAt). It lives in the cluster, so
+// every replica, every restart and kubectl reroll read the same time.
+const InstalledAtAnnotation = "reroll.dev/installed-at"
+
+// InstalledAt returns the installation time that the digest key Secret's
+// annotations hold, and whether they hold a valid one.
+func InstalledAt(annotations map[string]string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, annotations[InstalledAtAnnotation])
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
 // Happened is when something happened, as the API tells it.
 type Happened struct {
 	// At is the time, whole seconds of the API server's clock (the zero

@@ -441,11 +441,21 @@ leaderElection:
 		append(p.componentServing(p.ports.scheduler, kubeconfig), "--config="+config)...)
 }
 
+// nodeLeaseSeconds is the duration of the fake Node's Lease, which kwok
+// renews as a kubelet does (every quarter of it). Without a Lease, kwok
+// v0.7 writes the Node's status only when the Node changes, so every
+// --node-monitor-grace-period (50 s) the node lifecycle controller finds
+// the Node's heartbeat stale, marks it NotReady for a moment and sets every
+// pod on it Ready=False; kwok never sets them Ready again, and a workload
+// that a test waits to be ready stays unready.
+const nodeLeaseSeconds = 40
+
 // startKwok starts kwok for the nodes annotated kwok.x-k8s.io/node=fake only,
 // so a Node of another kind is never faked by accident.
 func (p *Plane) startKwok(kubeconfig string) (*process, error) {
 	return p.run("kwok", p.opts.Binaries.Kwok, p.ports.kwok,
 		"--kubeconfig="+kubeconfig,
+		fmt.Sprintf("--node-lease-duration-seconds=%d", nodeLeaseSeconds),
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"="+kwokAnnotationValue,
 		"--node-ip=127.0.0.1",

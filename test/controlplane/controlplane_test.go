@@ -75,6 +75,23 @@ func TestStart_FullPlaneRollsOutDeployment(t *testing.T) {
 		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 	}
 
+	// The fake Node's heartbeat: kwok renews its Lease, as a kubelet does.
+	// Without it the node lifecycle controller finds the Node stale every
+	// grace period and marks every pod on it Ready=False for good; the
+	// Lease is renewed at least once more while the test watches it.
+	var firstRenew time.Time
+	g.Eventually(func(g Gomega) {
+		lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, NodeName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+		firstRenew = lease.Spec.RenewTime.Time
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, NodeName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lease.Spec.RenewTime.Time).To(BeTemporally(">", firstRenew))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+
 	pids := plane.PIDs()
 	g.Expect(pids).To(HaveKey("etcd"))
 	g.Expect(pids).To(HaveKey("kube-apiserver"))
