@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -141,7 +142,20 @@ func newNamespace(t *testing.T, prefix string, labels map[string]string) string 
 	g := newT(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: labels}}
 	g.Expect(k8s.Create(t.Context(), ns)).To(gomega.Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	// The cleanup waits until the namespace is gone: the serial tests run
+	// Reroll cluster-wide, and one that started while an earlier test's
+	// namespace was still terminating would act on its workloads, and see
+	// its Events there refused (403: the namespace is being terminated).
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), ns)
+		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := k8s.Get(ctx, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			t.Logf("namespace %s was not deleted within 2m: %v", ns.Name, err)
+		}
+	})
 	g.Eventually(func() error {
 		return k8s.Get(t.Context(), client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
 	}).Should(gomega.Succeed())

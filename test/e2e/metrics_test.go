@@ -50,25 +50,41 @@ func TestMetrics_ServedOnlyToAuthorizedClients(t *testing.T) {
 	g.Expect(k8s.Create(t.Context(), binding)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(t.Context(), binding) })
 
-	// get returns the status and body of GET url with the bearer token.
-	get := func(url, bearer string) (int, string) {
+	// fetch returns the status and body of GET url with the bearer token,
+	// or the error of a request that got no answer.
+	fetch := func(url, bearer string) (int, string, error) {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-		g.Expect(err).NotTo(gomega.HaveOccurred())
+		if err != nil {
+			return 0, "", err
+		}
 		if bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed certificate
 		resp, err := c.Do(req)
-		g.Expect(err).NotTo(gomega.HaveOccurred())
+		if err != nil {
+			return 0, "", err
+		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	// get is fetch that fails the test on a request with no answer.
+	get := func(url, bearer string) (int, string) {
+		code, body, err := fetch(url, bearer)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
-		return resp.StatusCode, string(b)
+		return code, body
 	}
 	secure := "https://" + p.metricsAddr + "/metrics"
 	// Positive control: an authorized scraper reads Reroll's metrics (the
-	// binding may take a moment to reach the authorizer's cache).
-	g.Eventually(func() int { code, _ := get(secure, reader); return code }).Should(gomega.Equal(http.StatusOK))
+	// binding may take a moment to reach the authorizer's cache; the secure
+	// server starts after its authentication and authorization clients, so
+	// the first dials may be refused).
+	g.Eventually(func(g gomega.Gomega) int {
+		code, _, err := fetch(secure, reader)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return code
+	}).Should(gomega.Equal(http.StatusOK))
 	_, body := get(secure, reader)
 	g.Expect(body).To(gomega.ContainSubstring("controller_runtime_reconcile_total"))
 
