@@ -25,6 +25,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -220,9 +221,9 @@ type WorkloadReconciler struct {
 	metrics *metrics.Workloads
 	// rollouts counts running and waiting rollouts across kinds for the
 	// concurrent rollout bound; shared by every kind's reconciler.
-	rollouts *rollouts
+	rollouts *rollout.Tracker
 	// slotFreed carries requests to reconcile workloads of r's kind that
-	// wait for a slot (rollouts.wakeOldest); nil for kinds not counted.
+	// wait for a slot (rollout.Tracker.WakeOldest); nil for kinds not counted.
 	slotFreed chan event.GenericEvent
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations set rollout windows and bounds.
@@ -354,9 +355,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	if bounded {
 		// Count, decide and write as one step, so that two reconciles
 		// cannot both take the last slot.
-		r.rollouts.mu.Lock()
-		defer r.rollouts.mu.Unlock()
-		if in.Rollouts, err = r.rollouts.count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now); err != nil {
+		r.rollouts.Lock()
+		defer r.rollouts.Unlock()
+		if in.Rollouts, err = r.rollouts.Count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -431,12 +432,12 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.creations.forget(obj.GetUID())
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
-		r.rollouts.started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
+		r.rollouts.Started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
 	}
 	if stamp, ok := p.Annotations[plan.RolledAtAnnotation]; ok && stamp == "" && r.rollouts != nil {
 		// A slot freed: the oldest waiting workloads need not wait for
 		// their next check.
-		if err := r.rollouts.wakeOldest(ctx, r.Client); err != nil {
+		if err := r.rollouts.WakeOldest(ctx, r.Client); err != nil {
 			log.Error(err, "Waking workloads waiting for a rollout slot")
 		}
 	}

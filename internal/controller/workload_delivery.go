@@ -27,6 +27,7 @@ import (
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/rollout"
 )
 
 // changeSetIndex is the field index of every kind that reports progress:
@@ -46,7 +47,7 @@ type changeSets struct {
 	records *halts.Records
 	// reader is the manager's cache (Namespaces, workloads).
 	reader client.Reader
-	kinds  []progressKind
+	kinds  []rollout.Kind
 	scope  Scope
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations may set waves.
@@ -96,9 +97,9 @@ func (c *changeSets) waves(ctx context.Context, now time.Time) (int, bool, error
 		}
 	}
 	for _, pk := range c.kinds {
-		list := pk.kind.NewList()
+		list := pk.Kind.NewList()
 		if err := c.reader.List(ctx, list, client.MatchingFields{waveIndex: "set"}, client.UnsafeDisableDeepCopy); err != nil {
-			return 0, false, fmt.Errorf("listing %s by %s: %w", pk.kind.Name(), waveIndex, err)
+			return 0, false, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), waveIndex, err)
 		}
 		_ = eachObject(list, func(obj client.Object) { see(obj.GetAnnotations()) })
 	}
@@ -221,9 +222,9 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 }
 
 // progressKind returns r's kind as the bound counts it.
-func (r *WorkloadReconciler) progressKind() (progressKind, bool) {
-	p, ok := progressOf(r.Kind)
-	return progressKind{kind: r.Kind, progress: p}, ok
+func (r *WorkloadReconciler) progressKind() (rollout.Kind, bool) {
+	p, ok := rollout.ProgressOf(r.Kind)
+	return rollout.Kind{Kind: r.Kind, Progress: p}, ok
 }
 
 // setsOf returns the change sets of p's changes (sorted, without
@@ -254,8 +255,8 @@ func (r *WorkloadReconciler) setsOf(ctx context.Context, obj client.Object, p *p
 }
 
 // member is obj as a member of its sets, with record rec.
-func (r *WorkloadReconciler) member(ctx context.Context, pk progressKind, obj client.Object, rec safe.Record) (safe.Member, error) {
-	m := safe.Member{Workload: pk.kind.Name() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Record: rec}
+func (r *WorkloadReconciler) member(ctx context.Context, pk rollout.Kind, obj client.Object, rec safe.Record) (safe.Member, error) {
+	m := safe.Member{Workload: pk.Kind.Name() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Record: rec}
 	nsAnnotations, err := r.namespaceAnnotations(ctx, obj.GetNamespace())
 	if err != nil {
 		return m, err
@@ -268,7 +269,7 @@ func (r *WorkloadReconciler) member(ctx context.Context, pk progressKind, obj cl
 	if err != nil {
 		return m, err
 	}
-	progress := pk.progress.Progress(obj)
+	progress := pk.Progress.Progress(obj)
 	deadline := plan.RolloutDeadline(progress, r.Options.RolloutTimeout)
 	if progress.Deadline > 0 {
 		// The kind reports its own deadline (a Deployment's
@@ -296,9 +297,9 @@ func (r *WorkloadReconciler) member(ctx context.Context, pk progressKind, obj cl
 func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.UID) ([]safe.Member, error) {
 	var out []safe.Member
 	for _, pk := range r.changeSets.kinds {
-		list := pk.kind.NewList()
+		list := pk.Kind.NewList()
 		if err := r.Client.List(ctx, list, client.MatchingFields{changeSetIndex: id}); err != nil {
-			return nil, fmt.Errorf("listing %s by %s: %w", pk.kind.Name(), changeSetIndex, err)
+			return nil, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
 		}
 		var failed error
 		_ = eachObject(list, func(obj client.Object) {
@@ -404,10 +405,10 @@ func (r *WorkloadReconciler) objectRef(ctx context.Context, name string) runtime
 		return ref
 	}
 	for _, pk := range r.changeSets.kinds {
-		if pk.kind.Name() != kind {
+		if pk.Kind.Name() != kind {
 			continue
 		}
-		obj := pk.kind.New()
+		obj := pk.Kind.New()
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, obj); err == nil {
 			return obj
 		}
@@ -488,9 +489,9 @@ func (c *changeSets) halted(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, pk := range c.kinds {
-			list := pk.kind.NewList()
+			list := pk.Kind.NewList()
 			if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
-				return 0, fmt.Errorf("listing %s by %s: %w", pk.kind.Name(), changeSetIndex, err)
+				return 0, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
 			}
 			if meta.LenList(list) > 0 {
 				n++

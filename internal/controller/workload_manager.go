@@ -31,6 +31,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -100,8 +101,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if now == nil {
 		now = time.Now
 	}
-	counted := newRollouts(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
-	if err := counted.register(); err != nil {
+	counted := rollout.NewTracker(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
+	if err := counted.Register(); err != nil {
 		return fmt.Errorf("registering the rollout metrics: %w", err)
 	}
 	readNamespaces, err := canWatchNamespaces(ctx, mgr.GetClient())
@@ -154,11 +155,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			continue
 		}
 		var wake chan event.GenericEvent
-		if p, ok := progressOf(kind); ok {
-			wake = make(chan event.GenericEvent, wakeBuffer)
-			counted.kinds = append(counted.kinds, progressKind{kind: kind, progress: p, wake: wake})
+		if p, ok := rollout.ProgressOf(kind); ok {
+			wake = make(chan event.GenericEvent, rollout.WakeBuffer)
+			counted.Add(rollout.Kind{Kind: kind, Progress: p, Wake: wake})
 			if sets != nil {
-				sets.kinds = append(sets.kinds, progressKind{kind: kind, progress: p})
+				sets.kinds = append(sets.kinds, rollout.Kind{Kind: kind, Progress: p})
 			}
 		}
 		r := &WorkloadReconciler{
@@ -215,12 +216,12 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
 		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
-	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rolloutIndex, indexRollout(p, r.Options.Key)); err != nil {
+	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rollout.Index, rollout.Indexer(p, r.Options.Key)); err != nil {
 			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
 		}
 	}
-	if _, ok := progressOf(r.Kind); ok && r.changeSets != nil {
+	if _, ok := rollout.ProgressOf(r.Kind); ok && r.changeSets != nil {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
 			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
 		}
@@ -279,7 +280,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	if r.slotFreed != nil {
 		// Workloads waiting for a slot of the concurrent rollout bound,
-		// woken when another rollout completes (see wakeOldest).
+		// woken when another rollout completes (see rollout.Tracker.WakeOldest).
 		b = b.WatchesRawSource(source.Channel(r.slotFreed, &handler.EnqueueRequestForObject{}))
 	}
 	if r.delivered != nil {
@@ -327,8 +328,8 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 // slot of the concurrent rollout bound).
 func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
 	ps := []predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}
-	if p, ok := progressOf(r.Kind); ok && r.rollouts != nil {
-		ps = append(ps, finished(p, r.Options.Key))
+	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
+		ps = append(ps, rollout.Finished(p, r.Options.Key))
 	}
 	return predicate.Or(ps...)
 }

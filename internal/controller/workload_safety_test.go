@@ -8,7 +8,6 @@ import (
 
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -226,12 +226,12 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 
 	// The gauges, read from this run's cache (one namespace).
-	gauges := newRollouts(0, digest.Key{}, rr.cache, time.Now)
-	gauges.kinds = []progressKind{{kind: workload.Deployment{}, progress: workload.Deployment{}}}
-	g.Eventually(func() map[*prometheus.Desc]float64 { return collect(t, gauges) }).Should(gomega.And(
-		gomega.HaveKeyWithValue(rolloutsRunningDesc, 0.0),
-		gomega.HaveKeyWithValue(rolloutsWaitingDesc, 1.0),
-		gomega.HaveKeyWithValue(oldestWaitingDesc, gomega.BeNumerically(">", 0)),
+	gauges := rollout.NewTracker(0, digest.Key{}, rr.cache, time.Now)
+	gauges.Add(rollout.Kind{Kind: workload.Deployment{}, Progress: workload.Deployment{}})
+	g.Eventually(func() map[string]float64 { return collect(t, gauges) }).Should(gomega.And(
+		gomega.HaveKeyWithValue("reroll_rollouts_running", 0.0),
+		gomega.HaveKeyWithValue("reroll_rollouts_waiting", 1.0),
+		gomega.HaveKeyWithValue("reroll_rollouts_oldest_waiting_seconds", gomega.BeNumerically(">", 0)),
 	))
 
 	// The emergency override rolls at once.
@@ -241,17 +241,18 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 }
 
 // collect returns the samples of a collector of unlabelled gauges, by
-// descriptor.
-func collect(t *testing.T, c prometheus.Collector) map[*prometheus.Desc]float64 {
+// metric name.
+func collect(t *testing.T, c prometheus.Collector) map[string]float64 {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 8)
-	c.Collect(ch)
-	close(ch)
-	out := map[*prometheus.Desc]float64{}
-	for m := range ch {
-		var d dto.Metric
-		newT(t).Expect(m.Write(&d)).To(gomega.Succeed())
-		out[m.Desc()] = d.GetGauge().GetValue()
+	reg := prometheus.NewRegistry()
+	newT(t).Expect(reg.Register(c)).To(gomega.Succeed())
+	families, err := reg.Gather()
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			out[f.GetName()] = m.GetGauge().GetValue()
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,4 +157,41 @@ func (s Scope) includes(ctx context.Context, c client.Reader, namespace string) 
 		return false, fmt.Errorf("reading namespace %s for --namespace-selector: %w", namespace, err)
 	}
 	return s.NamespaceSelector.Matches(labels.Set(ns.GetLabels())), nil
+}
+
+// namespaceAnnotations returns the annotations of namespace, read from the
+// cache (metadata only), for the Namespace's rollout window and bound. It
+// reads nothing when Reroll may not watch Namespaces (an install limited to
+// Roles in its namespaces; see canWatchNamespaces) and returns nil when the
+// Namespace is gone.
+func (r *WorkloadReconciler) namespaceAnnotations(ctx context.Context, namespace string) (map[string]string, error) {
+	if !r.readNamespaces {
+		return nil, nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading namespace %s for its rollout window and bound: %w", namespace, err)
+	}
+	return ns.GetAnnotations(), nil
+}
+
+// canWatchNamespaces reports whether Reroll may list and watch Namespaces
+// cluster-wide, which reading their annotations from the cache needs.
+func canWatchNamespaces(ctx context.Context, c client.Client) (bool, error) {
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "namespaces"},
+		}}
+		if err := c.Create(ctx, review); err != nil {
+			return false, fmt.Errorf("checking permission to %s namespaces: %w", verb, err)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }

@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // laggingCache is a client.Reader whose List ran before the cache held
 // the rollout's patch and whose Get runs after: the moment between the two
-// reads of rollouts.count.
+// reads of Tracker.Count.
 type laggingCache struct {
 	client.Reader
 	current *appsv1.Deployment
@@ -38,18 +38,18 @@ func (c laggingCache) List(context.Context, client.ObjectList, ...client.ListOpt
 // but missing from the list, whose cached copy then caught up before the
 // in-flight check, was counted by neither.
 func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
-	g := newT(t)
+	g := gomega.NewWithT(t)
 	now := time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
 	kind := workload.Deployment{}
-	p, ok := progressOf(kind)
+	p, ok := ProgressOf(kind)
 	g.Expect(ok).To(gomega.BeTrue())
-	tr := newRollouts(0, digest.Key{}, nil, func() time.Time { return now })
-	tr.kinds = []progressKind{{kind: kind, progress: p}}
+	tr := NewTracker(0, digest.Key{}, nil, func() time.Time { return now })
+	tr.Add(Kind{Kind: kind, Progress: p})
 
 	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", ResourceVersion: "10", Generation: 1},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}}
 	stamp := now.Add(-time.Second).Format(time.RFC3339)
-	tr.started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
+	tr.Started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	// The cache now holds the patch: stamped, a generation ahead of the
 	// status.
 	after := before.DeepCopy()
@@ -58,17 +58,17 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	after.Status.ObservedGeneration = 1
 
 	self := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "self", UID: "self-uid"}}
-	r, err := tr.count(t.Context(), laggingCache{current: after}, self, now, now)
+	r, err := tr.Count(t.Context(), laggingCache{current: after}, self, now, now)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(r.Running).To(gomega.Equal(1), "the rollout counts although the list missed it")
 	g.Expect(r.RunningInNamespace).To(gomega.Equal(1))
 	g.Expect(tr.inflight).To(gomega.BeEmpty(), "the cache caught up: the in-flight entry goes")
 
 	// Once its status reports it complete, it no longer counts.
-	tr.started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
+	tr.Started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	done := after.DeepCopy()
 	done.Status.ObservedGeneration = 2
-	r, err = tr.count(t.Context(), laggingCache{current: done}, self, now, now)
+	r, err = tr.Count(t.Context(), laggingCache{current: done}, self, now, now)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(r.Running).To(gomega.BeZero())
 }
