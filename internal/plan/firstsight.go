@@ -136,6 +136,30 @@ func firstSightChanges(o Options, in Input, sel selection, src Source) (out []Di
 	return out, latest
 }
 
+// changedSinceAbsent returns d, or a data change of its object when d is
+// the creation of an object that the record holds as absent but whose data
+// changed after the workload's pod template was last written and after the
+// installation (the first-sight rule's order, after). A record can hold an
+// object as absent that existed when it was written: the store's watch of
+// ConfigMaps and Secrets lags the workloads' (tens of milliseconds), so a
+// first sight that comes just after a workload's creation may not yet see
+// the object it reads, nor a change made to it right after. Without this,
+// that change would count as the object's creation, held by
+// --reload-on-create, and be lost. An object created after the record and
+// then changed rolls too, as a change made after its creation rolls when
+// the store sees both writes. An object never changed since its creation
+// stays a creation.
+func changedSinceAbsent(o Options, in Input, sel selection, d Diff) Diff {
+	if !d.Created {
+		return d
+	}
+	h, ok := sel.history[historyKey(d.Ref.Kind, RefNamespace(d.Ref, in.Namespace), d.Ref.Name)]
+	if !ok || !after(h.Changed, in.Since, o.InstalledAt) {
+		return d
+	}
+	return Diff{Ref: d.Ref}
+}
+
 func historyKey(kind reference.Kind, namespace, name string) string {
 	return string(kind) + "/" + namespace + "/" + name
 }

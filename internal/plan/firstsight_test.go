@@ -170,6 +170,33 @@ func TestDecide_FirstSight(t *testing.T) {
 			src:   deleting{memory: memory{}, deleted: map[string]Happened{cm("cfg"): {At: at(10), ResourceVersion: 6}}},
 			want:  FirstSight,
 		},
+		"recorded absent, then seen changed after the workload (the store lagged at first sight): rolled": {
+			record:  `{"ConfigMap/cfg":null}`,
+			since:   Happened{At: at(10), ResourceVersion: 8},
+			src:     memory{cm("cfg"): since(map[string]string{"a": "2"}, 10, 10, 9)},
+			want:    Roll,
+			changes: "ConfigMap/cfg changed",
+		},
+		"recorded absent, then seen changed before the workload's template was last written: a creation, held": {
+			record: `{"ConfigMap/cfg":null}`,
+			since:  Happened{At: at(30)},
+			src:    memory{cm("cfg"): since(map[string]string{"a": "2"}, 9, 20, 0)},
+			want:   Skipped,
+		},
+		"recorded absent, then created and never changed: a creation, held": {
+			record: `{"ConfigMap/cfg":null}`,
+			since:  Happened{At: at(10), ResourceVersion: 8},
+			src:    memory{cm("cfg"): since(map[string]string{"a": "1"}, 12, 0, 9)},
+			want:   Skipped,
+		},
+		"recorded absent, then created and never changed, --reload-on-create: rolled as a creation": {
+			opts:    func(o *Options) { o.ReloadOnCreate = true },
+			record:  `{"ConfigMap/cfg":null}`,
+			since:   Happened{At: at(10), ResourceVersion: 8},
+			src:     memory{cm("cfg"): since(map[string]string{"a": "1"}, 12, 0, 9)},
+			want:    Roll,
+			changes: "ConfigMap/cfg was created",
+		},
 		"missing, no deletion known: recorded": {
 			opts:  func(o *Options) { o.ReloadOnDelete = true },
 			since: Happened{At: at(10)},
@@ -188,6 +215,10 @@ func TestDecide_FirstSight(t *testing.T) {
 			if tc.record != "" {
 				annotations[RecordAnnotation] = tc.record
 				annotations[KeyAnnotation] = tc.key
+				if tc.key == "" {
+					// A record made under the current key.
+					annotations[KeyAnnotation] = o.Key.ID()
+				}
 			}
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "w", Annotations: annotations,
 				Template: template([]string{"cfg"}), Now: now, Since: tc.since}

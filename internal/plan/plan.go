@@ -492,7 +492,7 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			diffs = allObjectsDiff(sel.refs, prevCmp, cur)
 		}
 		for _, d := range diffs {
-			p.classify(o, sel, d)
+			p.classify(o, sel, changedSinceAbsent(o, in, sel, d))
 		}
 		p.Outcome = Unchanged
 		if len(p.Held) > 0 {
