@@ -115,8 +115,12 @@ func New(cfg *rest.Config, o Options) (*Store, error) {
 		}
 		for _, ns := range namespaces {
 			inf := newInformer(c, kind, ns, tweak, s.deletions.watched(kind))
-			if err := inf.SetTransform(compact(o.Key, inf.GetIndexer(), time.Now)); err != nil {
+			seen := newInFlight(inf.GetIndexer())
+			if err := inf.SetTransform(compact(o.Key, seen, time.Now)); err != nil {
 				return nil, fmt.Errorf("setting the %s transform: %w", kind, err)
+			}
+			if _, err := inf.AddEventHandler(seen); err != nil {
+				return nil, fmt.Errorf("tracking the %s events: %w", kind, err)
 			}
 			// Reloader's reloader_events_received_total counts what the
 			// informers deliver.
@@ -183,10 +187,10 @@ func listWatch[L runtime.Object](c lister[L], tweak func(*metav1.ListOptions), s
 // compact is the informers' transform: digest.Key.Transform, with the
 // namespace of every object made one shared string (thousands of objects
 // share a few namespaces; the decoder makes a string per object), and the
-// data change history carried from the Object held for the same
-// key (digest.Object.SinceChange): a change is told from a write of
+// data change history carried from the latest Object seen for the same key
+// (digest.Object.SinceChange; inFlight): a change is told from a write of
 // metadata by comparing digests, live, which managedFields alone cannot do.
-func compact(k digest.Key, held toolscache.Indexer, now func() time.Time) toolscache.TransformFunc {
+func compact(k digest.Key, seen *inFlight, now func() time.Time) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		m, isMeta := obj.(metav1.Object)
 		out, err := k.Transform(obj)
@@ -195,13 +199,89 @@ func compact(k digest.Key, held toolscache.Indexer, now func() time.Time) toolsc
 			return out, err
 		}
 		o.SetNamespace(unique.Make(o.GetNamespace()).Value())
-		if prev, exists, _ := held.GetByKey(m.GetNamespace() + "/" + m.GetName()); exists {
-			p, _ := prev.(*digest.Object)
+		key := m.GetNamespace() + "/" + m.GetName()
+		if p := seen.latest(key); p != nil {
 			o.SinceChange(p, now())
 		}
+		seen.transformed(key, o)
 		return out, err
 	}
 }
+
+// inFlight finds, for the transform, the latest Object seen for a key: the
+// one the informer's indexer holds, or a newer one transformed but not yet
+// indexed. client-go runs the transform when the watch queues an event and
+// updates the indexer only when the queue is processed, so a create and an
+// update that arrive together (the watch lagged, then delivered both) would
+// otherwise see no previous Object for the update, and a data change in the
+// second of the object's creation (invisible in managedFields) would be
+// lost. It is an informer event handler: an Object leaves it once the
+// informer has indexed it and notified its handlers, so it holds only the
+// events in the queue, not a copy of the cache.
+type inFlight struct {
+	held toolscache.Indexer
+
+	mu sync.Mutex
+	// pending is the latest Object transformed per key and not yet handled.
+	pending map[string]*digest.Object
+}
+
+func newInFlight(held toolscache.Indexer) *inFlight {
+	return &inFlight{held: held, pending: map[string]*digest.Object{}}
+}
+
+// latest returns the newest Object seen for key, or nil when none is.
+func (f *inFlight) latest(key string) *digest.Object {
+	f.mu.Lock()
+	p := f.pending[key]
+	f.mu.Unlock()
+	if p != nil {
+		return p
+	}
+	if prev, exists, _ := f.held.GetByKey(key); exists {
+		p, _ = prev.(*digest.Object)
+	}
+	return p
+}
+
+// transformed notes o as the newest Object of key.
+func (f *inFlight) transformed(key string, o *digest.Object) {
+	f.mu.Lock()
+	f.pending[key] = o
+	f.mu.Unlock()
+}
+
+// handled forgets obj once the informer has indexed it, unless a newer
+// Object of its key is already queued.
+func (f *inFlight) handled(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(*digest.Object)
+	if !ok {
+		return
+	}
+	key := o.GetNamespace() + "/" + o.GetName()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending[key] == o {
+		delete(f.pending, key)
+		if len(f.pending) == 0 {
+			// Go keeps a map's buckets after deletes: the initial list
+			// queues every object at once.
+			f.pending = map[string]*digest.Object{}
+		}
+	}
+}
+
+// OnAdd implements toolscache.ResourceEventHandler.
+func (f *inFlight) OnAdd(obj any, _ bool) { f.handled(obj) }
+
+// OnUpdate implements toolscache.ResourceEventHandler.
+func (f *inFlight) OnUpdate(_, obj any) { f.handled(obj) }
+
+// OnDelete implements toolscache.ResourceEventHandler.
+func (f *inFlight) OnDelete(obj any) { f.handled(obj) }
 
 // informers returns the informers of w.
 func (w *informerSet) informers() []toolscache.SharedIndexInformer {
