@@ -166,6 +166,10 @@ type concurrentWriter struct {
 	armed    bool
 	writeErr error
 	requests []request
+	// epoch counts the calls of arm: a request sent before the latest one
+	// (a first-sight record whose answer is still on its way) is not
+	// recorded.
+	epoch int
 }
 
 func (w *concurrentWriter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -178,6 +182,7 @@ func (w *concurrentWriter) wrap(rt http.RoundTripper) http.RoundTripper {
 			w.armed = false
 			w.writeErr = w.write()
 		}
+		epoch := w.epoch
 		w.mu.Unlock()
 		resp, err := rt.RoundTrip(req)
 		code := 0
@@ -185,7 +190,9 @@ func (w *concurrentWriter) wrap(rt http.RoundTripper) http.RoundTripper {
 			code = resp.StatusCode
 		}
 		w.mu.Lock()
-		w.requests = append(w.requests, request{req.Method, code})
+		if epoch == w.epoch {
+			w.requests = append(w.requests, request{req.Method, code})
+		}
 		w.mu.Unlock()
 		return resp, err
 	})
@@ -195,6 +202,7 @@ func (w *concurrentWriter) arm() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.armed, w.requests = true, nil
+	w.epoch++
 }
 
 func (w *concurrentWriter) seen() ([]request, error) {
