@@ -25,7 +25,10 @@ func TestMetrics_ServedOnlyToAuthorizedClients(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t, "e2e-metrics-", nil)
-	p := startReroll(t, plane.Kubeconfig, []string{"--metrics-secure=true", "--digest-key-namespace=" + ns}, map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "reroll-e2e"})
+	// In its own namespace only: the test runs beside another test's Reroll,
+	// and two Rerolls with different digest keys would record each other's
+	// workloads again and again, rolling none.
+	p := startReroll(t, plane.Kubeconfig, []string{"--metrics-secure=true", "--digest-key-namespace=" + ns, "--namespaces=" + ns}, map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "reroll-e2e"})
 
 	token := func(sa string) string {
 		g.Expect(k8s.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(gomega.Succeed())
