@@ -58,7 +58,9 @@ type flags struct {
 	coalesceMaxWait    time.Duration
 	maxConcurrent      int
 	maxRollouts        int
+	maxRolloutsPerNS   int
 	rolloutTimeout     time.Duration
+	rolloutOverride    string
 	waitForRollout     bool
 	pausePeriod        time.Duration
 	kubeAPIQPS         float32
@@ -142,7 +144,9 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many workloads of each kind are reconciled at once.")
 	fs.IntVar(&f.maxRollouts, "max-concurrent-rollouts", 0, "How many rollouts Reroll started may run at once, cluster-wide (until the workload's status reports them complete, or their deadline passes); further changes wait, oldest first. 0 is no bound; a Namespace's reroll.dev/max-concurrent-rollouts bounds its own.")
-	fs.DurationVar(&f.rolloutTimeout, "rollout-timeout", plan.DefaultRolloutTimeout, "How long a rollout of a kind without progressDeadlineSeconds (StatefulSet, DaemonSet) counts as running at most for --max-concurrent-rollouts.")
+	fs.IntVar(&f.maxRolloutsPerNS, "max-concurrent-rollouts-per-namespace", 0, "With --max-concurrent-rollouts: how many of its slots one namespace may hold at once, so that one namespace cannot take them all; 0 is half of --max-concurrent-rollouts, rounded up. A Namespace's reroll.dev/max-concurrent-rollouts may lower it for that namespace, never raise it.")
+	fs.DurationVar(&f.rolloutTimeout, "rollout-timeout", plan.DefaultRolloutTimeout, "How long a rollout Reroll started counts as running at most for --max-concurrent-rollouts: a workload's own progressDeadlineSeconds counts only when shorter. Also how long a waiting workload's signed reroll.dev/pending counts before Reroll signs it again (at least 10s).")
+	fs.StringVar(&f.rolloutOverride, "rollout-override", string(plan.OverrideNamespace), `Where the annotation reroll.dev/rollout-override: "true" (roll at once, past every gate and the bound) is honoured: "namespace" (on a Namespace, for all its workloads; tenants with edit rights cannot annotate Namespaces), "workload" (on the workload too, as before this flag: whoever edits a workload may bypass every gate) or "off".`)
 	fs.BoolVar(&f.waitForRollout, "wait-for-rollout", false, "A change that arrives while the workload's previous rollout is in progress waits for it, then rolls once; the annotation reroll.dev/wait-for-rollout overrides it per workload.")
 	fs.DurationVar(&f.pausePeriod, "pause-period", 0, "Pause period of every workload that sets none: a Deployment stays paused this long after each rollout Reroll triggers; other kinds hold the rollout this long after the first change. 0 is none.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
@@ -249,28 +253,29 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, err)
 	}
 	o := controller.Options{
-		Kinds:                         kinds,
-		EvictOwners:                   owners,
-		PodEviction:                   f.podEviction,
-		Strategy:                      strategy,
-		ReloadOnCreate:                f.reloadOnCreate.on(),
-		ReloadOnDelete:                f.reloadOnDelete.on(),
-		Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
-		WebhookURL:                    hook,
-		KeyedCompatHashes:             f.keyedCompatHashes,
-		AllowCrossNamespaceReferences: f.allowCrossNS,
-		CoalesceWindow:                f.coalesceWindow,
-		CoalesceMaxWait:               f.coalesceMaxWait,
-		MaxConcurrentReconciles:       f.maxConcurrent,
-		MaxConcurrentRollouts:         f.maxRollouts,
-		RolloutTimeout:                f.rolloutTimeout,
-		ChangeSetWindow:               f.changeSetWindow,
-		BakeTime:                      f.bakeTime,
-		HaltAfterFailedRollouts:       f.haltAfter,
-		Storm:                         delivery.Storm{Max: f.stormMax, Period: f.stormPeriod},
-		WaitForRollout:                f.waitForRollout,
-		PausePeriod:                   f.pausePeriod,
-		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:                             kinds,
+		EvictOwners:                       owners,
+		PodEviction:                       f.podEviction,
+		Strategy:                          strategy,
+		ReloadOnCreate:                    f.reloadOnCreate.on(),
+		ReloadOnDelete:                    f.reloadOnDelete.on(),
+		Annotations:                       annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
+		WebhookURL:                        hook,
+		KeyedCompatHashes:                 f.keyedCompatHashes,
+		AllowCrossNamespaceReferences:     f.allowCrossNS,
+		CoalesceWindow:                    f.coalesceWindow,
+		CoalesceMaxWait:                   f.coalesceMaxWait,
+		MaxConcurrentReconciles:           f.maxConcurrent,
+		MaxConcurrentRollouts:             f.maxRollouts,
+		MaxConcurrentRolloutsPerNamespace: f.maxRolloutsPerNS,
+		RolloutTimeout:                    f.rolloutTimeout,
+		ChangeSetWindow:                   f.changeSetWindow,
+		BakeTime:                          f.bakeTime,
+		HaltAfterFailedRollouts:           f.haltAfter,
+		Storm:                             delivery.Storm{Max: f.stormMax, Period: f.stormPeriod},
+		WaitForRollout:                    f.waitForRollout,
+		PausePeriod:                       f.pausePeriod,
+		Admission:                         controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))
@@ -280,6 +285,14 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	if f.maxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles: %d is not a positive number", f.maxConcurrent))
+	}
+	if f.maxRolloutsPerNS < 0 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts-per-namespace: %d is negative", f.maxRolloutsPerNS))
+	}
+	if scope, err := plan.ParseOverrideScope(f.rolloutOverride); err != nil {
+		errs = append(errs, fmt.Errorf("--rollout-override: %w", err))
+	} else {
+		o.RolloutOverride = scope
 	}
 	if f.maxRollouts < 0 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts: %d is negative", f.maxRollouts))

@@ -102,10 +102,16 @@ type Options struct {
 	// once, cluster-wide (--max-concurrent-rollouts); 0 is no bound. A
 	// Namespace's reroll.dev/max-concurrent-rollouts bounds its own.
 	MaxConcurrentRollouts int
-	// RolloutTimeout is how long a rollout of a kind without a progress
-	// deadline counts as running at most (--rollout-timeout); 0 means
-	// plan.DefaultRolloutTimeout.
+	// MaxConcurrentRolloutsPerNamespace bounds the rollouts of one
+	// namespace under MaxConcurrentRollouts
+	// (--max-concurrent-rollouts-per-namespace); 0 means plan.NamespaceShare.
+	MaxConcurrentRolloutsPerNamespace int
+	// RolloutTimeout is how long a rollout counts against the bound at
+	// most (--rollout-timeout); 0 means plan.DefaultRolloutTimeout.
 	RolloutTimeout time.Duration
+	// RolloutOverride is where reroll.dev/rollout-override is honoured
+	// (--rollout-override); "" means plan.OverrideNamespace.
+	RolloutOverride plan.OverrideScope
 	// WaitForRollout makes changes wait for the workload's previous
 	// rollout by default (--wait-for-rollout).
 	WaitForRollout bool
@@ -357,7 +363,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		// cannot both take the last slot.
 		r.rollouts.Lock()
 		defer r.rollouts.Unlock()
-		if in.Rollouts, err = r.rollouts.Count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now); err != nil {
+		if in.Rollouts, err = r.rollouts.Count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now, r.namespaceBound(opts)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -402,13 +408,15 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		return ctrl.Result{}, nil
 	case plan.Waiting:
 		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(p.Missing, ", "))
-		return ctrl.Result{}, nil
+		// Only Reroll's state goes (a pending change, a finished rollout):
+		// the record stays, so the change rolls once it is complete.
+		return ctrl.Result{RequeueAfter: p.Recheck}, r.applyState(ctx, obj, p)
 	case plan.Refused:
 		// The Warning Event says why; retrying costs the same until the
 		// annotations or the namespace's names change, which reconciles.
 		log.Info("Not rolling: list patterns cost too much to match", "annotation", p.OptIn.MatchBudgetExceeded())
 		r.recordOutcome(obj, p)
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: p.Recheck}, r.applyState(ctx, obj, p)
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.
 		accepted, wait, err := r.deliver(obj, p)
@@ -454,13 +462,38 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	return ctrl.Result{RequeueAfter: minPositive(p.Pause.RequeueAfter, p.Recheck)}, nil
 }
 
+// applyState writes the state annotations of a plan that rolls nothing and
+// records nothing (Waiting, Refused): a pending change cleared, a finished
+// or timed-out rollout no longer stamped, forged state removed.
+func (r *WorkloadReconciler) applyState(ctx context.Context, obj client.Object, p plan.Plan) error {
+	if len(p.Annotations) == 0 {
+		return nil
+	}
+	return r.apply(ctx, obj, p)
+}
+
+// namespaceBound reads a namespace's bound on concurrent rollouts for the
+// Tracker's count: opts.NamespaceBound of its annotations (a malformed
+// annotation is ignored here; its own workloads' Events report it).
+func (r *WorkloadReconciler) namespaceBound(opts plan.Options) rollout.NamespaceBound {
+	return func(ctx context.Context, namespace string) (int, error) {
+		a, err := r.namespaceAnnotations(ctx, namespace)
+		if err != nil {
+			return 0, err
+		}
+		b, _ := opts.NamespaceBound(a)
+		return b, nil
+	}
+}
+
 // planOptions are the planner's share of the options.
 func (r *WorkloadReconciler) planOptions() plan.Options {
 	o := r.Options
 	return plan.Options{
 		Strategy: o.Strategy, ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete,
 		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
-		MaxConcurrentRollouts: o.MaxConcurrentRollouts, RolloutTimeout: o.RolloutTimeout,
+		MaxConcurrentRollouts: o.MaxConcurrentRollouts, MaxConcurrentRolloutsPerNamespace: o.MaxConcurrentRolloutsPerNamespace,
+		RolloutTimeout: o.RolloutTimeout, Override: o.RolloutOverride,
 		WaitForRollout: o.WaitForRollout, PausePeriod: o.PausePeriod, Recheck: o.Recheck,
 		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
 		NoEviction: o.noEviction, InstalledAt: o.InstalledAt,

@@ -144,7 +144,7 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 	// Only a record Reroll signed counts; a forged one is removed by
 	// plan.Decide (ForgedState) and the workload joins afresh.
 	raw, member := plan.Verified(opts.Key, in.UID, safe.MemberAnnotation, in.Annotations)
-	rolling := p.Outcome == plan.Roll && in.Annotations[plan.RolloutOverrideAnnotation] != "true"
+	rolling := p.Outcome == plan.Roll && !opts.Overridden(in)
 	if !rolling && !member {
 		return nil
 	}
@@ -519,7 +519,7 @@ func registerLatest(c prometheus.Collector) error {
 // same patch.
 func (r *WorkloadReconciler) stormGate(in plan.Input, opts plan.Options, p *plan.Plan) {
 	s := r.Options.Storm
-	if p.Outcome != plan.Roll || s.Max <= 0 || in.Annotations[plan.RolloutOverrideAnnotation] == "true" {
+	if p.Outcome != plan.Roll || s.Max <= 0 || opts.Overridden(in) {
 		return
 	}
 	// Only the times Reroll signed count: a forged list holds nothing.

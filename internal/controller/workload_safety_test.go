@@ -234,8 +234,14 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 		gomega.HaveKeyWithValue("reroll_rollouts_oldest_waiting_seconds", gomega.BeNumerically(">", 0)),
 	))
 
-	// The emergency override rolls at once.
+	// The emergency override: on the workload, a tenant's, it is ignored
+	// by default (--rollout-override=namespace); on the Namespace it rolls
+	// at once.
 	update(t, d, func(d *appsv1.Deployment) { d.Annotations[plan.RolloutOverrideAnnotation] = "true" })
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }, 3*time.Second).Should(gomega.BeEmpty())
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		n.Annotations[plan.RolloutOverrideAnnotation] = "true"
+	})
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 	g.Expect(get(t, d).Annotations).NotTo(gomega.HaveKey(plan.PendingAnnotation))
 }

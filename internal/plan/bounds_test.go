@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // A namespace of 300 ConfigMaps with 245-character names and a workload
@@ -114,5 +116,58 @@ func TestDecide_RecordFitsBesideALargeAnnotation(t *testing.T) {
 	}
 	if p.Outcome != Roll {
 		t.Fatalf("outcome after a change = %s", p.Outcome)
+	}
+}
+
+// The third review (H3): a workload that rolls nothing (its patterns
+// refused, or Wave's required objects missing) kept its signed pending
+// change, which then stayed ahead of every newer change for the bound.
+func TestDecide_ClearsThePendingChangeOfAWorkloadThatRollsNothing(t *testing.T) {
+	costly := make([]string, annotation.MaxListEntries)
+	for i := range costly {
+		costly[i] = "(?:.?){80}#" + strings.Repeat("b", i%10)
+	}
+	names := memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")}
+	for i := range 300 {
+		names[cm(strings.Repeat("n", 240)+"-"+itoa(i))] = obj(map[string]string{"a": "1"}, nil, "1")
+	}
+	cases := map[string]struct {
+		annotations map[string]string // the workload's opt-in
+		template    []string          // the ConfigMaps its pod template reads
+		want        Outcome           // the outcome
+	}{
+		"refused: its patterns cost too much": {
+			annotations: map[string]string{annotation.DefaultNames().ConfigMapReload: strings.Join(costly, ",")},
+			want:        Refused,
+		},
+		"waiting: a required object of Wave's is missing": {
+			annotations: map[string]string{annotation.WaveUpdate: "true"},
+			template:    []string{"cfg", "not-yet"},
+			want:        Waiting,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := defaults()
+			o.MaxConcurrentRollouts = 1
+			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now,
+				Annotations: c.annotations, Template: template(c.template), Progress: &workload.Progress{Done: true}}
+			in.Annotations[PendingAnnotation] = Sign(o.Key, in.UID, PendingAnnotation, formatPending(now.Add(-time.Hour), DeferMaxConcurrent, now.Add(time.Minute)))
+			p, err := Decide(o, in, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Outcome != c.want {
+				t.Fatalf("outcome = %s, want %s", p.Outcome, c.want)
+			}
+			if v, ok := p.Annotations[PendingAnnotation]; !ok || v != "" {
+				t.Errorf("pending = %q (written %v), want removed", v, ok)
+			}
+			for k := range p.Annotations {
+				if k != PendingAnnotation {
+					t.Errorf("writes %s; want only the pending change removed (the record waits)", k)
+				}
+			}
+		})
 	}
 }

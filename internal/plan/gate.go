@@ -28,13 +28,18 @@ const (
 	// wins): the weekly windows in which Reroll may start a rollout, in
 	// window.Parse's syntax.
 	RolloutWindowAnnotation = "reroll.dev/rollout-window"
-	// RolloutOverrideAnnotation on a workload, "true": roll at once, past
-	// every gate (window, bound, previous rollout, pause period); for
-	// emergencies, removed afterwards.
+	// RolloutOverrideAnnotation, "true": roll at once, past every gate
+	// (window, bound, previous rollout, pause period, waves, storm
+	// breaker); for emergencies, removed afterwards. Where it is honoured
+	// is --rollout-override (OverrideScope): by default only on a
+	// Namespace, which tenants with edit rights cannot annotate.
 	RolloutOverrideAnnotation = "reroll.dev/rollout-override"
 	// PendingAnnotation is written by Reroll on a workload whose rollout is
 	// deferred: "<RFC 3339 UTC time of the first deferred change> <reason>
-	// sig=<signature>" (see Sign: only a value Reroll signed counts).
+	// <RFC 3339 UTC expiry> sig=<signature>" (see Sign: only a value Reroll
+	// signed counts, and only until its expiry, PendingValidity after
+	// Reroll signed it; Reroll signs it again while the change waits, so a
+	// value copied and written back later counts for nothing).
 	// The record (RecordAnnotation) is left as it was, so the pending change
 	// survives a restart and rolls once, with every change made meanwhile;
 	// the time orders the waiting workloads, oldest first.
@@ -109,12 +114,39 @@ const DefaultRecheck = 5 * time.Second
 // deadline (StatefulSets, DaemonSets) counts as running at most, by default.
 const DefaultRolloutTimeout = 10 * time.Minute
 
-// PendingSince is when the pending change of the workload uid with
-// annotations was first deferred, or now when none is (or the value is
-// unreadable, or not signed by Reroll under k).
-func PendingSince(k digest.Key, uid string, annotations map[string]string, now time.Time) time.Time {
+// PendingValidity is how long a PendingAnnotation counts after Reroll
+// signed it, for a rollout timeout of timeout (--rollout-timeout; 0 means
+// DefaultRolloutTimeout): the timeout itself, at least 10 seconds. A waiting
+// workload's value is signed again once half of it has passed (one
+// metadata patch per workload per half validity), so an honest wait never
+// lapses while Reroll runs; a value copied from the workload and written
+// back later (a replay) has lapsed, and counts for nothing.
+func PendingValidity(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = DefaultRolloutTimeout
+	}
+	return max(timeout, 10*time.Second)
+}
+
+// Pending is the pending change of the workload uid with annotations at
+// now: since when it waits and why; ok is false when none is, or the value
+// is unreadable, not signed by Reroll under k (a forged one), or expired (a
+// replayed one, or one left by a Reroll that stopped longer ago than its
+// validity).
+func Pending(k digest.Key, uid string, annotations map[string]string, now time.Time) (since time.Time, reason DeferReason, ok bool) {
 	v, _ := Verified(k, uid, PendingAnnotation, annotations)
-	since, _, ok := parsePending(v)
+	since, reason, expires, ok := parsePending(v)
+	if !ok || !now.Before(expires) {
+		return time.Time{}, "", false
+	}
+	return since, reason, true
+}
+
+// PendingSince is when the pending change of the workload uid with
+// annotations was first deferred, or now when none is at now (see
+// Pending).
+func PendingSince(k digest.Key, uid string, annotations map[string]string, now time.Time) time.Time {
+	since, _, ok := Pending(k, uid, annotations, now)
 	if !ok {
 		return now
 	}
@@ -122,10 +154,12 @@ func PendingSince(k digest.Key, uid string, annotations map[string]string, now t
 }
 
 // PendingReason is the reason in a workload's PendingAnnotation, "" when
-// none is pending (or it is not signed by Reroll under k).
+// none is pending (or it is not signed by Reroll under k). It does not
+// check the expiry (an index cannot: it has no clock); use Pending for a
+// decision at a time.
 func PendingReason(k digest.Key, uid string, annotations map[string]string) DeferReason {
 	v, _ := Verified(k, uid, PendingAnnotation, annotations)
-	_, reason, _ := parsePending(v)
+	_, reason, _, _ := parsePending(v)
 	return reason
 }
 
@@ -134,17 +168,33 @@ func PendingReason(k digest.Key, uid string, annotations map[string]string) Defe
 // kubectl plugin cannot read the installation key), never for a decision of
 // Reroll's own (PendingReason).
 func DisplayedPendingReason(annotations map[string]string) DeferReason {
-	_, reason, _ := parsePending(Displayed(annotations, PendingAnnotation))
+	_, reason, _, _ := parsePending(Displayed(annotations, PendingAnnotation))
 	return reason
 }
 
-func parsePending(v string) (time.Time, DeferReason, bool) {
-	at, reason, _ := strings.Cut(v, " ")
-	t, err := time.Parse(time.RFC3339, at)
-	if err != nil {
-		return time.Time{}, "", false
+// formatPending is the unsigned value of PendingAnnotation.
+func formatPending(since time.Time, reason DeferReason, expires time.Time) string {
+	return since.UTC().Format(time.RFC3339) + " " + string(reason) + " " + expires.UTC().Format(time.RFC3339)
+}
+
+// parsePending reads "<since> <reason> <expires>"; a value of an older
+// Reroll, "<since> <reason>", reads with the zero expiry (expired). ok is
+// false when since is unreadable.
+func parsePending(v string) (since time.Time, reason DeferReason, expires time.Time, ok bool) {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return time.Time{}, "", time.Time{}, false
 	}
-	return t, DeferReason(reason), true
+	since, err := time.Parse(time.RFC3339, f[0])
+	if err != nil {
+		return time.Time{}, "", time.Time{}, false
+	}
+	if len(f) >= 3 {
+		if e, err := time.Parse(time.RFC3339, f[len(f)-1]); err == nil {
+			expires, f = e, f[:len(f)-1]
+		}
+	}
+	return since, DeferReason(strings.Join(f[1:], " ")), expires, true
 }
 
 // RolledAt is the time in the RolledAtAnnotation of the workload uid with
@@ -157,30 +207,108 @@ func RolledAt(k digest.Key, uid string, annotations map[string]string) (time.Tim
 }
 
 // RolloutDeadline is how long a rollout of a workload with progress p counts
-// as running at most: the kind's own deadline, else timeout (else
-// DefaultRolloutTimeout).
+// against the bound at most: the kind's own deadline
+// (progressDeadlineSeconds) when it is shorter than timeout
+// (--rollout-timeout; 0 means DefaultRolloutTimeout), else timeout. The
+// deadline is the tenant's to write (2147483647 seconds is 68 years), so it
+// never holds a slot longer than the operator's timeout.
 func RolloutDeadline(p workload.Progress, timeout time.Duration) time.Duration {
-	switch {
-	case p.Deadline > 0:
-		return p.Deadline
-	case timeout > 0:
-		return timeout
+	if timeout <= 0 {
+		timeout = DefaultRolloutTimeout
 	}
-	return DefaultRolloutTimeout
+	if p.Deadline > 0 && p.Deadline < timeout {
+		return p.Deadline
+	}
+	return timeout
 }
 
-// bound is the namespace's and the cluster's bound on concurrent rollouts;
-// 0 is none. A malformed namespace value is reported and ignored.
+// OverrideScope is where RolloutOverrideAnnotation is honoured
+// (--rollout-override).
+type OverrideScope string
+
+// The scopes.
+const (
+	// OverrideNamespace, the default: only on the workload's Namespace
+	// (for every workload in it). Tenants with edit rights cannot annotate
+	// Namespaces; the annotation on a workload is ignored.
+	OverrideNamespace OverrideScope = "namespace"
+	// OverrideWorkload: on the workload too (Reroll's behaviour before
+	// this flag): whoever edits a workload may roll it past every gate,
+	// and its rollout takes a slot of the bound whatever the bound says.
+	OverrideWorkload OverrideScope = "workload"
+	// OverrideOff: nowhere.
+	OverrideOff OverrideScope = "off"
+)
+
+// ParseOverrideScope reads --rollout-override; "" is OverrideNamespace.
+func ParseOverrideScope(v string) (OverrideScope, error) {
+	switch s := OverrideScope(v); s {
+	case "":
+		return OverrideNamespace, nil
+	case OverrideNamespace, OverrideWorkload, OverrideOff:
+		return s, nil
+	}
+	return "", fmt.Errorf("%q is not one of namespace, workload, off", v)
+}
+
+// Overridden reports whether the workload in rolls past every gate:
+// RolloutOverrideAnnotation is "true" where o.Override honours it.
+func (o Options) Overridden(in Input) bool {
+	switch o.Override {
+	case OverrideOff:
+		return false
+	case OverrideWorkload:
+		if in.Annotations[RolloutOverrideAnnotation] == "true" {
+			return true
+		}
+	}
+	return in.NamespaceAnnotations[RolloutOverrideAnnotation] == "true"
+}
+
+// NamespaceShare is the default bound of one namespace under a
+// cluster-wide bound of cluster (--max-concurrent-rollouts) when
+// --max-concurrent-rollouts-per-namespace is 0: half of it, rounded up, so
+// that one namespace cannot take every slot once there are two; 0 (none)
+// without a cluster-wide bound.
+func NamespaceShare(cluster int) int {
+	if cluster <= 0 {
+		return 0
+	}
+	return (cluster + 1) / 2
+}
+
+// bounds is the cluster's and the workload's namespace's bound on
+// concurrent rollouts; 0 is none. A malformed namespace value is reported
+// and ignored.
 func (o Options) bounds(in Input) (cluster, namespace int, problem error) {
-	cluster = max(o.MaxConcurrentRollouts, 0)
-	if v, ok := in.NamespaceAnnotations[MaxConcurrentRolloutsAnnotation]; ok {
+	namespace, problem = o.NamespaceBound(in.NamespaceAnnotations)
+	return max(o.MaxConcurrentRollouts, 0), namespace, problem
+}
+
+// NamespaceBound is the bound on concurrent rollouts of a namespace with
+// annotations: its share of the cluster-wide bound
+// (MaxConcurrentRolloutsPerNamespace, else NamespaceShare), lowered by its
+// MaxConcurrentRolloutsAnnotation; without a cluster-wide bound, the
+// annotation alone. 0 is none. A malformed annotation is returned as
+// problem and ignored.
+func (o Options) NamespaceBound(annotations map[string]string) (bound int, problem error) {
+	if o.MaxConcurrentRollouts > 0 {
+		bound = o.MaxConcurrentRolloutsPerNamespace
+		if bound <= 0 {
+			bound = NamespaceShare(o.MaxConcurrentRollouts)
+		}
+		bound = min(bound, o.MaxConcurrentRollouts)
+	}
+	if v, ok := annotations[MaxConcurrentRolloutsAnnotation]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			return cluster, 0, fmt.Errorf("namespace annotation %s: %q is not a positive integer", MaxConcurrentRolloutsAnnotation, v)
+			return bound, fmt.Errorf("namespace annotation %s: %q is not a positive integer", MaxConcurrentRolloutsAnnotation, v)
 		}
-		namespace = n
+		if bound == 0 || n < bound {
+			bound = n
+		}
 	}
-	return cluster, namespace, nil
+	return bound, nil
 }
 
 // Bounded reports whether rollouts of the workload count against a bound:
@@ -193,7 +321,7 @@ func (o Options) Bounded(in Input) bool {
 // gate decides whether a planned rollout may start now; nil when it may.
 // Malformed gate annotations are reported as Warnings and ignored.
 func (p *Plan) gate(o Options, in Input, optIn annotation.OptIn) *Deferral {
-	if in.Annotations[RolloutOverrideAnnotation] == "true" {
+	if o.Overridden(in) {
 		return nil
 	}
 	since := PendingSince(o.Key, in.UID, in.Annotations, in.Now)
@@ -243,10 +371,27 @@ func (p *Plan) gate(o Options, in Input, optIn annotation.OptIn) *Deferral {
 		return d
 	case namespace > 0 && r.RunningInNamespace+r.AheadInNamespace >= namespace:
 		d.Reason = DeferMaxConcurrent
-		d.Detail = fmt.Sprintf("%d rollouts run and %d older changes wait in the namespace, at most %d run at once (%s)", r.RunningInNamespace, r.AheadInNamespace, namespace, MaxConcurrentRolloutsAnnotation)
+		d.Detail = fmt.Sprintf("%d rollouts run and %d older changes wait in the namespace, at most %d run at once in one namespace (--max-concurrent-rollouts-per-namespace, %s)", r.RunningInNamespace, r.AheadInNamespace, namespace, MaxConcurrentRolloutsAnnotation)
 		return d
 	}
 	return nil
+}
+
+// ignoredOverride is the note of a deferral of a workload that carries
+// RolloutOverrideAnnotation where --rollout-override does not honour it.
+func ignoredOverride(o Options, in Input) string {
+	if in.Annotations[RolloutOverrideAnnotation] != "true" || o.Overridden(in) {
+		return ""
+	}
+	return " (" + RolloutOverrideAnnotation + " on the workload is ignored: --rollout-override=" + string(o.override()) + " honours it only on the Namespace, or nowhere)"
+}
+
+// override is o.Override with its default.
+func (o Options) override() OverrideScope {
+	if o.Override == "" {
+		return OverrideNamespace
+	}
+	return o.Override
 }
 
 // windowSpec is the workload's rollout window, else its Namespace's, and
@@ -268,10 +413,15 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 	p.Outcome, p.Deferral = DeferredRollout, &d
 	p.Annotations = map[string]string{}
 	p.Events, p.Alert = nil, nil
-	value := Sign(o.Key, in.UID, PendingAnnotation, d.Since.UTC().Format(time.RFC3339)+" "+string(d.Reason))
-	if in.Annotations[PendingAnnotation] != value {
-		p.Annotations[PendingAnnotation] = value
-		note := "Deferred the rollout after " + summary + ": " + d.Detail
+	validity := PendingValidity(o.RolloutTimeout)
+	since, reason, current := Pending(o.Key, in.UID, in.Annotations, in.Now)
+	same := current && since.Equal(d.Since.Truncate(time.Second)) && reason == d.Reason
+	if !same || !pendingFresh(o.Key, in, validity) {
+		// A new deferral, or the same one signed again before it lapses.
+		p.Annotations[PendingAnnotation] = Sign(o.Key, in.UID, PendingAnnotation, formatPending(d.Since, d.Reason, in.Now.Add(validity)))
+	}
+	if !same {
+		note := "Deferred the rollout after " + summary + ": " + d.Detail + ignoredOverride(o, in)
 		if !d.Until.IsZero() {
 			note += "; until " + d.Until.UTC().Format(time.RFC3339)
 		}
@@ -289,7 +439,18 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 		// little early.
 		recheck = max(recheck, 0) + time.Second
 	}
-	p.Recheck = recheck
+	// Decided again in time to sign the value again before it lapses: it is
+	// signed again once half its validity passed, and a quarter after that
+	// it still holds.
+	p.Recheck = min(recheck, validity/4)
+}
+
+// pendingFresh reports whether the workload's PendingAnnotation has more
+// than half of validity left at in.Now.
+func pendingFresh(k digest.Key, in Input, validity time.Duration) bool {
+	v, _ := Verified(k, in.UID, PendingAnnotation, in.Annotations)
+	_, _, expires, ok := parsePending(v)
+	return ok && in.Now.Add(validity/2).Before(expires)
 }
 
 // track keeps RolledAtAnnotation and PendingAnnotation true to the plan: a
@@ -297,7 +458,7 @@ func (p *Plan) deferTo(o Options, in Input, d Deferral, summary string) {
 // counted (with a Warning Event for the latter), a running one is checked
 // again; a pending change that no longer rolls anything is cleared.
 func (p *Plan) track(o Options, in Input) {
-	if p.Outcome == Deleting || p.Outcome == Refused {
+	if p.Outcome == Deleting {
 		return
 	}
 	// Once the plan's own writes are known: what it does not write anew of
@@ -313,7 +474,10 @@ func (p *Plan) track(o Options, in Input) {
 		}
 		return
 	}
-	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout && p.Outcome != Waiting && p.Outcome != Refused {
+	if _, ok := in.Annotations[PendingAnnotation]; ok && p.Outcome != DeferredRollout {
+		// Nothing waits for a slot: a Waiting (Wave's missing objects) or
+		// Refused workload rolls nothing until it is decided again, so a
+		// pending change kept there would queue ahead of every newer one.
 		p.Annotations[PendingAnnotation] = ""
 	}
 	at, ok := RolledAt(o.Key, in.UID, in.Annotations)

@@ -65,10 +65,18 @@ type Options struct {
 	// MaxConcurrentRollouts bounds the rollouts Reroll started that run at
 	// once, cluster-wide (--max-concurrent-rollouts); 0 is no bound.
 	MaxConcurrentRollouts int
-	// RolloutTimeout is how long a rollout of a kind without a progress
-	// deadline counts as running at most (--rollout-timeout); 0 means
-	// DefaultRolloutTimeout.
+	// MaxConcurrentRolloutsPerNamespace bounds the rollouts that run at
+	// once in one namespace under MaxConcurrentRollouts
+	// (--max-concurrent-rollouts-per-namespace); 0 means NamespaceShare.
+	// A Namespace's MaxConcurrentRolloutsAnnotation may lower it.
+	MaxConcurrentRolloutsPerNamespace int
+	// RolloutTimeout is how long a rollout counts against the bound at
+	// most, whatever its kind's own deadline (--rollout-timeout); 0 means
+	// DefaultRolloutTimeout. It also sets PendingValidity.
 	RolloutTimeout time.Duration
+	// Override is where RolloutOverrideAnnotation is honoured
+	// (--rollout-override); "" means OverrideNamespace.
+	Override OverrideScope
 	// WaitForRollout is the default of WaitForRolloutAnnotation
 	// (--wait-for-rollout).
 	WaitForRollout bool

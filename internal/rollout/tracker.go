@@ -144,25 +144,38 @@ func Indexer(p workload.Progresser, key digest.Key) func(client.Object) []string
 	}
 }
 
+// NamespaceBound returns the bound on concurrent rollouts of a namespace
+// (plan.Options.NamespaceBound of its annotations); 0 is none.
+type NamespaceBound func(ctx context.Context, namespace string) (int, error)
+
 // Count returns the bound's counts for self, whose pending change dates
 // from since, read through c (the manager's cache, indexed by Index): the
 // running rollouts (cache and in-flight, within their deadlines at now) and
 // the older changes waiting for a slot, cluster-wide and in self's
-// Namespace. Self is never counted. The caller holds the lock (Lock). An
-// error is one of c's, other than NotFound.
-func (t *Tracker) Count(ctx context.Context, c client.Reader, self client.Object, since, now time.Time) (plan.Rollouts, error) {
+// Namespace. An older change counts as ahead only while its namespace has
+// room under its own bound (bound, nil for none): the waiting changes of a
+// namespace that holds its whole share are not ahead of another
+// namespace's. A pending change that is not Reroll's, or has expired
+// (plan.Pending), is never ahead. Self is never counted. The caller holds
+// the lock (Lock). An error is one of c's, other than NotFound, or bound's.
+func (t *Tracker) Count(ctx context.Context, c client.Reader, self client.Object, since, now time.Time, bound NamespaceBound) (plan.Rollouts, error) {
 	var r plan.Rollouts
 	seen := map[types.UID]bool{}
 	ns := self.GetNamespace()
+	running := map[string]int{}
+	run := func(namespace string) {
+		r.Running++
+		running[namespace]++
+		if namespace == ns {
+			r.RunningInNamespace++
+		}
+	}
 	err := t.each(ctx, c, indexRunning, func(k Kind, obj client.Object) {
 		seen[obj.GetUID()] = true
 		if obj.GetUID() == self.GetUID() || !t.running(k, obj, now) {
 			return
 		}
-		r.Running++
-		if obj.GetNamespace() == ns {
-			r.RunningInNamespace++
-		}
+		run(obj.GetNamespace())
 	})
 	if err != nil {
 		return r, err
@@ -179,10 +192,7 @@ func (t *Tracker) Count(ctx context.Context, c client.Reader, self client.Object
 			// cache holds now.
 			delete(t.inflight, uid)
 			if p, ok := ProgressOf(f.kind); ok && slices.Contains(Indexer(p, t.key)(obj), indexRunning) && t.running(Kind{Kind: f.kind, Progress: p}, obj, now) {
-				r.Running++
-				if f.key.Namespace == ns {
-					r.RunningInNamespace++
-				}
+				run(f.key.Namespace)
 			}
 			continue
 		}
@@ -194,25 +204,41 @@ func (t *Tracker) Count(ctx context.Context, c client.Reader, self client.Object
 		if err != nil {
 			return r, fmt.Errorf("reading %s %s: %w", f.kind.Name(), f.key, err)
 		}
-		r.Running++
-		if f.key.Namespace == ns {
-			r.RunningInNamespace++
-		}
+		run(f.key.Namespace)
 	}
 	self2 := self.GetNamespace() + "/" + self.GetName()
+	ahead := map[string]int{}
 	err = t.each(ctx, c, indexWaiting, func(_ Kind, obj client.Object) {
 		if obj.GetUID() == self.GetUID() {
 			return
 		}
-		other := plan.PendingSince(t.key, string(obj.GetUID()), obj.GetAnnotations(), now)
+		other, reason, ok := plan.Pending(t.key, string(obj.GetUID()), obj.GetAnnotations(), now)
+		if !ok || reason != plan.DeferMaxConcurrent {
+			return
+		}
 		if other.Before(since) || (other.Equal(since) && obj.GetNamespace()+"/"+obj.GetName() < self2) {
-			r.Ahead++
-			if obj.GetNamespace() == ns {
-				r.AheadInNamespace++
-			}
+			ahead[obj.GetNamespace()]++
 		}
 	})
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	for namespace, n := range ahead {
+		if bound != nil {
+			b, err := bound(ctx, namespace)
+			if err != nil {
+				return r, err
+			}
+			if b > 0 {
+				n = min(n, max(b-running[namespace], 0))
+			}
+		}
+		r.Ahead += n
+		if namespace == ns {
+			r.AheadInNamespace += n
+		}
+	}
+	return r, nil
 }
 
 // running reports whether a rollout indexed as running is within its

@@ -58,7 +58,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	after.Status.ObservedGeneration = 1
 
 	self := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "self", UID: "self-uid"}}
-	r, err := tr.Count(t.Context(), laggingCache{current: after}, self, now, now)
+	r, err := tr.Count(t.Context(), laggingCache{current: after}, self, now, now, nil)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(r.Running).To(gomega.Equal(1), "the rollout counts although the list missed it")
 	g.Expect(r.RunningInNamespace).To(gomega.Equal(1))
@@ -68,7 +68,7 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	tr.Started(kind, before, plan.Sign(digest.Key{}, "b-uid", plan.RolledAtAnnotation, stamp), 10*time.Minute)
 	done := after.DeepCopy()
 	done.Status.ObservedGeneration = 2
-	r, err = tr.Count(t.Context(), laggingCache{current: done}, self, now, now)
+	r, err = tr.Count(t.Context(), laggingCache{current: done}, self, now, now, nil)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(r.Running).To(gomega.BeZero())
 }
