@@ -135,6 +135,15 @@ func run(args []string) error {
 		// only what changed after it.
 		opts.InstalledAt, err = controller.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
 	}
+	if err == nil && f.installationConfigMap != "" {
+		// Readable without the key: for kubectl reroll plan and why.
+		err = controller.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
+	}
+	if err == nil {
+		// Written once: records of the legacy digest scheme are compared
+		// only until then.
+		opts.LegacyRecordsUntil, err = controller.LoadLegacyRecordsUntil(keyCtx, direct, keySecret, time.Now())
+	}
 	cancelKey()
 	if err != nil {
 		return err

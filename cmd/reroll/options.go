@@ -27,51 +27,52 @@ import (
 // flags holds the raw command-line values. Names, types and defaults follow
 // Stakater Reloader's flags, so its Deployment arguments work unchanged.
 type flags struct {
-	kubeconfig         string
-	metricsAddr        string
-	probeAddr          string
-	logFormat          string
-	logLevel           string
-	reloadStrategy     string
-	reloadOnCreate     reloaderBool
-	reloadOnDelete     reloaderBool
-	syncAfterRestart   bool
-	autoReloadAll      bool
-	names              annotation.Names
-	resourcesToIgnore  []string
-	ignoredWorkloads   []string
-	namespaces         []string
-	namespacesToIgnore []string
-	namespaceSelector  []string
-	resourceSelector   []string
-	webhookURL         string
-	webhookURLFile     string
-	enableHA           bool
-	leaderElection     leaderElectionFlags
-	gracefulShutdown   time.Duration
-	isArgoRollouts     reloaderBool
-	workloads          []string
-	evictOwners        []string
-	cronJobTrigger     string
-	recreateCompleted  bool
-	coalesceWindow     time.Duration
-	coalesceMaxWait    time.Duration
-	maxConcurrent      int
-	maxRollouts        int
-	maxRolloutsPerNS   int
-	rolloutTimeout     time.Duration
-	rolloutOverride    string
-	waitForRollout     bool
-	pausePeriod        time.Duration
-	kubeAPIQPS         float32
-	kubeAPIBurst       int
-	webhook            webhookFlags
-	projections        projectionFlags
-	metrics            metricsFlags
-	enablePProf        bool
-	pprofAddr          string
-	enableCSI          bool
-	podEviction        bool
+	kubeconfig            string
+	metricsAddr           string
+	probeAddr             string
+	logFormat             string
+	logLevel              string
+	reloadStrategy        string
+	reloadOnCreate        reloaderBool
+	reloadOnDelete        reloaderBool
+	syncAfterRestart      bool
+	autoReloadAll         bool
+	names                 annotation.Names
+	resourcesToIgnore     []string
+	ignoredWorkloads      []string
+	namespaces            []string
+	namespacesToIgnore    []string
+	namespaceSelector     []string
+	resourceSelector      []string
+	webhookURL            string
+	webhookURLFile        string
+	enableHA              bool
+	leaderElection        leaderElectionFlags
+	gracefulShutdown      time.Duration
+	isArgoRollouts        reloaderBool
+	workloads             []string
+	evictOwners           []string
+	cronJobTrigger        string
+	recreateCompleted     bool
+	coalesceWindow        time.Duration
+	coalesceMaxWait       time.Duration
+	maxConcurrent         int
+	maxRollouts           int
+	maxRolloutsPerNS      int
+	rolloutTimeout        time.Duration
+	rolloutOverride       string
+	installationConfigMap string
+	waitForRollout        bool
+	pausePeriod           time.Duration
+	kubeAPIQPS            float32
+	kubeAPIBurst          int
+	webhook               webhookFlags
+	projections           projectionFlags
+	metrics               metricsFlags
+	enablePProf           bool
+	pprofAddr             string
+	enableCSI             bool
+	podEviction           bool
 	// reloaderOnly holds the values of reloaderOnlyFlags, which are
 	// accepted and ignored.
 	reloaderOnly map[string]*string
@@ -160,6 +161,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	addReloaderOnlyFlags(fs, f.reloaderOnly)
 	fs.StringVar(&f.digestKeySecret, "digest-key-secret", "reroll-digest-key", "Secret, in --digest-key-namespace, holding the installation key under which every digest Reroll writes is an HMAC-SHA-256; Reroll creates it with a random 256-bit key when it is absent. To rotate it, put the new key in data key \"key\" and the old one in \"previous\": records made under the old key are compared under it, then made again under the new one (docs/security.md).")
 	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret, --job-journal and --pod-records (default POD_NAMESPACE, else the pod's own namespace).")
+	fs.StringVar(&f.installationConfigMap, "installation-configmap", "reroll-installation", "ConfigMap, in --digest-key-namespace, into which Reroll writes its installation time (data key installed-at) at start, so that kubectl reroll plan and why read it without access to the digest key Secret; empty writes none.")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists (one signed ConfigMap per Job), so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
 	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (one signed ConfigMap per group, at most 256 per namespace; restarted by eviction, with --enable-pod-eviction); empty turns their restart off.")
 	fs.StringVar(&f.changeSets, "change-sets", "reroll-change-sets", "ConfigMap, in --digest-key-namespace, where Reroll keeps the halt record of each change set the circuit breaker halted; empty turns safe delivery (waves, bake time, the breaker) off.")

@@ -53,32 +53,37 @@ type session struct {
 	installedLoaded bool
 }
 
-// loadInstalledAt reads Reroll's installation time from the annotation
-// plan.InstalledAtAnnotation of the digest key Secret
-// (Settings.DigestKeySecret), metadata only, once per session: the
-// controller's first-sight rule depends on it. It returns a note for the
-// user when the time cannot be known, else "".
+// loadInstalledAt reads Reroll's installation time from the data key
+// "installed-at" of the installation ConfigMap (Settings.Installation,
+// which Reroll writes at start: --installation-configmap), once per
+// session: the controller's first-sight rule depends on it. It never reads
+// the digest key Secret, whose readers could sign Reroll's state. It
+// returns a note for the user when the time cannot be known, else "".
 func (s *session) loadInstalledAt(ctx context.Context) string {
 	if s.installedLoaded {
 		return ""
 	}
 	s.installedLoaded = true
-	ns, name, ok := strings.Cut(s.settings.DigestKeySecret, "/")
+	ns, name, ok := strings.Cut(s.settings.Installation, "/")
 	if !ok || ns == "" || name == "" {
-		return fmt.Sprintf("--digest-key-secret %q is not NAMESPACE/NAME: Reroll's installation time is unknown, so a workload Reroll has not recorded yet is shown as not rolling", s.settings.DigestKeySecret)
+		return fmt.Sprintf("--installation %q is not NAMESPACE/NAME: Reroll's installation time is unknown, so a workload Reroll has not recorded yet is shown as not rolling", s.settings.Installation)
 	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, meta); err != nil {
-		return fmt.Sprintf("could not read Reroll's installation time from Secret %s/%s (%v): a workload Reroll has not recorded yet is shown as not rolling", ns, name, readError(err))
+	var cm corev1.ConfigMap
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cm); err != nil {
+		return fmt.Sprintf("could not read Reroll's installation time from ConfigMap %s/%s (%v): a workload Reroll has not recorded yet is shown as not rolling", ns, name, readError(err))
 	}
-	at, ok := plan.InstalledAt(meta.GetAnnotations())
-	if !ok {
-		return fmt.Sprintf("Secret %s/%s has no valid %s annotation: a workload Reroll has not recorded yet is shown as not rolling", ns, name, plan.InstalledAtAnnotation)
+	at, err := time.Parse(time.RFC3339, cm.Data[installedAtData])
+	if err != nil {
+		return fmt.Sprintf("ConfigMap %s/%s has no valid data key %s: a workload Reroll has not recorded yet is shown as not rolling", ns, name, installedAtData)
 	}
 	s.installedAt = at
 	return ""
 }
+
+// installedAtData is the data key of the installation ConfigMap
+// (controller.InstallationInstalledAtData; the plugin does not import the
+// controller).
+const installedAtData = "installed-at"
 
 // newSession connects with the flags in o.
 func newSession(o *Options) (*session, error) {

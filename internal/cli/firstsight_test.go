@@ -9,7 +9,8 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/controller"
 )
@@ -17,9 +18,13 @@ import (
 // TestPlan_FirstSightFollowsTheInstallationTime checks that plan and why
 // predict the controller's first-sight rule for a workload Reroll has not
 // recorded yet: a change after the workload's creation and after Reroll's
-// installation (the digest key Secret's reroll.dev/installed-at) rolls it;
+// installation (the installation ConfigMap's installed-at, which the
+// controller writes with PublishInstalledAt) rolls it;
 // with an installation after the change, nothing rolls. The prediction is
-// then checked against the controller, started after the apply.
+// then checked against the controller, started after the apply. No digest
+// key Secret exists: the plugin needs none (the third review, M8: reading
+// its installed-at needed get on the key Secret, whose readers can sign
+// Reroll's state).
 func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
@@ -27,11 +32,12 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	// Installed an hour ago, or to be installed in an hour: the change
 	// below is after the first and before the second.
 	installed := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	keySecret := func(name string, at time.Time) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sys, Name: name,
-			Annotations: map[string]string{"reroll.dev/installed-at": at.Format(time.RFC3339)}}}
+	for name, at := range map[string]time.Time{"installed-before": installed, "installed-after": time.Now().Add(time.Hour)} {
+		g.Expect(controller.PublishInstalledAt(t.Context(), k8s, types.NamespacedName{Namespace: sys, Name: name}, at)).To(gomega.Succeed())
 	}
-	create(t, keySecret("installed-before", installed), keySecret("installed-after", time.Now().Add(time.Hour)))
+	var secrets corev1.SecretList
+	g.Expect(k8s.List(t.Context(), &secrets, client.InNamespace(sys))).To(gomega.Succeed())
+	g.Expect(secrets.Items).To(gomega.BeEmpty(), "no digest key Secret to read")
 
 	cfg := configMap(ns, "cfg", nil, map[string]string{"a": "1"})
 	create(t, cfg)
@@ -43,7 +49,7 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"2\"\n"
 	g.Expect(os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte(manifest), 0o600)).To(gomega.Succeed())
 	predict := func(secret string) planWorkload {
-		out, err := kubectlReroll(t, "-n", ns, "--digest-key-secret", sys+"/"+secret, "plan", "-f", dir, "-o", "json")
+		out, err := kubectlReroll(t, "-n", ns, "--installation", sys+"/"+secret, "plan", "-f", dir, "-o", "json")
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		var r planReport
 		g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
@@ -69,7 +75,7 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	// the change as pending.
 	g.Eventually(func() int64 { return time.Now().Unix() }).Should(gomega.BeNumerically(">", cfg.CreationTimestamp.Unix()))
 	apply(t, ns, manifest)
-	out, err := kubectlReroll(t, "-n", ns, "--digest-key-secret", sys+"/installed-before", "why", "deployment/fresh", "-o", "json")
+	out, err := kubectlReroll(t, "-n", ns, "--installation", sys+"/installed-before", "why", "deployment/fresh", "-o", "json")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	var why whyReport
 	g.Expect(json.Unmarshal([]byte(out), &why)).To(gomega.Succeed())

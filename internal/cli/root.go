@@ -35,10 +35,12 @@ type Settings struct {
 	ReloadOnCreate, ReloadOnDelete bool
 	// ResourcesToIgnore is --resources-to-ignore: "configMaps" or "secrets".
 	ResourcesToIgnore string
-	// DigestKeySecret is NAMESPACE/NAME of Reroll's digest key Secret
-	// (--digest-key-namespace, --digest-key-secret), whose annotation holds
-	// the installation time that the first-sight rule reads.
-	DigestKeySecret string
+	// Installation is NAMESPACE/NAME of Reroll's installation ConfigMap
+	// (--digest-key-namespace, --installation-configmap), which holds the
+	// installation time that the first-sight rule reads.
+	Installation string
+	// digestKeySecret is the deprecated --digest-key-secret, ignored.
+	digestKeySecret string
 }
 
 func (s *Settings) addFlags(fs *pflag.FlagSet) {
@@ -46,7 +48,9 @@ func (s *Settings) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create.")
 	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete.")
 	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets).")
-	fs.StringVar(&s.DigestKeySecret, "digest-key-secret", "reroll-system/reroll-digest-key", "NAMESPACE/NAME of Reroll's digest key Secret: its reroll.dev/installed-at annotation is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule).")
+	fs.StringVar(&s.Installation, "installation", "reroll-system/reroll-installation", "NAMESPACE/NAME of Reroll's installation ConfigMap (the controller's --installation-configmap): its data key installed-at is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule).")
+	fs.StringVar(&s.digestKeySecret, "digest-key-secret", "", "Ignored: the installation time is read from --installation; the plugin never reads the digest key Secret.")
+	_ = fs.MarkDeprecated("digest-key-secret", "use --installation; the plugin no longer reads the digest key Secret")
 }
 
 // annotations returns the annotation configuration the settings describe;

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
@@ -46,8 +47,11 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 		}
 		s = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name, Labels: map[string]string{"app.kubernetes.io/name": "reroll"},
-				// Created now: Reroll is installed now (LoadInstalledAt).
-				Annotations: map[string]string{InstalledAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
+				// Created now: Reroll is installed now (LoadInstalledAt),
+				// and no record was ever made under the legacy scheme of
+				// this key (LoadLegacyRecordsUntil).
+				Annotations: map[string]string{InstalledAtAnnotation: time.Now().UTC().Format(time.RFC3339),
+					LegacyRecordsUntilAnnotation: time.Now().UTC().Format(time.RFC3339)}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{DigestKeyData: secret},
 		}
@@ -70,4 +74,52 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 		}
 	}
 	return k, nil
+}
+
+// LegacyRecordsUntilAnnotation is the annotation on the digest key Secret
+// that holds the migration deadline of the legacy digest scheme (RFC 3339,
+// UTC), written once (LoadLegacyRecordsUntil): until then a record that
+// names the legacy scheme of a key (digest.Key.Legacy) is compared under
+// it, once per object change; from then on it counts as a record of
+// another key (made again, without a rollout). A tenant can write the
+// legacy scheme's ID on a workload of their own: the deadline bounds how
+// long that makes Reroll compare values of their choosing under it.
+const LegacyRecordsUntilAnnotation = "reroll.dev/legacy-records-until"
+
+// DefaultLegacyGrace is how long after the first start of a Reroll with
+// the deadline records of the legacy scheme are still compared: long
+// enough for every workload to be reconciled after an upgrade, and for
+// most rollouts deferred across it to roll.
+const DefaultLegacyGrace = 24 * time.Hour
+
+// LoadLegacyRecordsUntil returns the migration deadline of the legacy
+// digest scheme: LegacyRecordsUntilAnnotation of the digest key Secret name.
+// A Secret without it (made by a Reroll before the deadline, which may
+// have written legacy records) gets now + DefaultLegacyGrace, by an update
+// guarded by the Secret's resourceVersion, so that two replicas starting
+// at once agree on the first write; a Secret LoadDigestKey creates gets its
+// creation time (no legacy record can exist). An unreadable value counts
+// as passed. c must read from the API server.
+func LoadLegacyRecordsUntil(ctx context.Context, c client.Client, name types.NamespacedName, now time.Time) (time.Time, error) {
+	var until time.Time
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s corev1.Secret
+		if err := c.Get(ctx, name, &s); err != nil {
+			return err
+		}
+		if v, ok := s.Annotations[LegacyRecordsUntilAnnotation]; ok {
+			until, _ = time.Parse(time.RFC3339, v)
+			return nil
+		}
+		until = now.UTC().Add(DefaultLegacyGrace).Truncate(time.Second)
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[LegacyRecordsUntilAnnotation] = until.Format(time.RFC3339)
+		return c.Update(ctx, &s, client.FieldOwner(FieldManager))
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading or writing the legacy digest scheme's deadline (annotation %s) of the digest key Secret %s: %w", LegacyRecordsUntilAnnotation, name, err)
+	}
+	return until, nil
 }

@@ -193,6 +193,10 @@ type Options struct {
 	// workload's pod template was last written (plan.Options.InstalledAt).
 	// The zero time turns that rule off: first sight only records.
 	InstalledAt time.Time
+	// LegacyRecordsUntil is the migration deadline of the legacy digest
+	// scheme (LoadLegacyRecordsUntil): records that name it are compared
+	// under it only before then. The zero time compares none.
+	LegacyRecordsUntil time.Time
 }
 
 // Alerter is told of each rollout after it is made. Alert must return
@@ -243,6 +247,9 @@ type WorkloadReconciler struct {
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *creations
+	// legacyDigests keeps the digests of objects under an older key, for
+	// records made under it (decide).
+	legacyDigests legacyDigests
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
 	// asks it first (debouncer.admit).

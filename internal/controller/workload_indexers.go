@@ -90,6 +90,12 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 			if nn.Namespace == obj.GetNamespace() {
 				ref.Namespace = ""
 			}
+			if ref.Namespace != "" && !r.Options.AllowCrossNamespaceReferences {
+				// Refused by the plan (plan.ReasonCrossNamespaceReference):
+				// another namespace's changes must not reconcile the
+				// workload, which would tell its author when they happen.
+				continue
+			}
 			out = append(out, ref.ID())
 		}
 	}

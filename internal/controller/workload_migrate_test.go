@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,7 +50,7 @@ func TestWorkloadReconciler_LegacyRecordsMigrateWithoutLosingAChange(t *testing.
 	// yet started.
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 
-	startReroll(t, ns, Options{Key: key})
+	startReroll(t, ns, Options{Key: key, LegacyRecordsUntil: time.Now().Add(time.Hour)})
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/cfg changed keys a")),
 		"the change made during the upgrade rolls")
 	for _, d := range []string{"web", "api"} {

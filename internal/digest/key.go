@@ -77,6 +77,10 @@ func (k Key) Legacy() Key {
 	return Key{secret: k.secret, id: keyID(k.secret, legacyIDLabel), legacy: true}
 }
 
+// IsLegacy reports whether k is a Legacy scheme (digests of the value
+// alone, bound to no place).
+func (k Key) IsLegacy() bool { return k.legacy }
+
 // WithPrevious returns k with previous, the key it replaces in a rotation
 // (at least MinKeyBytes long): records made under previous are still
 // compared under it until they are made again under k (Older).
