@@ -100,9 +100,9 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs a
 	hack/manifests.sh
 
 .PHONY: docs
-docs: ## Regenerate docs/flags.md from the flags in the code, and the Reloader values table from charts/reroll/files/reloader-keys.yaml.
+docs: ## Regenerate docs/flags.md from the flags in the code, the Reloader values table from charts/reroll/files/reloader-keys.yaml, and the plugin's copies of that table and of the chart's values.schema.json.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
-	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestSchemaJSONIsTheChartsSchema|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
 
 # helm-docs' arguments; test/e2e (TestHelmChart_READMEUpToDate) runs the same.
 HELM_DOCS_ARGS := --chart-search-root=charts --sort-values-order=file --skip-version-footer

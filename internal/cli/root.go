@@ -80,12 +80,13 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations, halted change sets
   resume KIND/NAME          continue the halted change set the object belongs to (writes its halt record)
 
-  migrate-check -f FILE     what Reroll's chart does with each key of a Reloader values file
+  migrate-check -f FILE     what Reroll does with each key of a Reloader values file (or --from-cluster: a running Reloader)
   version                   the plugin's version, commit and build date
 
 Exit status 0, or 1 on an error: the API server cannot be reached, refuses the credentials,
 or forbids every read the command needs. plan --fail-on-rollout exits 1 when something would
-roll and 2 when it fails, as kubectl diff does.`,
+roll and 2 when it fails, as kubectl diff does; migrate-check 1 when something differs and 2
+when it could not check.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
