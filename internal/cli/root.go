@@ -20,13 +20,23 @@ type Options struct {
 	// AllNamespaces is -A.
 	AllNamespaces bool
 	// Settings are the behaviours Reroll runs with, which decide what rolls.
+	// Those the user does not give are read from the controller's
+	// arguments (session.discover).
 	Settings Settings
+	// RerollNamespace is --reroll-namespace: where to look for Reroll's
+	// Deployment ("" for every namespace); RerollSelector its labels
+	// (--reroll-selector). NoDiscovery is --discover=false.
+	RerollNamespace, RerollSelector string
+	NoDiscovery                     bool
+	// changed reports whether the user gave a flag (set before a command
+	// runs): a flag given wins over the controller's.
+	changed func(name string) bool
 	genericiooptions.IOStreams
 }
 
 // Settings mirror the controller flags that change Reroll's decisions. The
-// plugin cannot read the flags of the running controller, so a user whose
-// Reroll runs with non-default ones passes the same here.
+// plugin reads them from the running controller's arguments; one given here
+// wins (for a controller the plugin cannot find or read).
 type Settings struct {
 	// AutoReloadAll is --auto-reload-all.
 	AutoReloadAll bool
@@ -42,11 +52,11 @@ type Settings struct {
 }
 
 func (s *Settings) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&s.AutoReloadAll, "auto-reload-all", false, "Reroll runs with --auto-reload-all.")
-	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create.")
-	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete.")
-	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets).")
-	fs.StringVar(&s.DigestKeySecret, "digest-key-secret", "reroll-system/reroll-digest-key", "NAMESPACE/NAME of Reroll's digest key Secret: its reroll.dev/installed-at annotation is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule).")
+	fs.BoolVar(&s.AutoReloadAll, "auto-reload-all", false, "Reroll runs with --auto-reload-all (by default read from the controller's arguments).")
+	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create (by default read from the controller's arguments).")
+	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete (by default read from the controller's arguments).")
+	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets; by default read from the controller's arguments).")
+	fs.StringVar(&s.DigestKeySecret, "digest-key-secret", "reroll-system/reroll-digest-key", "NAMESPACE/NAME of Reroll's digest key Secret: its reroll.dev/installed-at annotation is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule). By default the controller's (--digest-key-namespace, --digest-key-secret).")
 }
 
 // annotations returns the annotation configuration the settings describe;
@@ -97,6 +107,14 @@ when it could not check.`,
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&o.RerollNamespace, "reroll-namespace", "", "The namespace of Reroll's Deployment, whose arguments (annotation names, selectors, ignores, digest key Secret) the answers follow; by default it is looked for in every namespace.")
+	cmd.PersistentFlags().StringVar(&o.RerollSelector, "reroll-selector", DefaultControllerSelector, "Label selector of Reroll's Deployment and pods.")
+	var discover bool
+	cmd.PersistentFlags().BoolVar(&discover, "discover", true, "Find Reroll's Deployment and answer with its arguments; false answers as a Reroll with default flags (or the flags given here).")
+	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		o.changed = c.Flags().Changed
+		o.NoDiscovery = !discover
+	}
 	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newMigrateCheck(o), newVersion(o))
 	return cmd
 }
