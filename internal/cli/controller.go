@@ -32,6 +32,8 @@ type rerollController struct {
 	// Replicas and Ready are the Deployment's spec.replicas and
 	// status.readyReplicas.
 	Replicas, Ready int32
+	// ServiceAccount is its pods' ServiceAccount, in Namespace.
+	ServiceAccount string
 	// Config is what its arguments configure.
 	Config controllerConfig
 }
@@ -60,6 +62,13 @@ type controllerConfig struct {
 	// (--digest-key-namespace, default its own namespace, and
 	// --digest-key-secret).
 	DigestKeySecret string
+	// Webhook is --enable-webhook; WebhookConfiguration and
+	// WebhookCertSecret (NAMESPACE/NAME) are --webhook-configuration-name
+	// and --webhook-cert-secret in --webhook-namespace.
+	Webhook                                 bool
+	WebhookConfiguration, WebhookCertSecret string
+	// Projections is --enable-projections.
+	Projections bool
 }
 
 // parseControllerConfig reads a Reroll container's arguments and
@@ -96,6 +105,12 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 	fs.StringSliceVar(&resSel, "resource-label-selector", nil, "")
 	fs.StringVar(&keySecret, "digest-key-secret", "reroll-digest-key", "")
 	fs.StringVar(&keyNamespace, "digest-key-namespace", "", "")
+	var whNamespace, whSecret string
+	fs.BoolVar(&cfg.Webhook, "enable-webhook", false, "")
+	fs.StringVar(&cfg.WebhookConfiguration, "webhook-configuration-name", "reroll", "")
+	fs.StringVar(&whSecret, "webhook-cert-secret", "reroll-webhook-cert", "")
+	fs.StringVar(&whNamespace, "webhook-namespace", "", "")
+	fs.BoolVar(&cfg.Projections, "enable-projections", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("reading Reroll's arguments: %w", err)
 	}
@@ -129,6 +144,10 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 		keyNamespace = namespace
 	}
 	cfg.DigestKeySecret = keyNamespace + "/" + keySecret
+	if whNamespace == "" {
+		whNamespace = namespace
+	}
+	cfg.WebhookCertSecret = whNamespace + "/" + whSecret
 	return cfg, nil
 }
 
@@ -188,7 +207,11 @@ func findController(ctx context.Context, c client.Reader, namespace, sel string)
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	out := &rerollController{Namespace: d.Namespace, Name: d.Name, Image: ctr.Image, Version: imageTag(ctr.Image), Ready: d.Status.ReadyReplicas, Config: cfg}
+	out := &rerollController{Namespace: d.Namespace, Name: d.Name, Image: ctr.Image, Version: imageTag(ctr.Image), Ready: d.Status.ReadyReplicas, Config: cfg,
+		ServiceAccount: d.Spec.Template.Spec.ServiceAccountName}
+	if out.ServiceAccount == "" {
+		out.ServiceAccount = "default"
+	}
 	out.Replicas = 1
 	if d.Spec.Replicas != nil {
 		out.Replicas = *d.Spec.Replicas

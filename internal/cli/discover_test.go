@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -12,7 +13,9 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/annotation"
@@ -128,10 +131,79 @@ func TestPlugin_FollowsTheControllerItFinds(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	r = whoUsesReport{}
 	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+	rolls = map[string]string{}
 	for _, c := range r.Consumers {
 		rolls[c.Workload] = c.Rolls
 	}
-	g.Expect(rolls).To(gomega.Equal(map[string]string{"Deployment/custom-auto": "no", "Deployment/custom-list": "no", "Deployment/default-auto": "yes"}))
+	// custom-list does not even count as a consumer: only its custom list
+	// names cfg.
+	g.Expect(rolls).To(gomega.Equal(map[string]string{"Deployment/custom-auto": "no", "Deployment/default-auto": "yes"}))
+
+	// version: the plugin and the controller it found; the test binary has
+	// no release version, so it cannot tell whether they decide alike.
+	stdout, stderr, code := runPluginDiscovering(t, "version")
+	g.Expect(code).To(gomega.Equal(0), stderr)
+	g.Expect(stdout).To(gomega.ContainSubstring("Server: v0.1.0 (Deployment reloader/reloader-reroll, image harbor.corp/proxy/reroll:v0.1.0)"))
+	g.Expect(stderr).To(gomega.ContainSubstring("Warning: this plugin has no release version"))
+}
+
+// TestCheck_FindsAMissingPermissionOfTheController: check finds the
+// controller by label, sees it ready, and fails on RBAC until its
+// ServiceAccount may do what Reroll needs where it watches.
+func TestCheck_FindsAMissingPermissionOfTheController(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll"}}
+	d := deployment(ns, "reroll", nil, pod(container(func(c *corev1.Container) {
+		c.Name = "manager"
+		c.Image = "ghcr.io/reroll/reroll:v0.1.0"
+		c.Args = []string{"--namespaces=" + ns}
+	})))
+	d.Spec.Template.Spec.ServiceAccountName = "reroll"
+	// Its own label: TestPlugin_FollowsTheControllerItFinds, in parallel,
+	// finds the only Deployment labelled as Reroll's in any namespace.
+	d.Labels = map[string]string{"app.kubernetes.io/name": "reroll-check"}
+	create(t, sa, d)
+	results := func() map[string]string {
+		stdout, stderr, _ := runPluginDiscovering(t, "check", "--reroll-namespace", ns, "--reroll-selector", "app.kubernetes.io/name=reroll-check", "-o", "json")
+		var r checkReport
+		g.Expect(json.Unmarshal([]byte(stdout), &r)).To(gomega.Succeed(), stderr)
+		out := map[string]string{}
+		for _, c := range r.Checks {
+			out[c.Check] = c.Result
+		}
+		return out
+	}
+	// kwok makes the pod ready: the controller check turns ok first.
+	g.Eventually(results).Should(gomega.HaveKeyWithValue("controller", "ok"))
+	g.Expect(results()).To(gomega.HaveKeyWithValue("rbac", "failed"))
+	g.Expect(results()).To(gomega.HaveKeyWithValue("webhook", "ok"))
+	_, stderr, code := runPluginDiscovering(t, "check", "--reroll-namespace", ns, "--reroll-selector", "app.kubernetes.io/name=reroll-check")
+	g.Expect(code).To(gomega.Equal(1))
+	g.Expect(stderr).To(gomega.ContainSubstring(ErrCheckFailed.Error()))
+
+	create(t,
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reroll"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "reroll"}}},
+	)
+	g.Eventually(results).Should(gomega.HaveKeyWithValue("rbac", "ok"))
+}
+
+// runPluginDiscovering runs the plugin as Run does, finding Reroll's
+// Deployment.
+func runPluginDiscovering(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Run(append([]string{"--kubeconfig", plane.Kubeconfig, "--cache-dir", filepath.Join(t.TempDir(), "cache")}, args...),
+		genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	return out.String(), errOut.String(), code
 }
 
 // podEnv returns the env of a Deployment's first container, read afresh:

@@ -89,14 +89,18 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
   status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations, halted change sets
   resume KIND/NAME          continue the halted change set the object belongs to (writes its halt record)
+  check                     preflight: controller running and ready, RBAC, CRDs, webhook certificate, versions
 
   migrate-check -f FILE     what Reroll does with each key of a Reloader values file (or --from-cluster: a running Reloader)
-  version                   the plugin's version, commit and build date
+  version                   the plugin's version and the controller's, with a warning on a skew
+
+who-uses, why and plan follow the arguments of the Reroll Deployment they find (by label, in any
+namespace, or --reroll-namespace): its annotation names, scope, selectors and digest key Secret.
 
 Exit status 0, or 1 on an error: the API server cannot be reached, refuses the credentials,
 or forbids every read the command needs. plan --fail-on-rollout exits 1 when something would
 roll and 2 when it fails, as kubectl diff does; migrate-check 1 when something differs and 2
-when it could not check.`,
+when it could not check; check 1 when a check failed.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -115,6 +119,6 @@ when it could not check.`,
 		o.changed = c.Flags().Changed
 		o.NoDiscovery = !discover
 	}
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newMigrateCheck(o), newVersion(o))
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newCheck(o), newMigrateCheck(o), newVersion(o))
 	return cmd
 }
