@@ -12,9 +12,10 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll, as releases are built (hack/build.sh).
+build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll (with its completion shim bin/kubectl_complete-reroll), as releases are built (hack/build.sh).
 	hack/build.sh bin/reroll ./cmd/reroll
 	hack/build.sh bin/kubectl-reroll ./cmd/kubectl-reroll
+	install -m 0755 plugins/kubectl_complete-reroll bin/kubectl_complete-reroll
 
 # The release: the VERSION file, which the binaries, the image, the chart's
 # appVersion and the krew manifest carry; see docs/release.md.

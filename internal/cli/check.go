@@ -257,4 +257,3 @@ func (r checkReport) write(w io.Writer) error {
 	}
 	return t.flush()
 }
-

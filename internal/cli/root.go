@@ -108,6 +108,9 @@ when it could not check; check 1 when a check failed.`,
 			cobra.CommandDisplayNameAnnotation: "kubectl reroll",
 		},
 	}
+	// Help and completion candidates go to the command's streams.
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
@@ -115,6 +118,9 @@ when it could not check; check 1 when a check failed.`,
 	cmd.PersistentFlags().StringVar(&o.RerollSelector, "reroll-selector", DefaultControllerSelector, "Label selector of Reroll's Deployment and pods.")
 	var discover bool
 	cmd.PersistentFlags().BoolVar(&discover, "discover", true, "Find Reroll's Deployment and answer with its arguments; false answers as a Reroll with default flags (or the flags given here).")
+	for _, name := range []string{"namespace", "reroll-namespace"} {
+		_ = cmd.RegisterFlagCompletionFunc(name, completeNamespaces(o))
+	}
 	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		o.changed = c.Flags().Changed
 		o.NoDiscovery = !discover

@@ -15,8 +15,9 @@ import (
 func newWhoUses(o *Options) *cobra.Command {
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "who-uses configmap/NAME|secret/NAME",
-		Short: "List the workloads that read a ConfigMap or Secret, how, which keys, and whether a change of each key rolls them",
+		Use:               "who-uses configmap/NAME|secret/NAME",
+		ValidArgsFunction: completeKindName(o, objectKindNames...),
+		Short:             "List the workloads that read a ConfigMap or Secret, how, which keys, and whether a change of each key rolls them",
 		Example: `  kubectl reroll who-uses configmap/app-config -n shop
   kubectl reroll who-uses secret/db-credentials -A -o json`,
 		Args: cobra.ExactArgs(1),

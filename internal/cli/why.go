@@ -36,8 +36,9 @@ func newWhy(o *Options) *cobra.Command {
 	var events int
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "why KIND/NAME",
-		Short: "Show a workload's record, its last rollouts and their keys, its trigger, and what blocks it now",
+		Use:               "why KIND/NAME",
+		ValidArgsFunction: completeKindName(o, workloadKindNames...),
+		Short:             "Show a workload's record, its last rollouts and their keys, its trigger, and what blocks it now",
 		Example: `  kubectl reroll why deployment/web -n shop
   kubectl reroll why sts/db -o json`,
 		Args: cobra.ExactArgs(1),
