@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -94,7 +95,7 @@ func newStatus(o *Options) *cobra.Command {
 	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here (e.g. https://localhost:9090/metrics through kubectl port-forward); by default a pod's metrics port is read through the API server's proxy (pods/proxy), which works only with --metrics-secure=false.")
 	cmd.Flags().StringVar(&f.metricsTokenFile, "metrics-token-file", "", "File holding the bearer token sent to an https --metrics-url; by default the kubeconfig's bearer token is sent. Its user needs get on the non-resource URL /metrics.")
 	cmd.Flags().StringVar(&f.metricsCAFile, "metrics-ca-file", "", "CA certificates (PEM) that verify an https --metrics-url.")
-	cmd.Flags().BoolVar(&f.metricsInsecure, "metrics-insecure-skip-tls-verify", false, "Do not verify the certificate of an https --metrics-url (the self-signed one Reroll makes without --metrics-cert-dir); use it only through kubectl port-forward.")
+	cmd.Flags().BoolVar(&f.metricsInsecure, "metrics-insecure-skip-tls-verify", false, "Do not verify the certificate of an https --metrics-url (the self-signed one Reroll makes without --metrics-cert-dir); use it only through kubectl port-forward. The kubeconfig's credentials are then never sent: it needs --metrics-token-file.")
 	out = newOutput(cmd)
 	return cmd
 }
@@ -321,8 +322,8 @@ func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1
 	}
 	if secure {
 		return nil, fmt.Errorf("pod %s serves /metrics over HTTPS to authorized clients only (--metrics-secure, the default), and the API server's pod proxy forwards no credentials: "+
-			"run `kubectl -n %s port-forward pod/%s %s` and pass --metrics-url https://localhost:%s/metrics --metrics-insecure-skip-tls-verify "+
-			"(your kubeconfig's bearer token, or --metrics-token-file, is sent; its user needs get on the non-resource URL /metrics, e.g. the chart's ClusterRole <release>-metrics-reader), "+
+			"run `kubectl -n %s port-forward pod/%s %s` and pass --metrics-url https://localhost:%s/metrics, --metrics-ca-file with the CA of the certificate in Reroll's --metrics-cert-dir, "+
+			"and --metrics-token-file with a short-lived token (`kubectl create token <serviceaccount> --duration=10m`) of a ServiceAccount allowed only to get the non-resource URL /metrics (e.g. bound to the chart's ClusterRole <release>-metrics-reader), "+
 			"or serve plain metrics (chart: metrics.secure: false)", name, namespace, name, port, port)
 	}
 	cs, err := kubernetes.NewForConfig(s.config)
@@ -404,6 +405,11 @@ func (s *session) metricsClient(f statusFlags) (*http.Client, error) {
 	}
 	cfg := &rest.Config{}
 	switch {
+	case f.metricsTokenFile == "" && f.metricsInsecure:
+		// The endpoint is not verified: it could be anyone, and the
+		// kubeconfig's credentials are the user's own for the whole cluster.
+		return nil, errors.New("with --metrics-insecure-skip-tls-verify the kubeconfig's credentials are never sent (an unverified endpoint could be anyone): " +
+			"pass --metrics-token-file with a short-lived token (`kubectl create token <serviceaccount> --duration=10m`) of a ServiceAccount allowed only to get the non-resource URL /metrics")
 	case f.metricsTokenFile != "":
 		cfg.BearerTokenFile = f.metricsTokenFile
 	case s.config.BearerToken != "" || s.config.BearerTokenFile != "" || s.config.ExecProvider != nil || s.config.AuthProvider != nil:
@@ -476,6 +482,26 @@ func sum(f *dto.MetricFamily, match map[string]string) float64 {
 	return total
 }
 
+// printable is s for a terminal: its control characters (an Event's note
+// quotes a tenant's annotation, which may hold ESC sequences that move the
+// cursor, rewrite the screen or set the window title) are shown escaped,
+// as Go quotes them, never sent.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // write prints the report for a person.
 func (r statusReport) write(w io.Writer) error {
 	fmt.Fprintf(w, "Reroll in namespace %s\n", r.RerollNamespace)
@@ -495,7 +521,7 @@ func (r statusReport) write(w io.Writer) error {
 		}
 	}
 	if r.Leader != nil {
-		fmt.Fprintf(w, "Leader:      %s (renewed %s ago)\n", r.Leader.Holder, duration.HumanDuration(time.Since(r.Leader.RenewTime)))
+		fmt.Fprintf(w, "Leader:      %s (renewed %s ago)\n", printable(r.Leader.Holder), duration.HumanDuration(time.Since(r.Leader.RenewTime)))
 	} else {
 		fmt.Fprintf(w, "Leader:      %s\n", r.LeaderProblem)
 	}
@@ -506,7 +532,7 @@ func (r statusReport) write(w io.Writer) error {
 		fmt.Fprintf(w, "Metrics:     not read: %s\n", r.MetricsProblem)
 	}
 	if e := r.LastError; e != nil {
-		fmt.Fprintf(w, "Last error:  %s ago, %s: %s\n", duration.HumanDuration(time.Since(e.Time)), e.Workload, e.Message)
+		fmt.Fprintf(w, "Last error:  %s ago, %s: %s\n", duration.HumanDuration(time.Since(e.Time)), printable(e.Workload), printable(e.Message))
 	} else {
 		fmt.Fprintln(w, "Last error:  no RollFailed Event")
 	}
@@ -517,7 +543,7 @@ func (r statusReport) write(w io.Writer) error {
 		sort.SliceStable(r.InvalidAnnotations, func(i, j int) bool { return r.InvalidAnnotations[i].Workload < r.InvalidAnnotations[j].Workload })
 		t := newTable(w, "  WORKLOAD", "AGE", "MESSAGE")
 		for _, e := range r.InvalidAnnotations {
-			t.row("  "+e.Workload, duration.HumanDuration(time.Since(e.Time)), e.Message)
+			t.row("  "+printable(e.Workload), duration.HumanDuration(time.Since(e.Time)), printable(e.Message))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -525,7 +551,7 @@ func (r statusReport) write(w io.Writer) error {
 	}
 	writeHalted(w, r.HaltedChangeSets)
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "Note:        %s\n", n)
+		fmt.Fprintf(w, "Note:        %s\n", printable(n))
 	}
 	return nil
 }

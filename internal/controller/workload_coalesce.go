@@ -212,6 +212,9 @@ func (d *debouncer) admit(req reconcile.Request) (bool, time.Duration) {
 	now := d.clock.Now()
 	if d.fired[req] {
 		delete(d.fired, req)
+		if len(d.cooling) >= coolingSweep {
+			d.sweep(now)
+		}
 		d.cooling[req] = now.Add(d.window)
 		return true, 0
 	}
@@ -222,6 +225,31 @@ func (d *debouncer) admit(req reconcile.Request) (bool, time.Duration) {
 		delete(d.cooling, req)
 	}
 	return true, 0
+}
+
+// coolingSweep is the size of the cooling map at which its expired entries
+// are dropped: an entry goes when its workload is reconciled again after
+// its window, and a workload deleted meanwhile never is, so without the
+// sweep the map would grow with every workload ever rolled.
+const coolingSweep = 1024
+
+// sweep drops the cooling entries that have expired at now; it holds mu.
+// Only entries inside their window remain, so the map holds at most the
+// workloads whose reconcile started within one window, and at least
+// coolingSweep more are added before the next sweep (amortised O(1)).
+func (d *debouncer) sweep(now time.Time) {
+	for req, until := range d.cooling {
+		if !now.Before(until) {
+			delete(d.cooling, req)
+		}
+	}
+}
+
+// cooled returns how many requests wait in the cooling map; for tests.
+func (d *debouncer) cooled() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.cooling)
 }
 
 // holds reports whether req is held: a change to one of its objects is

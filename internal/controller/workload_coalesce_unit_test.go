@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -82,3 +83,35 @@ func TestDebouncer_BurstIsAddedOnceWhenQuietOrAtMaxWait(t *testing.T) {
 	clk.Step(time.Second)
 	g.Eventually(q.Len).Should(gomega.Equal(1))
 }
+
+// The third review (Low): an entry of the cooling map went only when its
+// workload was reconciled again after its window, so workloads rolled once
+// and then deleted (or never reconciled again) stayed in it for good.
+func TestDebouncer_CoolingMapIsBounded(t *testing.T) {
+	g := gomega.NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	d := newDebouncer(Coalescing{Window: time.Second, MaxWait: time.Second, Clock: clk})
+	cool := func(i int) {
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "w" + itoa(i)}}
+		d.mu.Lock()
+		d.fired[req] = true
+		d.mu.Unlock()
+		ok, _ := d.admit(req)
+		g.Expect(ok).To(gomega.BeTrue())
+	}
+	for i := range 10 * coolingSweep {
+		cool(i)
+		if i%100 == 99 {
+			// Each workload is gone after its reconcile; time passes.
+			clk.Step(2 * time.Second)
+		}
+	}
+	g.Expect(d.cooled()).To(gomega.BeNumerically("<=", coolingSweep+100), "only entries inside their window, and one sweep's worth, remain")
+	// Positive control: entries inside their window are kept.
+	for i := range 50 {
+		cool(100000 + i)
+	}
+	g.Expect(d.cooled()).To(gomega.BeNumerically(">=", 50))
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
