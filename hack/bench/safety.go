@@ -126,7 +126,8 @@ func safety(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 	if err != nil {
 		return err
 	}
-	flags := []string{"--max-concurrent-rollouts=" + strconv.Itoa(bound)}
+	// One namespace: its share of the bound is the whole bound.
+	flags := []string{"--max-concurrent-rollouts=" + strconv.Itoa(bound), "--max-concurrent-rollouts-per-namespace=" + strconv.Itoa(bound)}
 	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-safety.log"), p.totalDeployments(), flags, nil)
 	if err != nil {
 		return err

@@ -47,7 +47,8 @@ func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
 		create(t, d)
 		ds = append(ds, d)
 	}
-	startReroll(t, ns, Options{MaxConcurrentRollouts: bound, Recheck: time.Second})
+	// One namespace: its share of the bound is the whole bound.
+	startReroll(t, ns, Options{MaxConcurrentRollouts: bound, MaxConcurrentRolloutsPerNamespace: bound, Recheck: time.Second})
 	for _, d := range ds {
 		recorded(t, d)
 		waitRolledOut(t, d)
@@ -121,7 +122,7 @@ func TestWorkloadReconciler_WindowDefersThenRollsOnce(t *testing.T) {
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonDeferred) }).Should(
 		gomega.ConsistOf(gomega.ContainSubstring("until 2026-11-23T02:00:00Z")))
-	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(plan.PendingAnnotation, gomega.HavePrefix("2026-11-22T12:00:00Z rollout-window sig=")))
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKeyWithValue(plan.PendingAnnotation, gomega.HavePrefix("2026-11-22T12:00:00Z rollout-window 2026-11-22T12:10:00Z sig=")))
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["b"] = "2" })
 	g.Consistently(func() []appsv1.ReplicaSet { return replicaSets(t, ns, "web") }).Should(gomega.HaveLen(1), "nothing rolls outside the window")
 
