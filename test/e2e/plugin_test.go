@@ -155,4 +155,22 @@ func TestPlugin_AnswersAsTheControllerInstalledFromReloaderValues(t *testing.T) 
 	}
 	g.Eventually(rolled).Should(gomega.Equal(predicted))
 	g.Consistently(rolled).Should(gomega.Equal(predicted))
+
+	// After that rollout, the data changed after Reroll's installation and
+	// every record is keyed: the next change is still predicted as the
+	// controller rolls it.
+	manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"3\"\n"
+	g.Expect(os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte(manifest), 0o600)).To(gomega.Succeed())
+	stdout, stderr, code = kubectlReroll(t, "-n", ns, "plan", "-f", dir, "-o", "json")
+	g.Expect(code).To(gomega.Equal(0), stderr)
+	plan.Workloads = nil
+	g.Expect(json.Unmarshal([]byte(stdout), &plan)).To(gomega.Succeed())
+	predicted = nil
+	for _, w := range plan.Workloads {
+		if w.Rolls {
+			predicted = append(predicted, w.Workload)
+		}
+	}
+	sort.Strings(predicted)
+	g.Expect(predicted).To(gomega.Equal([]string{"Deployment/custom-auto", "Deployment/custom-list"}), stdout)
 }
