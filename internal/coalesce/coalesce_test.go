@@ -1,4 +1,4 @@
-package controller
+package coalesce
 
 import (
 	"strconv"
@@ -46,7 +46,7 @@ func TestDueTime(t *testing.T) {
 func TestDebouncer_BurstIsAddedOnceWhenQuietOrAtMaxWait(t *testing.T) {
 	g := gomega.NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	d := newDebouncer(Coalescing{Window: time.Second, MaxWait: 5 * time.Second, Clock: clk})
+	d := New(Options{Window: time.Second, MaxWait: 5 * time.Second, Clock: clk})
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
 	a := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}
@@ -90,13 +90,13 @@ func TestDebouncer_BurstIsAddedOnceWhenQuietOrAtMaxWait(t *testing.T) {
 func TestDebouncer_CoolingMapIsBounded(t *testing.T) {
 	g := gomega.NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	d := newDebouncer(Coalescing{Window: time.Second, MaxWait: time.Second, Clock: clk})
+	d := New(Options{Window: time.Second, MaxWait: time.Second, Clock: clk})
 	cool := func(i int) {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "w" + itoa(i)}}
 		d.mu.Lock()
 		d.fired[req] = true
 		d.mu.Unlock()
-		ok, _ := d.admit(req)
+		ok, _ := d.Admit(req)
 		g.Expect(ok).To(gomega.BeTrue())
 	}
 	for i := range 10 * coolingSweep {
