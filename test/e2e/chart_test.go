@@ -146,7 +146,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records",
+	always := []string{"--metrics-bind-address=:9090", "--metrics-secure=true", "--metrics-token-secret=r-reroll-metrics-token", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records",
 		"--change-sets=r-reroll-change-sets", "--bake-time=1m", "--change-set-window=5s", "--halt-after-failed-rollouts=1", "--storm-max-rollouts=10", "--storm-period=10m"}
 	cases := map[string]struct {
 		// values are the chart values set.
@@ -444,10 +444,8 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 				g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(tc.want))
 				return
 			}
-			// Only the secure metrics endpoint's cluster-scoped roles
-			// (TokenReviews, SubjectAccessReviews; GET /metrics).
-			g.Expect(withoutMetricsRoles(only(objs, "ClusterRole"))).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
-			g.Expect(withoutMetricsRoles(only(objs, "ClusterRoleBinding"))).To(gomega.BeEmpty())
+			g.Expect(only(objs, "ClusterRole")).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
+			g.Expect(only(objs, "ClusterRoleBinding")).To(gomega.BeEmpty())
 			var in []string
 			for _, r := range withoutDigestKeyRole(only(objs, "Role")) {
 				in = append(in, r.GetNamespace())
@@ -853,20 +851,9 @@ func TestHelmChart_ProjectionKeySurvivesTemplateRenders(t *testing.T) {
 	g.Expect(render("--set", "projections.enabled=true")).To(gomega.Equal(first))
 }
 
-// isMetricsRole tells the secure metrics endpoint's RBAC objects (TokenReviews
-// and SubjectAccessReviews; GET /metrics for scrapers), which every mode has
-// and TestSecurityDoc_RBACOfEachInstallMode checks.
+// isMetricsRole tells the RBAC objects of metrics.auth=kubernetes
+// (TokenReviews and SubjectAccessReviews; GET /metrics for scrapers), which
+// TestSecurityDoc_RBACOfEachInstallMode checks.
 func isMetricsRole(o *unstructured.Unstructured) bool {
 	return strings.Contains(o.GetName(), "metrics-auth") || strings.HasSuffix(o.GetName(), "metrics-reader")
-}
-
-// withoutMetricsRoles drops the objects isMetricsRole tells.
-func withoutMetricsRoles(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if !isMetricsRole(o) {
-			out = append(out, o)
-		}
-	}
-	return out
 }
