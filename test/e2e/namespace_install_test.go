@@ -266,3 +266,24 @@ func TestHelmChart_NamespaceAdminInstallsAndMonitorsScrape(t *testing.T) {
 	g.Expect(p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": sys, "result": "success"})).To(gomega.Equal(1.0))
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough: nothing was denied")
 }
+
+// A namespace admin may grant only what the admin role holds, and it holds
+// Argo Rollouts and DeploymentConfigs only where their CRDs are installed
+// (their aggregate-to-admin roles): the namespace-scoped Role names them
+// only where the API server serves them at install. Cluster scope always
+// names them.
+func TestHelmChart_NamespaceScopeGrantsOtherKindsWhereServed(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	rules := func(args ...string) string {
+		out, err := helm(append([]string{"template", "r", chartDir, "--namespace", "reroll-system", "--show-only", "templates/rbac.yaml"}, args...)...)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return out
+	}
+	served := rules("--set", "watchGlobally=false", "--api-versions", "argoproj.io/v1alpha1", "--api-versions", "apps.openshift.io/v1")
+	g.Expect(served).To(gomega.And(gomega.ContainSubstring("rollouts"), gomega.ContainSubstring("deploymentconfigs")))
+	notServed := rules("--set", "watchGlobally=false")
+	g.Expect(notServed).To(gomega.ContainSubstring("deployments"))
+	g.Expect(notServed).NotTo(gomega.Or(gomega.ContainSubstring("rollouts"), gomega.ContainSubstring("deploymentconfigs")))
+	g.Expect(rules()).To(gomega.And(gomega.ContainSubstring("rollouts"), gomega.ContainSubstring("deploymentconfigs")), "cluster scope")
+}

@@ -206,12 +206,17 @@ chart cannot drift; docs/security.md lists them.
   resources: {{ toJson $workloads }}
   verbs: ["get", "list", "patch", "watch"]
 {{- end }}
-{{- if not (has "deploymentconfigs" .Values.ignoredWorkloadTypes) }}
+{{- /* Namespace scope grants the kinds of other projects only where the
+API server serves them at install: a namespace admin may grant only what
+the admin role holds, and it holds them only with their CRDs (their
+aggregate-to-admin roles). Reroll watches them only where served. */}}
+{{- $clusterScope := not (include "reroll.watchedNamespaces" .) }}
+{{- if and (not (has "deploymentconfigs" .Values.ignoredWorkloadTypes)) (or $clusterScope (.Capabilities.APIVersions.Has "apps.openshift.io/v1")) }}
 - apiGroups: ["apps.openshift.io"]
   resources: ["deploymentconfigs"]
   verbs: ["get", "list", "patch", "watch"]
 {{- end }}
-{{- if not (has "rollouts" .Values.ignoredWorkloadTypes) }}
+{{- if and (not (has "rollouts" .Values.ignoredWorkloadTypes)) (or $clusterScope (.Capabilities.APIVersions.Has "argoproj.io/v1alpha1")) }}
 - apiGroups: ["argoproj.io"]
   resources: ["rollouts"]
   verbs: ["get", "list", "patch", "watch"]
