@@ -12,9 +12,10 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll, as releases are built (hack/build.sh).
+build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll (with its completion shim bin/kubectl_complete-reroll), as releases are built (hack/build.sh).
 	hack/build.sh bin/reroll ./cmd/reroll
 	hack/build.sh bin/kubectl-reroll ./cmd/kubectl-reroll
+	install -m 0755 plugins/kubectl_complete-reroll bin/kubectl_complete-reroll
 
 # The release: the VERSION file, which the binaries, the image, the chart's
 # appVersion and the krew manifest carry; see docs/release.md.
@@ -101,9 +102,9 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs a
 	hack/manifests.sh
 
 .PHONY: docs
-docs: ## Regenerate docs/flags.md from the flags in the code, and the Reloader values table from charts/reroll/files/reloader-keys.yaml.
+docs: ## Regenerate docs/flags.md from the flags in the code, the Reloader values table from charts/reroll/files/reloader-keys.yaml, and the plugin's copies of that table and of the chart's values.schema.json.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
-	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestSchemaJSONIsTheChartsSchema|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
 
 # helm-docs' arguments; test/e2e (TestHelmChart_READMEUpToDate) runs the same.
 HELM_DOCS_ARGS := --chart-search-root=charts --sort-values-order=file --skip-version-footer
@@ -116,14 +117,21 @@ chart-docs: ## Regenerate charts/reroll/README.md from the "# --" comments of va
 # The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments) or safety (500 Deployments share one Secret, --max-concurrent-rollouts=20).
 PROFILE ?= small
 BENCH_DIR ?= .run/bench
+# Another controller's binary (e.g. Stakater Reloader, built from its own
+# source outside this repository) to run side by side with Reroll on the same
+# profile, its name in the output and its arguments; see docs/benchmarks.md.
+BENCH_PEER ?=
+BENCH_PEER_NAME ?=
+BENCH_PEER_ARGS ?=
 
 .PHONY: bench
-bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety); see docs/benchmarks.md.
+bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety; BENCH_PEER=path runs another controller side by side); see docs/benchmarks.md.
 	hack/tools.sh etcd kube
 	@mkdir -p $(BENCH_DIR)
 	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll
 	$(GO) build -o $(BENCH_DIR)/bench ./hack/bench
-	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) $(BENCH_FLAGS)
+	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) \
+		-peer "$(BENCH_PEER)" -peer-name "$(BENCH_PEER_NAME)" -peer-args "$(BENCH_PEER_ARGS)" $(BENCH_FLAGS)
 
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 10s

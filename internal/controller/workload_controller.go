@@ -20,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
@@ -77,7 +78,7 @@ type Options struct {
 	Scope Scope
 	// WebhookURL, when set, is the notification endpoint: it receives a POST
 	// of the change instead of each rollout (--webhook-url), and the record
-	// is written once it accepted the POST (see deliver).
+	// is written once it accepted the POST (see notifyEndpoint).
 	WebhookURL string
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -86,7 +87,7 @@ type Options struct {
 	// reconciled, so that a burst of changes rolls each workload
 	// once (--coalesce-window). 0 reconciles at once.
 	// Events of the workload itself are not delayed, except while a burst
-	// of its objects is held (see Reconcile and enqueueCoalesced).
+	// of its objects is held (see Reconcile and coalesce.Handler).
 	CoalesceWindow time.Duration
 	// CoalesceMaxWait bounds how long a burst of changes can hold a
 	// workload back (--coalesce-max-wait): each change restarts the
@@ -117,7 +118,7 @@ type Options struct {
 	// shorten it.
 	Recheck time.Duration
 	// Admission configures the mutating admission webhook (--enable-webhook);
-	// see workload_webhook.go.
+	// see internal/webhook.
 	Admission AdmissionOptions
 	// AllowCrossNamespaceReferences follows references to ConfigMaps and
 	// Secrets of other namespaces (--allow-cross-namespace-references;
@@ -212,11 +213,11 @@ type WorkloadReconciler struct {
 	// Options are the behaviours chosen by flags.
 	Options Options
 	// endpoint posts to Options.WebhookURL, the notification endpoint; nil
-	// without one. deliveries tracks what it was given, and delivered
-	// carries its wake-ups (see deliver).
-	endpoint   *notify.Sender
-	deliveries *deliveries
-	delivered  chan event.GenericEvent
+	// without one. notifications tracks what it was given, and notified
+	// carries its wake-ups (see notifyEndpoint).
+	endpoint      *notify.Sender
+	notifications *notifications
+	notified      chan event.GenericEvent
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
 	// rollouts counts running and waiting rollouts across kinds for the
@@ -239,8 +240,8 @@ type WorkloadReconciler struct {
 	creations *creations
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
-	// asks it first (debouncer.admit).
-	coalesce *debouncer
+	// asks it first (Debouncer.Admit).
+	coalesce *coalesce.Debouncer
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -255,7 +256,7 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if ok, after := r.coalesce.admit(req); !ok {
+	if ok, after := r.coalesce.Admit(req); !ok {
 		// A burst of data changes is being coalesced, and the debouncer
 		// adds this request when it ends (within --coalesce-max-wait).
 		// Reconciling now, for an update of the workload itself (most
@@ -269,7 +270,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.NamespacedName)
-			r.deliveries.drop(req.NamespacedName)
+			r.notifications.drop(req.NamespacedName)
 			if r.journal != nil {
 				// A Job Reroll deleted and could not create again yet.
 				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
@@ -382,7 +383,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
-	if len(p.Changes) > 0 && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+	if len(p.Changes) > 0 && r.coalesce.Holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
 		// A change to the workload's objects is inside its coalescing
 		// window (this reconcile came from the workload's own event, such
 		// as its first-sight record): the debounce adds the workload once
@@ -411,7 +412,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		return ctrl.Result{}, nil
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.
-		accepted, wait, err := r.deliver(obj, p)
+		accepted, wait, err := r.notifyEndpoint(obj, p)
 		if err != nil || !accepted {
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
@@ -443,7 +444,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	if p.Outcome == plan.Notify {
 		// Recorded: the next change is a new notification.
-		r.deliveries.forget(client.ObjectKeyFromObject(obj), p.Key)
+		r.notifications.forget(client.ObjectKeyFromObject(obj), p.Key)
 	}
 	r.recordOutcome(obj, p)
 	r.reportRevert(ctx, p)

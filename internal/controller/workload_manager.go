@@ -23,22 +23,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// deliveredBuffer is the room for wake-ups of ended deliveries per kind.
-const deliveredBuffer = 1024
+// notifiedBuffer is the room for wake-ups of ended notifications per kind.
+const notifiedBuffer = 1024
 
 // Setup registers one reconciler per built-in workload kind not in
 // opts.IgnoredWorkloads with mgr, with its field index and watches. The
@@ -180,8 +184,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			r.journal = journal
 		}
 		if endpoint != nil {
-			r.deliveries = newDeliveries()
-			r.delivered = make(chan event.GenericEvent, deliveredBuffer)
+			r.notifications = newNotifications()
+			r.notified = make(chan event.GenericEvent, notifiedBuffer)
 		}
 		if !opts.InstalledAt.IsZero() {
 			r.creations = newCreations()
@@ -250,13 +254,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// --resources-to-ignore is not watched at all, so Reroll needs no
 	// access to it.
 	// One debounce for both kinds: a change of either extends the wait.
-	coalesce := newDebouncer(r.coalescing())
-	r.coalesce = coalesce
+	debounce := coalesce.New(r.coalescing())
+	r.coalesce = debounce
 	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsFor(kind)))), relevant)
+		src, err := r.Options.Store.Source(kind, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
 			return err
 		}
@@ -266,7 +270,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsForProviderClassStatus))),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
 	if readsTemplates {
@@ -283,10 +287,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// woken when another rollout completes (see rollout.Tracker.WakeOldest).
 		b = b.WatchesRawSource(source.Channel(r.slotFreed, &handler.EnqueueRequestForObject{}))
 	}
-	if r.delivered != nil {
-		// Deliveries to the notification endpoint that ended: the workload's
-		// record waits for them (see deliver).
-		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
+	if r.notified != nil {
+		// POSTs to the notification endpoint that ended: the workload's
+		// record waits for them (see notifyEndpoint).
+		b = b.WatchesRawSource(source.Channel(r.notified, &handler.EnqueueRequestForObject{}))
 	}
 	// Pods (stripped by eviction.TransformPod), only with
 	// --enable-pod-eviction: a restart by eviction evicts the next pod when
@@ -339,13 +343,21 @@ func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
 // kind. See docs/benchmarks.md (the fanout profile) for the measurement.
 const DefaultMaxConcurrentReconciles = 4
 
+// DefaultCoalesceWindow is the default of Options.CoalesceWindow
+// (--coalesce-window); see coalesce.DefaultWindow.
+const DefaultCoalesceWindow = coalesce.DefaultWindow
+
+// DefaultCoalesceMaxWait is the default of Options.CoalesceMaxWait
+// (--coalesce-max-wait); see coalesce.DefaultMaxWait.
+const DefaultCoalesceMaxWait = coalesce.DefaultMaxWait
+
 // coalescing is the debounce of r's ConfigMap and Secret watches.
-func (r *WorkloadReconciler) coalescing() Coalescing {
+func (r *WorkloadReconciler) coalescing() coalesce.Options {
 	maxWait := r.Options.CoalesceMaxWait
 	if maxWait == 0 {
 		maxWait = DefaultCoalesceMaxWait
 	}
-	return Coalescing{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
+	return coalesce.Options{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
 }
 
 // relevantChange passes creates, deletes, and updates that change the data
@@ -455,4 +467,40 @@ func controllerName(k workload.Kind) string {
 		name += "." + u.GVK.Group
 	}
 	return name
+}
+
+// The certificate rotation of --enable-webhook (cert-controller) keeps the
+// serving certificate in a Secret and the CA in the webhook configuration, so
+// it needs, only when the webhook is enabled with self-signed certificates:
+// get, list and watch on Secrets in Reroll's own namespace and update on its
+// Secret; get, list and watch on mutatingwebhookconfigurations and update on
+// its own. They are granted by config/components/webhook/rbac.yaml and the chart's
+// templates/webhook.yaml, not by the base role, which must stay
+// least-privilege.
+
+// ManagedLabel is the workload metadata label Reroll keeps on every workload
+// it manages while the admission webhook is enabled. The webhook's
+// MutatingWebhookConfiguration selects on it (objectSelector), so writes of
+// every other object never reach Reroll. Labels on a workload's metadata roll
+// nothing.
+const ManagedLabel = plan.ManagedLabel
+
+// WebhookPath returns the path the admission webhook of kind is served on:
+// "/mutate-deployment" for the built-in kinds.
+func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
+
+// AdmissionOptions configure the mutating admission webhook (--enable-webhook).
+type AdmissionOptions struct {
+	// Enabled registers the webhook's handlers on the manager's webhook
+	// server and makes the reconciler keep ManagedLabel on the workloads it
+	// manages.
+	Enabled bool
+}
+
+// registerWebhook serves r's admission handler (internal/webhook) on the
+// manager's webhook server.
+func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
+	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
+		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces}
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &ctrlwebhook.Admission{Handler: h})
 }
