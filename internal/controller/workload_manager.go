@@ -81,6 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.JobJournal.Name != "" {
 		journal = &jobJournal{store: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal"),
 			recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}} //nolint:staticcheck // see WorkloadReconciler.Recorder
+		journal.store.maxAge, journal.store.now = JobJournalMaxAge, opts.Now
 		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
 		journal.log = &jl
 		// Once leading, re-create the Jobs a previous leader left deleted.
