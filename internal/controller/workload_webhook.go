@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -74,7 +76,16 @@ type workloadAdmission struct {
 // registerWebhook serves r's admission handler on the manager's webhook
 // server.
 func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
-	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &webhook.Admission{Handler: &workloadAdmission{r: r}})
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), r.admissionHandler())
+}
+
+// admissionHandler is the HTTP handler of r's admission webhook. A request
+// over admissionlimit.DefaultMaxBytes is admitted unchanged, with a
+// warning, before anything decodes it: the reconciler repairs what the
+// write dropped, at the cost of one rollout.
+func (r *WorkloadReconciler) admissionHandler() http.Handler {
+	return admissionlimit.Limit(&webhook.Admission{Handler: &workloadAdmission{r: r}}, 0, admissionlimit.Allow,
+		"reroll's webhook of "+r.Kind.Name()+"s")
 }
 
 // Handle never denies a write: on any error it allows it unchanged, with a
