@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -23,17 +24,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
+	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -251,13 +257,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// --resources-to-ignore is not watched at all, so Reroll needs no
 	// access to it.
 	// One debounce for both kinds: a change of either extends the wait.
-	coalesce := newDebouncer(r.coalescing())
-	r.coalesce = coalesce
+	debounce := coalesce.New(r.coalescing())
+	r.coalesce = debounce
 	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsFor(kind)))), relevant)
+		src, err := r.Options.Store.Source(kind, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
 			return err
 		}
@@ -267,7 +273,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsForProviderClassStatus))),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
 	if readsTemplates {
@@ -340,13 +346,21 @@ func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
 // kind. See docs/benchmarks.md (the fanout profile) for the measurement.
 const DefaultMaxConcurrentReconciles = 4
 
+// DefaultCoalesceWindow is the default of Options.CoalesceWindow
+// (--coalesce-window); see coalesce.DefaultWindow.
+const DefaultCoalesceWindow = coalesce.DefaultWindow
+
+// DefaultCoalesceMaxWait is the default of Options.CoalesceMaxWait
+// (--coalesce-max-wait); see coalesce.DefaultMaxWait.
+const DefaultCoalesceMaxWait = coalesce.DefaultMaxWait
+
 // coalescing is the debounce of r's ConfigMap and Secret watches.
-func (r *WorkloadReconciler) coalescing() Coalescing {
+func (r *WorkloadReconciler) coalescing() coalesce.Options {
 	maxWait := r.Options.CoalesceMaxWait
 	if maxWait == 0 {
 		maxWait = DefaultCoalesceMaxWait
 	}
-	return Coalescing{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
+	return coalesce.Options{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
 }
 
 // relevantChange passes creates, deletes, and updates that change the data
@@ -456,4 +470,48 @@ func controllerName(k workload.Kind) string {
 		name += "." + u.GVK.Group
 	}
 	return name
+}
+
+// The certificate rotation of --enable-webhook (cert-controller) keeps the
+// serving certificate in a Secret and the CA in the webhook configuration, so
+// it needs, only when the webhook is enabled with self-signed certificates:
+// get, list and watch on Secrets in Reroll's own namespace and update on its
+// Secret; get, list and watch on mutatingwebhookconfigurations and update on
+// its own. They are granted by config/components/webhook/rbac.yaml and the chart's
+// templates/webhook.yaml, not by the base role, which must stay
+// least-privilege.
+
+// ManagedLabel is the workload metadata label Reroll keeps on every workload
+// it manages while the admission webhook is enabled. The webhook's
+// MutatingWebhookConfiguration selects on it (objectSelector), so writes of
+// every other object never reach Reroll. Labels on a workload's metadata roll
+// nothing.
+const ManagedLabel = plan.ManagedLabel
+
+// WebhookPath returns the path the admission webhook of kind is served on:
+// "/mutate-deployment" for the built-in kinds.
+func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
+
+// AdmissionOptions configure the mutating admission webhook (--enable-webhook).
+type AdmissionOptions struct {
+	// Enabled registers the webhook's handlers on the manager's webhook
+	// server and makes the reconciler keep ManagedLabel on the workloads it
+	// manages.
+	Enabled bool
+}
+
+// registerWebhook serves r's admission handler (internal/webhook) on the
+// manager's webhook server.
+func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), r.admissionHandler())
+}
+
+// admissionHandler is the HTTP handler of r's admission webhook. A request
+// over admissionlimit.DefaultMaxBytes is admitted unchanged, with a
+// warning, before anything decodes it: the reconciler repairs what the
+// write dropped, at the cost of one rollout.
+func (r *WorkloadReconciler) admissionHandler() http.Handler {
+	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
+		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces}
+	return admissionlimit.Limit(&ctrlwebhook.Admission{Handler: h}, 0, admissionlimit.Allow, "reroll's webhook of "+r.Kind.Name()+"s")
 }
