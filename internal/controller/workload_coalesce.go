@@ -192,36 +192,47 @@ func (d *debouncer) fire(req reconcile.Request) {
 	q.Add(req)
 }
 
-// admit says whether a reconcile of req may run now, and when to try again
-// when not (0: the debouncer adds req itself). A request held for a burst
-// waits for the debouncer. The reconcile the debouncer started runs, and for
-// a window after it starts, other reconciles of req wait: the informer's
-// store holds a write before its handler has told the debouncer, so the
-// reconcile of the workload's own update (most often the rollout just
-// written) would find the burst's next write before its burst is held. A
-// nil debouncer admits everything.
-func (d *debouncer) admit(req reconcile.Request) (bool, time.Duration) {
+// admitted is the debouncer's answer to a reconcile of one request.
+type admitted struct {
+	// run is true when the reconcile may run now; wait, when not, is when
+	// to try again (0: the debouncer adds the request itself).
+	run  bool
+	wait time.Duration
+	// ended is true for the reconcile the debouncer started itself: the
+	// burst it held is over (quiet for the window, or cut at max-wait), so
+	// the reconcile answers it now rather than hold it again.
+	ended bool
+}
+
+// admit says whether a reconcile of req may run now. A request held for a
+// burst waits for the debouncer. The reconcile the debouncer started runs
+// (ended), and for a window after it starts, other reconciles of req wait:
+// the informer's store holds a write before its handler has told the
+// debouncer, so the reconcile of the workload's own update (most often the
+// rollout just written) would find the burst's next write before its burst
+// is held. A nil debouncer admits everything.
+func (d *debouncer) admit(req reconcile.Request) admitted {
 	if d == nil {
-		return true, 0
+		return admitted{run: true}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.pending[req]; ok {
-		return false, 0
+		return admitted{}
 	}
 	now := d.clock.Now()
 	if d.fired[req] {
 		delete(d.fired, req)
 		d.cooling[req] = now.Add(d.window)
-		return true, 0
+		return admitted{run: true, ended: true}
 	}
 	if until, ok := d.cooling[req]; ok {
 		if now.Before(until) {
-			return false, until.Sub(now)
+			return admitted{wait: until.Sub(now)}
 		}
 		delete(d.cooling, req)
 	}
-	return true, 0
+	return admitted{run: true}
 }
 
 // holds reports whether req is held: a change to one of its objects is

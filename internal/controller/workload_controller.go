@@ -255,14 +255,15 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if ok, after := r.coalesce.admit(req); !ok {
+	a := r.coalesce.admit(req)
+	if !a.run {
 		// A burst of data changes is being coalesced, and the debouncer
 		// adds this request when it ends (within --coalesce-max-wait).
 		// Reconciling now, for an update of the workload itself (most
 		// often the write of Reroll's previous rollout), would roll for
 		// each write of the burst: 8 writers of one Secret gave one
 		// Deployment up to 56 rollouts a minute.
-		return ctrl.Result{RequeueAfter: after}, nil
+		return ctrl.Result{RequeueAfter: a.wait}, nil
 	}
 	r.metrics.Begin(req.NamespacedName)
 	obj := r.Kind.New()
@@ -302,7 +303,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		first = false
 		var err error
-		result, err = r.sync(ctx, obj)
+		result, err = r.sync(ctx, obj, a.ended)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -328,8 +329,10 @@ func retryable(err error) bool {
 }
 
 // sync does one pass of Reconcile on obj: it reads the pod template, asks
-// the planner what to do, and applies the plan.
-func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.Result, error) {
+// the planner what to do, and applies the plan. burstEnded is true when the
+// debouncer started this reconcile (admitted.ended): the coalescing of the
+// workload's objects is over, and nothing holds its rollout again.
+func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstEnded bool) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if obj.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil
@@ -382,16 +385,19 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
-	if len(p.Changes) > 0 && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+	if len(p.Changes) > 0 && !burstEnded && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
 		// A change to the workload's objects is inside its coalescing
 		// window (this reconcile came from the workload's own event, such
 		// as its first-sight record): the debounce adds the workload once
 		// the burst is over, and that one reconcile rolls it for the whole
-		// burst. Nothing is written now.
+		// burst. Nothing is written now. The reconcile the debounce started
+		// itself is not held again by the next burst's first change, which
+		// can come between the debounce's timer and this check (a change
+		// every 0.2 s would otherwise hold a workload for another max-wait).
 		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
 		return ctrl.Result{}, nil
 	}
-	if wait := r.firstSightHold(p, now); wait > 0 {
+	if wait := r.firstSightHold(obj, p, now, burstEnded); wait > 0 {
 		// Nothing is written: the workload stays unrecorded, so the next
 		// look (or a restarted Reroll) finds the same changes.
 		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", wait.String())

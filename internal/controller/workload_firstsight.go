@@ -63,12 +63,19 @@ func LoadInstalledAt(ctx context.Context, c client.Client, name types.Namespaced
 // API's one-second resolution, the workload's creation against the changes
 // the store saw (plan.Input.Since). It is memory only: after a restart the
 // rule orders by seconds, which can only add a rollout, never lose one.
+//
+// It also keeps, per workload whose first-sight rollout is held for the
+// coalescing window (firstSightHold), the change it was first held for, so
+// that a burst that goes on cannot hold it past the max-wait.
 type creations struct {
 	mu    sync.Mutex
 	byUID map[types.UID]uint64
+	held  map[types.UID]time.Time
 }
 
-func newCreations() *creations { return &creations{byUID: map[types.UID]uint64{}} }
+func newCreations() *creations {
+	return &creations{byUID: map[types.UID]uint64{}, held: map[types.UID]time.Time{}}
+}
 
 // noted is a predicate that passes every event, and first notes each
 // workload created while the informer watched (not those of its initial
@@ -106,12 +113,30 @@ func (c *creations) since(obj client.Object, writtenAt time.Time) uint64 {
 	return c.byUID[obj.GetUID()]
 }
 
+// heldSince returns when the first-sight hold of workload uid began: the
+// change at which it was first held, at, or the one noted at an earlier
+// hold, until the workload is forgotten (recorded, opted out or deleted).
+// A nil creations notes nothing and returns at.
+func (c *creations) heldSince(uid types.UID, at time.Time) time.Time {
+	if c == nil {
+		return at
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first, ok := c.held[uid]; ok {
+		return first
+	}
+	c.held[uid] = at
+	return at
+}
+
 func (c *creations) forget(uid types.UID) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	delete(c.byUID, uid)
+	delete(c.held, uid)
 	c.mu.Unlock()
 }
 
@@ -167,11 +192,21 @@ func summarizeWrites(k digest.Key) toolscache.TransformFunc {
 // answers (counted from the end of that change's second, the API's
 // resolution), so that the rest of the change's burst joins this one
 // rollout, as the ConfigMap and Secret watches' debounce does for a
-// recorded workload. 0 means now; never more than the window and a second.
-func (r *WorkloadReconciler) firstSightHold(p plan.Plan, now time.Time) time.Duration {
+// recorded workload. Like the debounce, it is bounded: never later than the
+// coalescing max-wait after the change the workload was first held for
+// (the burst's first change Reroll knows of), however long the burst goes
+// on; and the reconcile the debounce started itself (burstEnded) is not
+// held at all, since its burst is over or cut at max-wait already. 0 means
+// now; never more than the window and a second.
+func (r *WorkloadReconciler) firstSightHold(obj client.Object, p plan.Plan, now time.Time, burstEnded bool) time.Duration {
 	w := r.Options.CoalesceWindow
-	if w <= 0 || p.FirstSightChanged.IsZero() || len(p.Changes) == 0 {
+	if w <= 0 || burstEnded || p.FirstSightChanged.IsZero() || len(p.Changes) == 0 {
 		return 0
 	}
-	return min(p.FirstSightChanged.Add(time.Second+w).Sub(now), time.Second+w)
+	wait := min(p.FirstSightChanged.Add(time.Second+w).Sub(now), time.Second+w)
+	if wait <= 0 {
+		return 0
+	}
+	first := r.creations.heldSince(obj.GetUID(), p.FirstSightChanged)
+	return min(wait, first.Add(max(r.coalescing().MaxWait, w)).Sub(now))
 }
