@@ -187,6 +187,23 @@ type Options struct {
 	// workload's pod template was last written (plan.Options.InstalledAt).
 	// The zero time turns that rule off: first sight only records.
 	InstalledAt time.Time
+	// DeferRecord writes no record on a workload before it first rolls
+	// (docs/design.md, "Install: no write per workload"): first sight keeps
+	// the record it would write in memory, as the workload's baseline; a
+	// restart falls back on the first-sight rule; and where the rule would
+	// roll for a change the workload does not read, the baseline is kept
+	// signed in Baselines (or, without Baselines or room there, written on
+	// the workload as before). It needs InstalledAt, and is off with the
+	// admission webhook (whose objectSelector needs a label on each
+	// workload) and with ReloadOnDelete (see defersRecord).
+	DeferRecord bool
+	// creations, when set (tests), is the first-sight memory every kind
+	// shares; nil gives each kind its own.
+	creations *creations
+	// Baselines is the name prefix, in Reroll's own namespace, of the
+	// ConfigMaps (one per namespace) where DeferRecord keeps the baselines
+	// it must keep durably (baselineStore); an empty Name keeps none there.
+	Baselines types.NamespacedName
 }
 
 // Alerter is told of each rollout after it is made. Alert must return
@@ -237,6 +254,9 @@ type WorkloadReconciler struct {
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *creations
+	// baselines keeps the baselines DeferRecord must keep durably; nil
+	// without Options.Baselines. Shared by every kind.
+	baselines *baselineStore
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
 	// asks it first (debouncer.admit).
@@ -350,10 +370,17 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	now := r.now()
 	in := plan.NewInput(r.Kind, obj, template, now)
 	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
+	deferring := r.defersRecord()
+	if deferring && obj.GetAnnotations()[plan.RecordAnnotation] == "" {
+		if in.Baseline, err = r.baselineOf(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
 		return ctrl.Result{}, err
 	}
 	opts := r.planOptions()
+	opts.DeferRecord = deferring
 	bounded := opts.Bounded(in) && r.rollouts != nil
 	if bounded {
 		// Count, decide and write as one step, so that two reconciles
@@ -433,9 +460,15 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 		}
 		return ctrl.Result{}, err
 	}
+	if p.Deferred {
+		if err := r.keepBaseline(ctx, obj, p); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
 		// Recorded (or forgotten): the first-sight rule is done with it.
 		r.creations.forget(obj.GetUID())
+		r.dropBaseline(ctx, obj)
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
 		r.rollouts.Started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
@@ -493,6 +526,12 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 		}
 		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "detail", p.Deferral.Detail, "since", p.Deferral.Since, "until", p.Deferral.Until)
 	case plan.FirstSight:
+		if p.Deferred {
+			// Nothing written: one line per workload at install would be
+			// noise (DeferRecord).
+			log.V(1).Info("Took consumed data as baseline on first sight", "references", len(p.References))
+			break
+		}
 		log.Info("Recorded consumed data on first sight", "references", len(p.References))
 	case plan.Skipped:
 		log.V(1).Info("Not rolling for create or delete", "flags", strings.Join(p.HeldBy, ","))
