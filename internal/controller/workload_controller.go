@@ -20,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
@@ -86,7 +87,7 @@ type Options struct {
 	// reconciled, so that a burst of changes rolls each workload
 	// once (--coalesce-window). 0 reconciles at once.
 	// Events of the workload itself are not delayed, except while a burst
-	// of its objects is held (see Reconcile and enqueueCoalesced).
+	// of its objects is held (see Reconcile and coalesce.Handler).
 	CoalesceWindow time.Duration
 	// CoalesceMaxWait bounds how long a burst of changes can hold a
 	// workload back (--coalesce-max-wait): each change restarts the
@@ -259,8 +260,8 @@ type WorkloadReconciler struct {
 	baselines *baselineStore
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
-	// asks it first (debouncer.admit).
-	coalesce *debouncer
+	// asks it first (Debouncer.Admit).
+	coalesce *coalesce.Debouncer
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -275,15 +276,15 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	a := r.coalesce.admit(req)
-	if !a.run {
+	a := r.coalesce.Admit(req)
+	if !a.Run {
 		// A burst of data changes is being coalesced, and the debouncer
 		// adds this request when it ends (within --coalesce-max-wait).
 		// Reconciling now, for an update of the workload itself (most
 		// often the write of Reroll's previous rollout), would roll for
 		// each write of the burst: 8 writers of one Secret gave one
 		// Deployment up to 56 rollouts a minute.
-		return ctrl.Result{RequeueAfter: a.wait}, nil
+		return ctrl.Result{RequeueAfter: a.Wait}, nil
 	}
 	r.metrics.Begin(req.NamespacedName)
 	obj := r.Kind.New()
@@ -323,7 +324,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		first = false
 		var err error
-		result, err = r.sync(ctx, obj, a.ended)
+		result, err = r.sync(ctx, obj, a.Ended)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -350,7 +351,7 @@ func retryable(err error) bool {
 
 // sync does one pass of Reconcile on obj: it reads the pod template, asks
 // the planner what to do, and applies the plan. burstEnded is true when the
-// debouncer started this reconcile (admitted.ended): the coalescing of the
+// debouncer started this reconcile (coalesce.Admission.Ended): the coalescing of the
 // workload's objects is over, and nothing holds its rollout again.
 func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstEnded bool) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
@@ -412,7 +413,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
-	if len(p.Changes) > 0 && !burstEnded && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+	if len(p.Changes) > 0 && !burstEnded && r.coalesce.Holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
 		// A change to the workload's objects is inside its coalescing
 		// window (this reconcile came from the workload's own event, such
 		// as its first-sight record): the debounce adds the workload once
