@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
+	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
@@ -41,8 +43,8 @@ import (
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// deliveredBuffer is the room for wake-ups of ended deliveries per kind.
-const deliveredBuffer = 1024
+// notifiedBuffer is the room for wake-ups of ended notifications per kind.
+const notifiedBuffer = 1024
 
 // Setup registers one reconciler per built-in workload kind not in
 // opts.IgnoredWorkloads with mgr, with its field index and watches. The
@@ -85,6 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.JobJournal.Name != "" {
 		journal = &jobJournal{store: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal"),
 			recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}} //nolint:staticcheck // see WorkloadReconciler.Recorder
+		journal.store.maxAge, journal.store.now = JobJournalMaxAge, opts.Now
 		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
 		journal.log = &jl
 		// Once leading, re-create the Jobs a previous leader left deleted.
@@ -184,8 +187,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			r.journal = journal
 		}
 		if endpoint != nil {
-			r.deliveries = newDeliveries()
-			r.delivered = make(chan event.GenericEvent, deliveredBuffer)
+			r.notifications = newNotifications()
+			r.notified = make(chan event.GenericEvent, notifiedBuffer)
 		}
 		if !opts.InstalledAt.IsZero() {
 			r.creations = newCreations()
@@ -287,10 +290,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// woken when another rollout completes (see rollout.Tracker.WakeOldest).
 		b = b.WatchesRawSource(source.Channel(r.slotFreed, &handler.EnqueueRequestForObject{}))
 	}
-	if r.delivered != nil {
-		// Deliveries to the notification endpoint that ended: the workload's
-		// record waits for them (see deliver).
-		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
+	if r.notified != nil {
+		// POSTs to the notification endpoint that ended: the workload's
+		// record waits for them (see notifyEndpoint).
+		b = b.WatchesRawSource(source.Channel(r.notified, &handler.EnqueueRequestForObject{}))
 	}
 	// Pods (stripped by eviction.TransformPod), only with
 	// --enable-pod-eviction: a restart by eviction evicts the next pod when
@@ -500,7 +503,15 @@ type AdmissionOptions struct {
 // registerWebhook serves r's admission handler (internal/webhook) on the
 // manager's webhook server.
 func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), r.admissionHandler())
+}
+
+// admissionHandler is the HTTP handler of r's admission webhook. A request
+// over admissionlimit.DefaultMaxBytes is admitted unchanged, with a
+// warning, before anything decodes it: the reconciler repairs what the
+// write dropped, at the cost of one rollout.
+func (r *WorkloadReconciler) admissionHandler() http.Handler {
 	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
 		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces}
-	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &ctrlwebhook.Admission{Handler: h})
+	return admissionlimit.Limit(&ctrlwebhook.Admission{Handler: h}, 0, admissionlimit.Allow, "reroll's webhook of "+r.Kind.Name()+"s")
 }
