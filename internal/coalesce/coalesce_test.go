@@ -96,8 +96,7 @@ func TestDebouncer_CoolingMapIsBounded(t *testing.T) {
 		d.mu.Lock()
 		d.fired[req] = true
 		d.mu.Unlock()
-		ok, _ := d.Admit(req)
-		g.Expect(ok).To(gomega.BeTrue())
+		g.Expect(d.Admit(req).Run).To(gomega.BeTrue())
 	}
 	for i := range 10 * coolingSweep {
 		cool(i)
