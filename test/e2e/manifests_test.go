@@ -102,6 +102,14 @@ func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
 	g.Expect(rulesOf(t, objs, "Role", "reroll-system")).To(gomega.ConsistOf(
 		"coordination.k8s.io|leases|get", "coordination.k8s.io|leases|create", "coordination.k8s.io|leases|update",
 		"|events|create", "|events|patch"))
+	// The third review (Low): get and update on Reroll's Lease only.
+	for _, o := range withoutDigestKeyRole(only(objs, "Role")) {
+		for _, r := range convert[rbacv1.Role](t, o).Rules {
+			if slices.Contains(r.Resources, "leases") && !slices.Equal(r.Verbs, []string{"create"}) {
+				g.Expect(r.ResourceNames).To(gomega.Equal([]string{"reroll-leader"}), "%v", r.Verbs)
+			}
+		}
+	}
 	d := convert[appsv1.Deployment](t, only(objs, "Deployment")[0])
 	g.Expect(*d.Spec.Replicas).To(gomega.BeEquivalentTo(2))
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(gomega.ContainElements("--enable-ha", "--namespace-selector=reroll=enabled"))
