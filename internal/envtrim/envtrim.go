@@ -19,7 +19,7 @@ const MaxValue = 1024
 // Prefix starts the value the cache holds in place of a longer one.
 // The SHA-256 that follows keeps two templates that differ in such a value
 // apart (revert detection fingerprints cached templates).
-const Prefix = "reroll.dev/trimmed:sha256:"
+const Prefix = "reroll-trimmed:sha256:"
 
 // Values replaces, in every container and init container of spec,
 // each env value longer than MaxValue by Prefix and the
