@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -151,7 +152,7 @@ func TestWorkloadReconciler_FirstSightRollsWhatChangedSinceCreation(t *testing.T
 			t.Parallel()
 			g := newT(t)
 			ns := newNamespace(t)
-			opts := Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: tc.shape == "create", ReloadOnDelete: tc.shape == "delete"}
+			opts := Options{PlanOptions: plan.Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: tc.shape == "create", ReloadOnDelete: tc.shape == "delete"}}
 			cfg := configMap(ns, "cfg", map[string]string{"a": "1"})
 			if tc.shape != "create" {
 				create(t, cfg)
@@ -201,7 +202,7 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 		t.Parallel()
 		g := newT(t)
 		ns := newNamespace(t)
-		startReroll(t, ns, Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: true, ReloadOnDelete: true})
+		startReroll(t, ns, Options{PlanOptions: plan.Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: true, ReloadOnDelete: true}})
 		// Positive control: a workload created before its ConfigMap rolls.
 		early := deployment(ns, "early", autoOn, podSpec(optionalEnvFromNamed("early")))
 		create(t, early)
@@ -240,7 +241,7 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 		nextSecond(t, installed)
 		update(t, other, func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 
-		startReroll(t, ns, Options{InstalledAt: installed})
+		startReroll(t, ns, Options{PlanOptions: plan.Options{InstalledAt: installed}})
 		expectRolledOnceTo(t, od, recordOf("other", map[string]string{"a": "2"}))
 		g.Eventually(func() string { return get(t, d).Annotations[ObservedAnnotation] }).Should(gomega.Equal(recordOf("cfg", map[string]string{"a": "2"})))
 		g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())

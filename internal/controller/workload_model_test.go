@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -183,7 +184,7 @@ func runModel(t *testing.T, seed uint64) {
 	for _, id := range modelPool {
 		m.objects[id] = &modelObject{id: id}
 	}
-	m.opts = Options{ReloadOnCreate: rng.IntN(2) == 0, ReloadOnDelete: rng.IntN(2) == 0, CoalesceWindow: modelWindow, CoalesceMaxWait: time.Minute}
+	m.opts = Options{PlanOptions: plan.Options{ReloadOnCreate: rng.IntN(2) == 0, ReloadOnDelete: rng.IntN(2) == 0}, CoalesceWindow: modelWindow, CoalesceMaxWait: time.Minute}
 	m.note("seed %d: --reload-on-create=%t --reload-on-delete=%t", seed, m.opts.ReloadOnCreate, m.opts.ReloadOnDelete)
 	m.watch = watchRollouts(t, m.ns)
 	defer func() {
