@@ -29,8 +29,8 @@ type changeSetFlags struct {
 }
 
 func (f *changeSetFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in.")
-	cmd.Flags().StringVar(&f.configMap, "change-sets", "reroll-change-sets", "The ConfigMap, in --reroll-namespace, of the change sets' halt records (Reroll's --change-sets; the chart's <release>-change-sets).")
+	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in; by default the namespace of the Reroll Deployment found by label in any namespace, else reroll-system.")
+	cmd.Flags().StringVar(&f.configMap, "change-sets", "reroll-change-sets", "The ConfigMap, in --reroll-namespace, of the change sets' halt records (Reroll's --change-sets; the chart's <release>-change-sets); by default read from the controller's arguments.")
 }
 
 func newResume(o *Options) *cobra.Command {
@@ -59,6 +59,7 @@ needs get and update on that ConfigMap.`,
 			if !ok || name == "" {
 				return fmt.Errorf("want KIND/NAME, e.g. deployment/web or configmap/app-config; got %q", args[0])
 			}
+			s.locate(cmd.Context(), cmd.Flags(), o.RerollSelector, &f, nil)
 			ids, err := s.resume(cmd.Context(), f, kindName, name, time.Now())
 			if err != nil {
 				return err
