@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/envtrim"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -32,7 +33,7 @@ func TestWorkloadReconciler_CacheKeepsNoLongEnvValues(t *testing.T) {
 				s.Containers[0].Env = []corev1.EnvVar{{Name: "BIG", Value: big}, {Name: "SMALL", Value: "s"}}
 			}))
 			create(t, d)
-			rr := startReroll(t, ns, Options{Strategy: strategy})
+			rr := startReroll(t, ns, Options{PlanOptions: plan.Options{Strategy: strategy}})
 			recorded(t, d)
 
 			cached := &appsv1.Deployment{}
