@@ -29,8 +29,8 @@ func TestWorkloadReconciler_ParkedRolloutHoldsNoSlotPastTheRolloutTimeout(t *tes
 	web := deployment(victim, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, parked, web)
 	// The most permissive override scope: the tenant's own annotation counts.
-	startReroll(t, victim, Options{Key: testKey(t, 32), MaxConcurrentRollouts: 1, RolloutTimeout: 20 * time.Second,
-		RolloutOverride: plan.OverrideWorkload, Recheck: time.Second, Scope: Scope{Namespaces: []string{tenant, victim}}})
+	startReroll(t, victim, Options{PlanOptions: plan.Options{Key: testKey(t, 32), MaxConcurrentRollouts: 1, RolloutTimeout: 20 * time.Second,
+		Override: plan.OverrideWorkload, Recheck: time.Second}, Scope: Scope{Namespaces: []string{tenant, victim}}})
 	for _, d := range []*appsv1.Deployment{parked, web} {
 		recorded(t, d)
 		waitRolledOut(t, d)
@@ -69,8 +69,8 @@ func TestWorkloadReconciler_ReplayedPendingCountsForNothing(t *testing.T) {
 	queued := deployment(tenant, "queued", map[string]string{annotation.WaveUpdate: "true"}, podSpec(envFrom("cfg")))
 	web := deployment(victim, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, holder, queued, web)
-	startReroll(t, victim, Options{Key: testKey(t, 33), MaxConcurrentRollouts: 1, MaxConcurrentRolloutsPerNamespace: 1,
-		RolloutTimeout: 15 * time.Second, Recheck: time.Second, Scope: Scope{Namespaces: []string{tenant, victim}}})
+	startReroll(t, victim, Options{PlanOptions: plan.Options{Key: testKey(t, 33), MaxConcurrentRollouts: 1, MaxConcurrentRolloutsPerNamespace: 1,
+		RolloutTimeout: 15 * time.Second, Recheck: time.Second}, Scope: Scope{Namespaces: []string{tenant, victim}}})
 	for _, d := range []*appsv1.Deployment{holder, queued, web} {
 		recorded(t, d)
 		waitRolledOut(t, d)

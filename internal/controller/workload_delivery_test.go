@@ -43,7 +43,7 @@ func deliveryOptions(own string, namespaces ...string) Options {
 		ChangeSetWindow:         2 * time.Second,
 		BakeTime:                3 * time.Second,
 		HaltAfterFailedRollouts: 1,
-		Recheck:                 time.Second,
+		PlanOptions:             plan.Options{Recheck: time.Second},
 	}
 }
 
@@ -240,7 +240,7 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, PlanOptions: plan.Options{Recheck: time.Second}})
 	recorded(t, d)
 
 	// A flapping certificate: the first two changes roll.
@@ -424,7 +424,7 @@ func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	opts := Options{Key: testKey(t, 7), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second}
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 7), Recheck: time.Second}, Storm: safe.Storm{Max: 2, Period: time.Hour}}
 	first := startReroll(t, ns, opts)
 	recorded(t, d)
 	first.stop(t)

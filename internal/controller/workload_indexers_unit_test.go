@@ -6,6 +6,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -28,7 +29,7 @@ func TestIndexReferences_RefusedCrossNamespaceReferencesAreNotIndexed(t *testing
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := gomega.NewWithT(t)
-			r := &WorkloadReconciler{Kind: workload.Deployment{}, Options: Options{Annotations: annotation.DefaultConfig(), AllowCrossNamespaceReferences: c.allow}}
+			r := &WorkloadReconciler{Kind: workload.Deployment{}, Options: Options{PlanOptions: plan.Options{Annotations: annotation.DefaultConfig(), AllowCrossNamespaceReferences: c.allow}}}
 			d := deployment("tenant", "web", map[string]string{
 				annotation.WaveUpdate:       "true",
 				annotation.WaveExtraSecrets: "local,victim/db",

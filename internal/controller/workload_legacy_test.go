@@ -96,7 +96,7 @@ func TestWorkloadReconciler_LegacySchemeIsNoOracle(t *testing.T) {
 			web := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 			create(t, web)
 			written := watchRecords(t, ns)
-			first := startReroll(t, ns, Options{Key: key, LegacyRecordsUntil: c.until})
+			first := startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}, LegacyRecordsUntil: c.until})
 			recorded(t, web)
 			waitRolledOut(t, web)
 			// While no Reroll runs (so that one reconcile sees both): the
@@ -105,7 +105,7 @@ func TestWorkloadReconciler_LegacySchemeIsNoOracle(t *testing.T) {
 			first.stop(t)
 			update(t, web, func(d *appsv1.Deployment) { d.Annotations[KeyAnnotation] = key.Legacy().ID() })
 			update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "guess" })
-			startReroll(t, ns, Options{Key: key, LegacyRecordsUntil: c.until})
+			startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}, LegacyRecordsUntil: c.until})
 			bound := key.Digest("ConfigMap", ns, "cfg", "a", []byte("guess"))[:16]
 			legacy := key.Legacy().Value([]byte("guess"))[:16]
 			// Positive: reconciled, and recorded under the current key.

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	rerollwebhook "github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
@@ -612,7 +613,7 @@ func TestWorkloadWebhook_ReplaceKeepsEnvVarTrigger(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	_, _ = startRerollWithWebhook(t, ns, Options{Strategy: trigger.EnvVars})
+	_, _ = startRerollWithWebhook(t, ns, Options{PlanOptions: plan.Options{Strategy: trigger.EnvVars}})
 	manifest, d := rolledOnce(t, ns)
 	want := corev1.EnvVar{Name: "STAKATER_CFG_CONFIGMAP", Value: reloaderSHA1("a=2")}
 	before := get(t, d.DeepCopy())
