@@ -41,7 +41,9 @@ func newResume(o *Options) *cobra.Command {
 		Long: `resume accepts the failure of a halted change set: the next wave starts at once, and
 only rollouts that fail from now on count towards --halt-after-failed-rollouts.
 KIND/NAME is any member of the set: a workload held or rolled for it, or a changed
-ConfigMap or Secret. It writes the set's halt record in Reroll's namespace, so it
+ConfigMap or Secret, in a namespace that the set's halt record names (a failed
+workload's, or a changed object's): a set that a workload's annotation names but
+whose record names no object of its namespace is not resumed. It writes the set's halt record in Reroll's namespace, so it
 needs get and update on that ConfigMap.`,
 		Example: `  kubectl reroll resume deployment/web -n shop
   kubectl reroll resume configmap/app-config -n canary --reroll-namespace reroll`,
@@ -125,11 +127,11 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range rec.Sets {
-			if halts[id].Active() {
-				ids = append(ids, id)
-			}
-		}
+		// The annotation only proposes sets: anyone who may edit the
+		// workload may write another namespace's set there. A set is
+		// resumed only when its halt record, which only Reroll and the
+		// operators write, names the workload's namespace.
+		ids = delivery.Resumable(halts, rec.Sets, s.namespace)
 		if _, ok := t.obj.GetAnnotations()[delivery.RolloutsAnnotation]; ok && string(plan.DisplayedPendingReason(t.obj.GetAnnotations())) == delivery.HoldStorm {
 			// Held by the storm breaker: forgetting its latest rollouts
 			// lets it roll at once.

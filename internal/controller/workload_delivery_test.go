@@ -33,8 +33,12 @@ import (
 // deliveryOptions are the options of a Reroll that delivers safely, its
 // halt records in namespace own: a short window and bake time, so a test
 // sees every step in seconds.
-func deliveryOptions(own string, namespaces ...string) Options {
+func deliveryOptions(t *testing.T, own string, namespaces ...string) Options {
+	t.Helper()
 	return Options{
+		// As every install runs: under a real installation key, which binds
+		// each value's digest to its namespace (the zero key binds nothing).
+		Key:                     testKey(t, 30),
 		Scope:                   Scope{Namespaces: namespaces},
 		ChangeSets:              types.NamespacedName{Namespace: own, Name: "reroll-change-sets"},
 		ChangeSetWindow:         2 * time.Second,
@@ -113,10 +117,10 @@ func newFleet(t *testing.T) fleet {
 // none).
 func newFleetWith(t *testing.T, mutate func(*Options)) fleet {
 	t.Helper()
-	f := fleet{own: newNamespace(t), canaryNS: waveNamespace(t, "-1"), prodNS: newNamespace(t)}
+	f := fleet{own: newNamespace(t), canaryNS: waveNamespace(t, "-1"), prodNS: waveNamespace(t, "0")}
 	ds := replicated(t, map[string]string{"level": "info"}, f.canaryNS, f.prodNS)
 	f.canary, f.prod = ds[0], ds[1]
-	f.opts = deliveryOptions(f.own, f.own, f.canaryNS, f.prodNS)
+	f.opts = deliveryOptions(t, f.own, f.own, f.canaryNS, f.prodNS)
 	if mutate != nil {
 		mutate(&f.opts)
 	}
@@ -160,12 +164,52 @@ func TestDelivery_WavesRollAReplicatedConfigMapCanaryFirst(t *testing.T) {
 	g.Consistently(func() int { return len(rolledEvents(t, canaryNS, "web")) + len(rolledEvents(t, prodNS, "web")) }).Should(gomega.Equal(2), "each rolled once")
 }
 
+// A tenant's namespace, which the operator did not place in the order (no
+// wave on its Namespace), holds a copy of the same replicated ConfigMap; its
+// workload asks for wave -1000 and its rollout never becomes healthy (a
+// quota refuses its surge pod, and its deadline is far away). The canary
+// and production, placed by the operator, are one change set, which rolls
+// canary first and production after the bake time; the tenant's copy is a
+// set of its own, which holds nothing of theirs.
+func TestDelivery_ATenantNamespaceHoldsNothingOfTheSharedSet(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, canaryNS, prodNS, tenantNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0"), newNamespace(t)
+	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS, tenantNS)
+	canary, prod, tenant := ds[0], ds[1], ds[2]
+	update(t, tenant, func(d *appsv1.Deployment) {
+		d.Annotations[safe.WaveAnnotation] = "-1000"
+		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](3600)
+	})
+	startReroll(t, own, deliveryOptions(t, own, own, canaryNS, prodNS, tenantNS))
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+	blockSurge(t, tenantNS)
+
+	replicate(t, map[string]string{"level": "debug"}, canaryNS, prodNS, tenantNS)
+	// The tenant's rollout starts (the lowest wave of its own set) and
+	// never completes.
+	g.Eventually(func() []string { return rolledEvents(t, tenantNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldWave), "production waits for the canary")
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1), "and only for the canary")
+	c, p, tr := member(t, canary), member(t, prod), member(t, tenant)
+	g.Expect(c.Sets).To(gomega.Equal(p.Sets), "the placed namespaces share one change set")
+	g.Expect(tr.Sets).NotTo(gomega.Equal(p.Sets), "the tenant's copy is a set of its own")
+	g.Expect(p.Rolled).NotTo(gomega.BeTemporally("<", c.Healthy.Add(3*time.Second)), "production rolled only after the canary baked")
+	g.Expect(tr.Healthy.IsZero()).To(gomega.BeTrue(), "the tenant's rollout never became healthy")
+	g.Expect(tr.Wave).To(gomega.Equal(-1000))
+	g.Expect(tr.Place).To(gomega.BeZero())
+}
+
 func TestDelivery_NoWavesNothingWaits(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	own, a, b := newNamespace(t), newNamespace(t), newNamespace(t)
 	ds := replicated(t, map[string]string{"level": "info"}, a, b)
-	startReroll(t, own, deliveryOptions(own, own, a, b))
+	startReroll(t, own, deliveryOptions(t, own, own, a, b))
 	for _, d := range ds {
 		recorded(t, d)
 	}
@@ -237,7 +281,7 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	startReroll(t, ns, Options{Key: testKey(t, 30), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
 	recorded(t, d)
 
 	// A flapping certificate: the first two changes roll.
@@ -269,7 +313,7 @@ func TestDelivery_OnDeleteStatefulSetRestartsPodByPodHighestOrdinalFirst(t *test
 	create(t, sts)
 	l := watchPods(t, ns, labelsFor("db"))
 	old := l.allReady(t, 3)
-	startReroll(t, ns, Options{PodEviction: true})
+	startReroll(t, ns, Options{Key: testKey(t, 30), PodEviction: true})
 	recorded(t, sts)
 
 	l.arm()
@@ -347,7 +391,7 @@ func TestDelivery_NoWavesNoHaltsAChangeCostsOnePatch(t *testing.T) {
 	create(t, configMap(ns, "cfg", map[string]string{"level": "info"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
-	counter := startCountedReroll(t, own, deliveryOptions(own, own, ns))
+	counter := startCountedReroll(t, own, deliveryOptions(t, own, own, ns))
 	recorded(t, d)
 	before := settled(t, counter)
 
@@ -444,10 +488,10 @@ func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
 func TestDelivery_ForgedChangeSetRecordHaltsNothing(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), newNamespace(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0")
 	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
 	canary, prod := ds[0], ds[1]
-	opts := deliveryOptions(own, own, canaryNS, prodNS)
+	opts := deliveryOptions(t, own, own, canaryNS, prodNS)
 	opts.Key = testKey(t, 8)
 	// Long enough to forge the record before production may roll.
 	opts.BakeTime = 20 * time.Second
@@ -546,12 +590,12 @@ func activeHalts(t *testing.T, own string) int {
 func TestDelivery_ACrashLoopDuringTheBakeTimeHaltsTheRest(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), newNamespace(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0")
 	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
 	canary, prod := ds[0], ds[1]
 	// A bake time far longer than the test needs to break the pod.
 	update(t, canary, func(d *appsv1.Deployment) { d.Annotations[safe.BakeTimeAnnotation] = "10m" })
-	startReroll(t, own, deliveryOptions(own, own, canaryNS, prodNS))
+	startReroll(t, own, deliveryOptions(t, own, own, canaryNS, prodNS))
 	for _, d := range ds {
 		recorded(t, d)
 		waitRolledOut(t, d)

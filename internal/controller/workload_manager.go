@@ -123,7 +123,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := mgr.Add(records); err != nil {
 			return fmt.Errorf("adding the watch of the halt records: %w", err)
 		}
-		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
+		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
 	}
 	kinds := opts.Kinds
 	if kinds == nil {
