@@ -22,8 +22,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/reroll/reroll/internal/change"
-	"github.com/reroll/reroll/internal/digest"
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
