@@ -61,6 +61,134 @@ type changeSets struct {
 	mu     sync.Mutex
 	order  safe.Order
 	waveAt time.Time
+
+	// unrecorded are the halts whose record could not be written (the
+	// API refused it): they hold the set's workloads from memory, and
+	// are written again at most every unrecordedRetry, until recorded.
+	unrecordedMu sync.Mutex
+	unrecorded   map[string]unrecordedHalt
+}
+
+// unrecordedHalt is a halt kept in memory, and when its write was last
+// tried.
+type unrecordedHalt struct {
+	halt  safe.Halt
+	tried time.Time
+}
+
+// unrecordedRetry is how often the record of a halt kept in memory is
+// written again.
+const unrecordedRetry = 10 * time.Second
+
+// haltsExpireEvery is how often the halt records of sets that no workload
+// names any more are deleted.
+const haltsExpireEvery = time.Minute
+
+// halts returns the halt records by set ID with the halts kept in memory
+// that are not yet recorded; with write, it writes those again, at most
+// every unrecordedRetry. The map is shared, read-only.
+func (c *changeSets) halts(ctx context.Context, write bool) (map[string]*safe.Halt, error) {
+	recorded, err := c.records.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.unrecordedMu.Lock()
+	defer c.unrecordedMu.Unlock()
+	if len(c.unrecorded) == 0 {
+		return recorded, nil
+	}
+	out := make(map[string]*safe.Halt, len(recorded)+len(c.unrecorded))
+	for id, h := range recorded {
+		out[id] = h
+	}
+	for id, u := range c.unrecorded {
+		if h := recorded[id]; h.Active() && !h.Halted.Before(u.halt.Halted) {
+			delete(c.unrecorded, id)
+			continue
+		}
+		if write && time.Since(u.tried) >= unrecordedRetry {
+			u.tried = time.Now()
+			c.unrecorded[id] = u
+			if _, err := c.records.Record(ctx, id, u.halt); err == nil {
+				delete(c.unrecorded, id)
+			} else {
+				ctrl.LoggerFrom(ctx).Error(err, "Writing a halt record again; the halt holds from memory meanwhile", "changeSet", id)
+			}
+		}
+		h := u.halt
+		out[id] = &h
+	}
+	return out, nil
+}
+
+// keep holds halt h of set id from memory until it is recorded; it reports
+// whether the set was not held so yet (the caller tells of the halt).
+func (c *changeSets) keep(id string, h safe.Halt) bool {
+	c.unrecordedMu.Lock()
+	defer c.unrecordedMu.Unlock()
+	if c.unrecorded == nil {
+		c.unrecorded = map[string]unrecordedHalt{}
+	}
+	_, had := c.unrecorded[id]
+	if !had {
+		c.unrecorded[id] = unrecordedHalt{halt: h, tried: time.Now()}
+	}
+	return !had
+}
+
+// named reports whether a workload whose record Reroll signed names set
+// id, from the cache. The index is unverified: a tenant's forged record
+// naming a set must neither keep its alert on nor its record alive.
+func (c *changeSets) named(ctx context.Context, id string) (bool, error) {
+	for _, pk := range c.kinds {
+		list := pk.Kind.NewList()
+		if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
+			return false, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
+		}
+		named := false
+		_ = eachObject(list, func(obj client.Object) {
+			v, ok := plan.Verified(c.key, string(obj.GetUID()), safe.MemberAnnotation, obj.GetAnnotations())
+			if rec, err := safe.ParseRecord(v); ok && err == nil && rec.Of(id) {
+				named = true
+			}
+		})
+		if named {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// expire writes again, every unrecordedRetry until ctx ends, the halts
+// held from memory, and deletes, every haltsExpireEvery, the halt records
+// of the sets no workload names any more (superseded by a newer content,
+// or resumed and rolled on). Run by the leader only (manager.Runnable).
+func (c *changeSets) expire(ctx context.Context) error {
+	t := time.NewTicker(unrecordedRetry)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := c.halts(ctx, true); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the halt records")
+		}
+		if time.Since(last) < haltsExpireEvery {
+			continue
+		}
+		last = time.Now()
+		n, err := c.records.Expire(ctx, func(id string) (bool, error) { return c.named(ctx, id) })
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Deleting the halt records of superseded change sets")
+			continue
+		}
+		if n > 0 {
+			ctrl.LoggerFrom(ctx).Info("Deleted the halt records of change sets no workload names", "count", n)
+		}
+	}
 }
 
 // kindDeadlineGrace is how long after a kind's own progress deadline
@@ -161,7 +289,7 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 	if err != nil {
 		return err
 	}
-	halts, err := cs.records.Get(ctx)
+	halts, err := cs.halts(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -359,9 +487,17 @@ func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt
 	sort.Strings(objects)
 	h.Objects = slices.Compact(objects)
 	wrote, err := r.changeSets.records.Record(ctx, set.ID, h)
-	if err != nil || !wrote {
+	if err != nil {
+		// The halt holds all the same, from memory, and is told: a halt
+		// that cannot be recorded must not let the set roll on silently.
+		ctrl.LoggerFrom(ctx).Error(err, "Recording a halt; holding the change set from memory until it is recorded", "changeSet", set.ID)
+		if wrote = r.changeSets.keep(set.ID, h); !wrote {
+			return nil
+		}
+	}
+	if !wrote {
 		// Told once, by the reconcile that wrote the halt.
-		return err
+		return nil
 	}
 	note := fmt.Sprintf("Halted change set %s after %d failed rollout(s): %s; workloads not yet rolled keep their pods (pending: halted) until kubectl reroll resume, or a newer content supersedes it", set.ID, len(h.Failed), h.Signal)
 	ctrl.LoggerFrom(ctx).Info("Halted change set", "changeSet", set.ID, "failed", strings.Join(h.Failed, ","), "signal", h.Signal)
@@ -504,10 +640,10 @@ func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(changeSetsHaltedDesc, prometheus.GaugeValue, float64(n))
 }
 
-// halted counts the halted sets that some workload names, from the watch
-// and the cache.
+// halted counts the halted sets that some workload names (a record signed
+// by Reroll), recorded or held from memory, from the watch and the cache.
 func (c *changeSets) halted(ctx context.Context) (int, error) {
-	halts, err := c.records.Get(ctx)
+	halts, err := c.halts(ctx, false)
 	if err != nil {
 		return 0, err
 	}
@@ -516,24 +652,12 @@ func (c *changeSets) halted(ctx context.Context) (int, error) {
 		if !h.Active() {
 			continue
 		}
-		for _, pk := range c.kinds {
-			list := pk.Kind.NewList()
-			if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
-				return 0, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
-			}
-			named := false
-			_ = eachObject(list, func(obj client.Object) {
-				// The index is unverified: a tenant's forged record naming
-				// a halted set must not keep the alert on.
-				v, ok := plan.Verified(c.key, string(obj.GetUID()), safe.MemberAnnotation, obj.GetAnnotations())
-				if rec, err := safe.ParseRecord(v); ok && err == nil && rec.Of(id) {
-					named = true
-				}
-			})
-			if named {
-				n++
-				break
-			}
+		named, err := c.named(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if named {
+			n++
 		}
 	}
 	return n, nil

@@ -124,6 +124,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the watch of the halt records: %w", err)
 		}
 		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
+		// The records of superseded sets go; the leader deletes them.
+		if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
+			return fmt.Errorf("adding the expiry of the halt records: %w", err)
+		}
 	}
 	kinds := opts.Kinds
 	if kinds == nil {

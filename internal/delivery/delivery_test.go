@@ -363,3 +363,21 @@ func TestResumable(t *testing.T) {
 		})
 	}
 }
+
+func TestHalt_Bounded(t *testing.T) {
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = "Deployment/tenant/" + strings.Repeat("x", 700)
+	}
+	h := Halt{Failed: many, Objects: many, Signal: strings.Repeat("s", 1<<20)}.Bounded()
+	if n := len(h.String()); n > 48<<10 {
+		t.Errorf("a bounded record of a tenant's 1000 long names and a 1 MiB signal has %d bytes", n)
+	}
+	if len(h.Failed) != maxHaltNames+1 || h.Failed[maxHaltNames] != "+968 more" {
+		t.Errorf("failed: %d names, last %q", len(h.Failed), h.Failed[len(h.Failed)-1])
+	}
+	small := Halt{Failed: []string{"Deployment/canary/web"}, Objects: []string{"ConfigMap/canary/ca"}, Signal: "ProgressDeadlineExceeded"}
+	if got := small.Bounded(); got.String() != small.String() {
+		t.Errorf("a small record changed: %s", got)
+	}
+}

@@ -208,3 +208,47 @@ func Resumable(halts map[string]*Halt, candidates []string, namespace string) []
 	slices.Sort(out)
 	return out
 }
+
+// Bounds of a halt record as written (Bounded): its workloads, objects and
+// signal come from tenants' names and their workloads' status messages.
+const (
+	// maxHaltNames is how many failed workloads, and how many changed
+	// objects, a record names.
+	maxHaltNames = 32
+	// maxHaltSignal is the longest signal kept, in bytes.
+	maxHaltSignal = 1 << 10
+	// maxHaltName is the longest name kept ("Kind/namespace/name": a
+	// namespace and a name are at most 253 bytes each).
+	maxHaltName = 600
+)
+
+// Bounded returns h as written: at most 32 failed workloads and 32 objects
+// (the first in order, then one entry "+N more"), names of at most 600
+// bytes, a signal of at most 1 KiB. A bounded record is at most about
+// 40 KiB, whatever the tenants' names and messages.
+func (h Halt) Bounded() Halt {
+	h.Failed = boundNames(h.Failed)
+	h.Objects = boundNames(h.Objects)
+	if len(h.Signal) > maxHaltSignal {
+		h.Signal = strings.ToValidUTF8(h.Signal[:maxHaltSignal], "") + "..."
+	}
+	return h
+}
+
+func boundNames(names []string) []string {
+	out := make([]string, 0, min(len(names), maxHaltNames+1))
+	for i, n := range names {
+		if i == maxHaltNames {
+			out = append(out, fmt.Sprintf("+%d more", len(names)-maxHaltNames))
+			break
+		}
+		if len(n) > maxHaltName {
+			n = strings.ToValidUTF8(n[:maxHaltName], "")
+		}
+		out = append(out, n)
+	}
+	if len(names) == 0 {
+		return names
+	}
+	return out
+}
