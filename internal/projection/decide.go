@@ -34,6 +34,9 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonInvalidValue: a value cannot be written as asked (not UTF-8).
 	ReasonInvalidValue = "InvalidValue"
+	// ReasonTooLarge: the rendered values would exceed MaxFieldBytes or
+	// MaxRenderedBytes; nothing was rendered or written.
+	ReasonTooLarge = "TooLarge"
 	// ReasonConflict: another field manager keeps rewriting a projected
 	// field; the Projection stopped writing.
 	ReasonConflict = "Conflict"
@@ -99,8 +102,13 @@ func checkTemplates(spec rerollv1alpha1.ProjectionSpec) error {
 }
 
 // desired returns the value of every field that is written now, keyed by
-// path; a field whose optional source is absent is left out.
+// path; a field whose optional source is absent is left out. A *tooLarge
+// error, before anything is rendered, when the values would exceed
+// MaxFieldBytes or MaxRenderedBytes.
 func desired(fields []rerollv1alpha1.Field, values map[string]sourceValue, key []byte) (map[string]string, error) {
+	if err := checkSizes(fields, values); err != nil {
+		return nil, err
+	}
 	out := make(map[string]string, len(fields))
 	for _, f := range fields {
 		v, ok, err := render(f, values, key)

@@ -303,6 +303,9 @@ func (r *Reconciler) project(ctx context.Context, p *rerollv1alpha1.Projection, 
 	// Every digest this Projection writes is bound to it (placeKey).
 	key := placeKey(r.Options.Key, p.Namespace, p.Name)
 	want, err := desired(p.Spec.Fields, values, key)
+	if tl := (*tooLarge)(nil); errors.As(err, &tl) {
+		return fail(ReasonTooLarge, err.Error(), interval)
+	}
 	if err != nil {
 		return fail(ReasonInvalidValue, err.Error(), 0)
 	}

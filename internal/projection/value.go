@@ -31,6 +31,68 @@ type sourceValue struct {
 // substitution writes it.
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// MaxFieldBytes bounds the rendered value of one field, in bytes: 1 MiB,
+// the most a ConfigMap or Secret can hold, so every source value fits as
+// it is. A template repeats its sources (1,024 ${a} in 4,096 characters
+// over a 1 MiB value would be 1 GiB), so the bound is checked on the size
+// computed from the template and the values' lengths, before any byte of
+// the value is built.
+const MaxFieldBytes = 1 << 20
+
+// MaxRenderedBytes bounds the rendered values of all of a Projection's
+// fields together, in bytes: 1.5 MiB, etcd's default limit on one object,
+// which no target can exceed anyway.
+const MaxRenderedBytes = 3 << 19
+
+// tooLarge is the error of a Projection whose rendered values would exceed
+// MaxFieldBytes or MaxRenderedBytes.
+type tooLarge struct{ msg string }
+
+func (e *tooLarge) Error() string { return e.msg }
+
+// renderedSize returns the length in bytes of the value render returns for
+// f, computed from the template and the values' lengths without building
+// it; 0 for a field that is not written (an absent optional source) or that
+// render refuses. It allocates only the template's match indexes.
+func renderedSize(f rerollv1alpha1.Field, values map[string]sourceValue) int64 {
+	switch {
+	case f.Source != "":
+		v := values[f.Source]
+		if f.Encoding == rerollv1alpha1.EncodingBase64 {
+			return int64(base64.StdEncoding.EncodedLen(len(v.value)))
+		}
+		return int64(len(v.value))
+	case f.Template != nil:
+		t := *f.Template
+		n := int64(len(t))
+		for _, m := range placeholder.FindAllStringSubmatchIndex(t, -1) {
+			n += int64(len(values[t[m[2]:m[3]]].value)) - int64(m[1]-m[0])
+		}
+		return n
+	case len(f.DigestOf) > 0:
+		return digestLength
+	}
+	return 0
+}
+
+// checkSizes returns a *tooLarge error naming the first field whose value
+// would exceed MaxFieldBytes, or the total when all fields together would
+// exceed MaxRenderedBytes. It runs before render allocates anything.
+func checkSizes(fields []rerollv1alpha1.Field, values map[string]sourceValue) error {
+	var total int64
+	for _, f := range fields {
+		n := renderedSize(f, values)
+		if n > MaxFieldBytes {
+			return &tooLarge{fmt.Sprintf("field %s: its value would be %d bytes, over the limit of %d bytes per field", f.Path, n, MaxFieldBytes)}
+		}
+		total += n
+	}
+	if total > MaxRenderedBytes {
+		return &tooLarge{fmt.Sprintf("the fields' values would be %d bytes together, over the limit of %d bytes per Projection", total, MaxRenderedBytes)}
+	}
+	return nil
+}
+
 // render returns the value of field f from the sources' values, keyed by
 // source name. ok is false when the field needs an optional source that is
 // absent: the field is then not written. An error means the spec or a value
