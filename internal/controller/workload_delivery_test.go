@@ -33,8 +33,10 @@ import (
 )
 
 // deliveryOptions are the options of a Reroll that delivers safely, its
-// halt records in namespace own: a short window and bake time, so a test
-// sees every step in seconds.
+// halt records in namespace own, under a real installation key, as it
+// ships; unlike the defaults (5s, 1m, 5s), a short window, bake time and
+// recheck, so a test sees every step in seconds (the e2e test of the
+// worked example runs the defaults but for the canary's bake time).
 func deliveryOptions(t *testing.T, own string, namespaces ...string) Options {
 	t.Helper()
 	return Options{
