@@ -12,9 +12,10 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll, as releases are built (hack/build.sh).
+build: ## Build the reroll controller and the kubectl plugin into bin/reroll and bin/kubectl-reroll (with its completion shim bin/kubectl_complete-reroll), as releases are built (hack/build.sh).
 	hack/build.sh bin/reroll ./cmd/reroll
 	hack/build.sh bin/kubectl-reroll ./cmd/kubectl-reroll
+	install -m 0755 plugins/kubectl_complete-reroll bin/kubectl_complete-reroll
 
 # The release: the VERSION file, which the binaries, the image, the chart's
 # appVersion and the krew manifest carry; see docs/release.md.
@@ -100,9 +101,9 @@ manifests: ## Regenerate config/rbac/role.yaml from the RBAC markers, the CRDs a
 	hack/manifests.sh
 
 .PHONY: docs
-docs: ## Regenerate docs/flags.md from the flags in the code, and the Reloader values table from charts/reroll/files/reloader-keys.yaml.
+docs: ## Regenerate docs/flags.md from the flags in the code, the Reloader values table from charts/reroll/files/reloader-keys.yaml, and the plugin's copies of that table and of the chart's values.schema.json.
 	UPDATE_DOCS=1 $(GO) test -count=1 -run TestFlagsDoc ./cmd/reroll/
-	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestKeysYAMLIsTheChartsTable|TestSchemaJSONIsTheChartsSchema|TestMarkdownIsInTheMigrationGuide' ./internal/reloaderchart/
 
 # helm-docs' arguments; test/e2e (TestHelmChart_READMEUpToDate) runs the same.
 HELM_DOCS_ARGS := --chart-search-root=charts --sort-values-order=file --skip-version-footer

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +53,11 @@ type session struct {
 	installedAt time.Time
 	// installedLoaded is set once loadInstalledAt has run.
 	installedLoaded bool
+	// opts are the command's options; ctrl is the controller discover
+	// found (nil when none), discovered whether it ran.
+	opts       *Options
+	ctrl       *rerollController
+	discovered bool
 }
 
 // loadInstalledAt reads Reroll's installation time from the annotation
@@ -103,6 +110,9 @@ func newSession(o *Options) (*session, error) {
 	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)
@@ -119,7 +129,7 @@ func newSession(o *Options) (*session, error) {
 		return nil, err
 	}
 	return &session{client: c, config: cfg, mapper: mapper, namespace: ns, annotations: cfgAnn, settings: o.Settings,
-		objects: &objects{c: c, read: map[objectKey]objectState{}}, health: health}, nil
+		objects: &objects{c: c, read: map[objectKey]objectState{}}, health: health, opts: o}, nil
 }
 
 // kinds returns the workload kinds Reroll handles that the API server
@@ -275,6 +285,9 @@ type objectState struct {
 type objects struct {
 	c    client.Reader
 	read map[objectKey]objectState
+	// selector is the controller's --resource-label-selector: an object
+	// it does not select is absent to the controller; nil selects all.
+	selector labels.Selector
 	// overlay holds plan's manifests, which replace what is read.
 	overlay map[objectKey]objectState
 }
@@ -283,9 +296,17 @@ type objects struct {
 // read the user is not allowed is a state with known false, not an error.
 func (o *objects) get(ctx context.Context, k objectKey) objectState {
 	if st, ok := o.overlay[k]; ok {
+		if st.exists && o.selector != nil && !o.selector.Matches(labels.Set(st.labels)) {
+			return objectState{known: true}
+		}
 		return st
 	}
-	return o.live(ctx, k)
+	st := o.live(ctx, k)
+	if st.exists && o.selector != nil && !o.selector.Matches(labels.Set(st.labels)) {
+		// Outside --resource-label-selector: the controller never sees it.
+		return objectState{known: true}
+	}
+	return st
 }
 
 // live returns the state of the object in the cluster, ignoring the overlay.
@@ -321,7 +342,10 @@ func (o *objects) live(ctx context.Context, k objectKey) objectState {
 // errForbidden when the user may not list them.
 func (o *objects) names(ctx context.Context, kind reference.Kind, namespace string) (names []string, err error) {
 	seen := map[string]bool{}
-	for k := range o.overlay {
+	for k, st := range o.overlay {
+		if o.selector != nil && !o.selector.Matches(labels.Set(st.labels)) {
+			continue
+		}
 		if k.kind == kind && k.namespace == namespace && !seen[k.name] {
 			seen[k.name] = true
 			names = append(names, k.name)
@@ -330,7 +354,11 @@ func (o *objects) names(ctx context.Context, kind reference.Kind, namespace stri
 	// Metadata only: the names are all a pattern needs.
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind) + "List"))
-	if err := o.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	opts := []client.ListOption{client.InNamespace(namespace)}
+	if o.selector != nil {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: o.selector})
+	}
+	if err := o.c.List(ctx, list, opts...); err != nil {
 		return names, readError(err)
 	}
 	for _, it := range list.Items {

@@ -18,7 +18,9 @@ import (
 func runPlugin(t *testing.T, kubeconfig string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = Run(append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(t.TempDir(), "cache")}, args...),
+	// --discover=false: a parallel test's Reroll Deployment must not be
+	// found (kubectlReroll says why).
+	code = Run(append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(t.TempDir(), "cache"), "--discover=false"}, args...),
 		genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
 	return out.String(), errOut.String(), code
 }
@@ -176,9 +178,9 @@ func TestPlugin_Version(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	// The test binary has no linker values; the line still has each part.
-	stdout, _, code := runPlugin(t, plane.Kubeconfig, "version")
+	stdout, _, code := runPlugin(t, plane.Kubeconfig, "version", "--client")
 	g.Expect(code).To(gomega.Equal(0))
-	g.Expect(stdout).To(gomega.MatchRegexp(`^kubectl-reroll \S+ \(commit \S+, built \S+, go\S+, \w+/\w+\)\n$`))
+	g.Expect(stdout).To(gomega.MatchRegexp(`^Client: kubectl-reroll \S+ \(commit \S+, built \S+, go\S+, \w+/\w+\)\n$`))
 	stdout, _, code = runPlugin(t, plane.Kubeconfig, "version", "-o", "json")
 	g.Expect(code).To(gomega.Equal(0))
 	g.Expect(stdout).To(gomega.ContainSubstring(`"kind": "Version"`))

@@ -211,6 +211,7 @@ type planWorkload struct {
 // decisions with and without them for every workload in their namespaces.
 func (s *session) plan(ctx context.Context, manifests []manifestObject) (planReport, error) {
 	r := planReport{Objects: []string{}, Workloads: []planWorkload{}}
+	r.Notes = s.discover(ctx)
 	if note := s.loadInstalledAt(ctx); note != "" {
 		r.Notes = append(r.Notes, note)
 	}
@@ -277,6 +278,9 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 			w, ok := planFor(t, before, after, overlay)
 			if !ok {
 				continue
+			}
+			if reason := s.scope(ctx, t); reason != "" && w.Rolls {
+				w.Rolls, w.Reason = false, reason
 			}
 			w.Wave, _ = delivery.Wave(t.obj.GetAnnotations(), nsAnnotations)
 			w.ref = s.refOf(t.obj)

@@ -36,8 +36,9 @@ func (f *changeSetFlags) addFlags(cmd *cobra.Command) {
 func newResume(o *Options) *cobra.Command {
 	f := changeSetFlags{}
 	cmd := &cobra.Command{
-		Use:   "resume KIND/NAME",
-		Short: "Continue a change set the circuit breaker halted: its held workloads roll, wave by wave",
+		Use:               "resume KIND/NAME",
+		ValidArgsFunction: completeKindName(o, append(slices.Clone(workloadKindNames), objectKindNames...)...),
+		Short:             "Continue a change set the circuit breaker halted: its held workloads roll, wave by wave",
 		Long: `resume accepts the failure of a halted change set: the next wave starts at once, and
 only rollouts that fail from now on count towards --halt-after-failed-rollouts.
 KIND/NAME is any member of the set: a workload held or rolled for it, or a changed

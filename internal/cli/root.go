@@ -20,13 +20,23 @@ type Options struct {
 	// AllNamespaces is -A.
 	AllNamespaces bool
 	// Settings are the behaviours Reroll runs with, which decide what rolls.
+	// Those the user does not give are read from the controller's
+	// arguments (session.discover).
 	Settings Settings
+	// RerollNamespace is --reroll-namespace: where to look for Reroll's
+	// Deployment ("" for every namespace); RerollSelector its labels
+	// (--reroll-selector). NoDiscovery is --discover=false.
+	RerollNamespace, RerollSelector string
+	NoDiscovery                     bool
+	// changed reports whether the user gave a flag (set before a command
+	// runs): a flag given wins over the controller's.
+	changed func(name string) bool
 	genericiooptions.IOStreams
 }
 
 // Settings mirror the controller flags that change Reroll's decisions. The
-// plugin cannot read the flags of the running controller, so a user whose
-// Reroll runs with non-default ones passes the same here.
+// plugin reads them from the running controller's arguments; one given here
+// wins (for a controller the plugin cannot find or read).
 type Settings struct {
 	// AutoReloadAll is --auto-reload-all.
 	AutoReloadAll bool
@@ -42,11 +52,11 @@ type Settings struct {
 }
 
 func (s *Settings) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&s.AutoReloadAll, "auto-reload-all", false, "Reroll runs with --auto-reload-all.")
-	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create.")
-	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete.")
-	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets).")
-	fs.StringVar(&s.DigestKeySecret, "digest-key-secret", "reroll-system/reroll-digest-key", "NAMESPACE/NAME of Reroll's digest key Secret: its reroll.dev/installed-at annotation is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule).")
+	fs.BoolVar(&s.AutoReloadAll, "auto-reload-all", false, "Reroll runs with --auto-reload-all (by default read from the controller's arguments).")
+	fs.BoolVar(&s.ReloadOnCreate, "reload-on-create", false, "Reroll runs with --reload-on-create (by default read from the controller's arguments).")
+	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete (by default read from the controller's arguments).")
+	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets; by default read from the controller's arguments).")
+	fs.StringVar(&s.DigestKeySecret, "digest-key-secret", "reroll-system/reroll-digest-key", "NAMESPACE/NAME of Reroll's digest key Secret: its reroll.dev/installed-at annotation is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule). By default the controller's (--digest-key-namespace, --digest-key-secret).")
 }
 
 // annotations returns the annotation configuration the settings describe;
@@ -79,13 +89,18 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
   status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations, halted change sets
   resume KIND/NAME          continue the halted change set the object belongs to (writes its halt record)
+  check                     preflight: controller running and ready, RBAC, CRDs, webhook certificate, versions
 
-  migrate-check -f FILE     what Reroll's chart does with each key of a Reloader values file
-  version                   the plugin's version, commit and build date
+  migrate-check -f FILE     what Reroll does with each key of a Reloader values file (or --from-cluster: a running Reloader)
+  version                   the plugin's version and the controller's, with a warning on a skew
+
+who-uses, why and plan follow the arguments of the Reroll Deployment they find (by label, in any
+namespace, or --reroll-namespace): its annotation names, scope, selectors and digest key Secret.
 
 Exit status 0, or 1 on an error: the API server cannot be reached, refuses the credentials,
 or forbids every read the command needs. plan --fail-on-rollout exits 1 when something would
-roll and 2 when it fails, as kubectl diff does.`,
+roll and 2 when it fails, as kubectl diff does; migrate-check 1 when something differs and 2
+when it could not check; check 1 when a check failed.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -93,9 +108,23 @@ roll and 2 when it fails, as kubectl diff does.`,
 			cobra.CommandDisplayNameAnnotation: "kubectl reroll",
 		},
 	}
+	// Help and completion candidates go to the command's streams.
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	o.Settings.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newMigrateCheck(o), newVersion(o))
+	cmd.PersistentFlags().StringVar(&o.RerollNamespace, "reroll-namespace", "", "The namespace of Reroll's Deployment, whose arguments (annotation names, selectors, ignores, digest key Secret) the answers follow; by default it is looked for in every namespace.")
+	cmd.PersistentFlags().StringVar(&o.RerollSelector, "reroll-selector", DefaultControllerSelector, "Label selector of Reroll's Deployment and pods.")
+	var discover bool
+	cmd.PersistentFlags().BoolVar(&discover, "discover", true, "Find Reroll's Deployment and answer with its arguments; false answers as a Reroll with default flags (or the flags given here).")
+	for _, name := range []string{"namespace", "reroll-namespace"} {
+		_ = cmd.RegisterFlagCompletionFunc(name, completeNamespaces(o))
+	}
+	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		o.changed = c.Flags().Changed
+		o.NoDiscovery = !discover
+	}
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newCheck(o), newMigrateCheck(o), newVersion(o))
 	return cmd
 }

@@ -152,8 +152,17 @@ func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*
 }
 
 // kubectlReroll runs the plugin's command line with the plane's admin
-// kubeconfig and returns what it printed on standard output.
+// kubeconfig and returns what it printed on standard output. The tests'
+// Reroll runs in the test process, with no Deployment to find, and a
+// parallel test's Deployment must not be found: --discover=false.
 func kubectlReroll(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return kubectlRerollDiscovering(t, append([]string{"--discover=false"}, args...)...)
+}
+
+// kubectlRerollDiscovering is kubectlReroll as a user runs it: it finds
+// Reroll's Deployment and follows its arguments.
+func kubectlRerollDiscovering(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})

@@ -15,8 +15,9 @@ import (
 func newWhoUses(o *Options) *cobra.Command {
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "who-uses configmap/NAME|secret/NAME",
-		Short: "List the workloads that read a ConfigMap or Secret, how, which keys, and whether a change of each key rolls them",
+		Use:               "who-uses configmap/NAME|secret/NAME",
+		ValidArgsFunction: completeKindName(o, objectKindNames...),
+		Short:             "List the workloads that read a ConfigMap or Secret, how, which keys, and whether a change of each key rolls them",
 		Example: `  kubectl reroll who-uses configmap/app-config -n shop
   kubectl reroll who-uses secret/db-credentials -A -o json`,
 		Args: cobra.ExactArgs(1),
@@ -126,11 +127,12 @@ type keyDecision struct {
 // of the object of that name in each namespace with -A.
 func (s *session) whoUses(ctx context.Context, kind reference.Kind, name string) (whoUsesReport, error) {
 	r := whoUsesReport{Object: string(kind) + "/" + name, Namespace: s.namespace, Consumers: []consumer{}}
+	r.Notes = s.discover(ctx)
 	targets, notes, err := s.workloads(ctx, s.namespace)
 	if err != nil {
 		return r, err
 	}
-	r.Notes = notes
+	r.Notes = append(r.Notes, notes...)
 	unreadable := map[string]bool{}
 	for _, t := range targets {
 		c, ok, err := s.consumer(ctx, t, kind, name)
@@ -199,6 +201,9 @@ func (s *session) consumer(ctx context.Context, t target, kind reference.Kind, n
 		c.Rolls, c.Rule = "no", string(cand.Rule)
 	default:
 		c.Rolls, c.Rule = "yes", string(cand.Rule)
+	}
+	if reason := s.scope(ctx, t); reason != "" && c.OptedIn {
+		c.Rolls, c.Rule = "no", reason
 	}
 	st := s.objects.live(ctx, objectKey{kind: kind, namespace: t.obj.GetNamespace(), name: name})
 	keys := slices.Clone(consumed)

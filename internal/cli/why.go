@@ -36,8 +36,9 @@ func newWhy(o *Options) *cobra.Command {
 	var events int
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "why KIND/NAME",
-		Short: "Show a workload's record, its last rollouts and their keys, its trigger, and what blocks it now",
+		Use:               "why KIND/NAME",
+		ValidArgsFunction: completeKindName(o, workloadKindNames...),
+		Short:             "Show a workload's record, its last rollouts and their keys, its trigger, and what blocks it now",
 		Example: `  kubectl reroll why deployment/web -n shop
   kubectl reroll why sts/db -o json`,
 		Args: cobra.ExactArgs(1),
@@ -110,6 +111,9 @@ type whyReport struct {
 	Pending []changeObject `json:"pending,omitempty"`
 	// Blocks say what stops the workload from rolling now.
 	Blocks []string `json:"blocks"`
+	// Notes say which Reroll's arguments the answer follows, or why it
+	// follows the defaults.
+	Notes []string `json:"notes,omitempty"`
 	// ref is the workload, for -o name.
 	ref objectRef
 }
@@ -148,6 +152,7 @@ type objectDecision struct {
 // Events; at most n rollout Events.
 func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 	r := whyReport{Kind: t.kind.Name(), Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Record: []recordEntry{}, Trigger: []triggerEntry{}, Rollouts: []rolloutEvent{}, Objects: []objectDecision{}, Blocks: []string{}}
+	r.Notes = s.discover(ctx)
 	// Without it, a workload with no record shows no pending change; the
 	// plan's notes say why it is unknown, here the answer stays silent.
 	_ = s.loadInstalledAt(ctx)
@@ -191,6 +196,9 @@ func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 		}
 	}
 	r.Blocks = s.blocks(t, p, evs)
+	if reason := s.scope(ctx, t); reason != "" {
+		r.Blocks = append([]string{reason}, r.Blocks...)
+	}
 	return r, nil
 }
 
@@ -395,6 +403,9 @@ func (r whyReport) write(w io.Writer) error {
 	}
 	for _, b := range r.Blocks {
 		fmt.Fprintf(w, "Blocked:   %s\n", b)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ type Options struct {
 	// shorten it.
 	Recheck time.Duration
 	// Admission configures the mutating admission webhook (--enable-webhook);
-	// see workload_webhook.go.
+	// see internal/webhook.
 	Admission AdmissionOptions
 	// AllowCrossNamespaceReferences follows references to ConfigMaps and
 	// Secrets of other namespaces (--allow-cross-namespace-references;

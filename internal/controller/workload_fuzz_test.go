@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -28,7 +29,7 @@ func FuzzWorkloadAdmission(f *testing.F) {
 	f.Add(string(admissionv1.Create), manifest, []byte(nil))
 	f.Add(string(admissionv1.Update), []byte(`{"spec":{"template":null}}`), []byte(`{"metadata":{"annotations":{"reroll.dev/observed":"x"}}}`))
 	f.Add(string(admissionv1.Delete), []byte(`[]`), []byte(`{`))
-	h := &workloadAdmission{r: &WorkloadReconciler{Kind: workload.Deployment{}}}
+	h := &webhook.WorkloadAdmission{Kind: workload.Deployment{}}
 	f.Fuzz(func(t *testing.T, op string, object, oldObject []byte) {
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Operation(op), Namespace: "ns", Name: "web",

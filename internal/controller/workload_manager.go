@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
@@ -30,10 +31,12 @@ import (
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -459,4 +462,40 @@ func controllerName(k workload.Kind) string {
 		name += "." + u.GVK.Group
 	}
 	return name
+}
+
+// The certificate rotation of --enable-webhook (cert-controller) keeps the
+// serving certificate in a Secret and the CA in the webhook configuration, so
+// it needs, only when the webhook is enabled with self-signed certificates:
+// get, list and watch on Secrets in Reroll's own namespace and update on its
+// Secret; get, list and watch on mutatingwebhookconfigurations and update on
+// its own. They are granted by config/components/webhook/rbac.yaml and the chart's
+// templates/webhook.yaml, not by the base role, which must stay
+// least-privilege.
+
+// ManagedLabel is the workload metadata label Reroll keeps on every workload
+// it manages while the admission webhook is enabled. The webhook's
+// MutatingWebhookConfiguration selects on it (objectSelector), so writes of
+// every other object never reach Reroll. Labels on a workload's metadata roll
+// nothing.
+const ManagedLabel = plan.ManagedLabel
+
+// WebhookPath returns the path the admission webhook of kind is served on:
+// "/mutate-deployment" for the built-in kinds.
+func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
+
+// AdmissionOptions configure the mutating admission webhook (--enable-webhook).
+type AdmissionOptions struct {
+	// Enabled registers the webhook's handlers on the manager's webhook
+	// server and makes the reconciler keep ManagedLabel on the workloads it
+	// manages.
+	Enabled bool
+}
+
+// registerWebhook serves r's admission handler (internal/webhook) on the
+// manager's webhook server.
+func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
+	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
+		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key}
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &ctrlwebhook.Admission{Handler: h})
 }

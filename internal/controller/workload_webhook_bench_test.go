@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkWorkloadAdmission_Replace(b *testing.B) {
 		Operation: admissionv1.Update, Namespace: "ns", Name: "web",
 		Object: raw(manifest), OldObject: raw(stored),
 	}}
-	h := &workloadAdmission{r: &WorkloadReconciler{Kind: workload.Deployment{}}}
+	h := &webhook.WorkloadAdmission{Kind: workload.Deployment{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		resp := h.Handle(b.Context(), req)

@@ -36,6 +36,7 @@ import (
 
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/trigger"
+	rerollwebhook "github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 	"github.com/reroll/reroll/test/controlplane"
 )
@@ -253,14 +254,14 @@ func rolledOnce(t *testing.T, ns string) (manifest, d *appsv1.Deployment) {
 // "<container>/<name>").
 func triggersIn(tmpl *corev1.PodTemplateSpec) map[string]string {
 	out := map[string]string{}
-	for _, k := range templateTriggers {
+	for _, k := range rerollwebhook.TemplateTriggers {
 		if v, ok := tmpl.Annotations[k]; ok {
 			out[k] = v
 		}
 	}
 	for _, c := range tmpl.Spec.Containers {
 		for _, e := range c.Env {
-			if strings.HasPrefix(e.Name, envVarPrefix) {
+			if strings.HasPrefix(e.Name, rerollwebhook.EnvVarPrefix) {
 				out[c.Name+"/"+e.Name] = e.Value
 			}
 		}

@@ -32,6 +32,12 @@ const (
 	// Unknown: the key is not one of Reloader's chart; Reroll's schema
 	// rejects it unless it is one of Reroll's own values.
 	Unknown Verdict = "unknown"
+	// Reroll: the key is not one of Reloader's chart but one of Reroll's
+	// own values (charts/reroll/README.md); the chart applies it.
+	Reroll Verdict = "reroll"
+	// Invalid: the chart's values.schema.json refuses the value (a typo, a
+	// wrong type), so helm install fails before rendering anything.
+	Invalid Verdict = "invalid"
 )
 
 // Row is one key of the table.
@@ -105,16 +111,19 @@ func (r Row) Refuses(v any) bool {
 // Finding is the verdict on one row's keys in a values file.
 type Finding struct {
 	// Key is the row's key, or an unknown key of the file.
-	Key string
+	Key string `json:"key"`
 	// Verdict is what the chart does with the value given.
-	Verdict Verdict
+	Verdict Verdict `json:"verdict"`
 	// Detail is the effect, or the fix of a refusal.
-	Detail string
+	Detail string `json:"detail"`
 }
 
 // Check returns a finding for each row with a key in values (a values file
-// as decoded from YAML), and one for each key no row covers, sorted by key.
-// A key whose value is null counts as absent, as Helm reads it.
+// as decoded from YAML), one for each key no row covers (Reroll when it is a
+// value of Reroll's chart, else Unknown), and one Invalid finding for each
+// key the chart's schema refuses (SchemaErrors), which replaces any other
+// finding of that key; sorted by key. A key whose value is null counts as
+// absent, as Helm reads it.
 func Check(values map[string]any) []Finding {
 	rows := Rows()
 	byKey := map[string]Row{}
@@ -148,10 +157,17 @@ func Check(values map[string]any) []Finding {
 				walk(path, sub)
 				continue
 			}
+			if InSchema(path) {
+				seen[path] = Finding{Key: path, Verdict: Reroll, Detail: "a value of Reroll's chart, not of Reloader's: applied as charts/reroll/README.md says"}
+				continue
+			}
 			seen[path] = Finding{Key: path, Verdict: Unknown, Detail: "not a value of Reloader's chart 2.2.x; Reroll's schema fails the install unless it is one of Reroll's own values (docs/install.md)"}
 		}
 	}
 	walk("", values)
+	for _, f := range SchemaErrors(values) {
+		seen[f.Key] = f
+	}
 	out := make([]Finding, 0, len(seen))
 	for _, f := range seen {
 		out = append(out, f)
@@ -171,9 +187,11 @@ func covers(rows []Row, path string) bool {
 }
 
 // Differs reports whether any finding would make Reroll behave differently
-// from Reloader: a refused or unknown key.
+// from Reloader: a refused, unknown or invalid key.
 func Differs(fs []Finding) bool {
-	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Verdict == Refused || f.Verdict == Unknown })
+	return slices.ContainsFunc(fs, func(f Finding) bool {
+		return f.Verdict == Refused || f.Verdict == Unknown || f.Verdict == Invalid
+	})
 }
 
 // Markdown renders the table for docs/migrating-from-reloader.md.

@@ -12,6 +12,9 @@ import (
 const (
 	// chartTable is the table the chart reads; keys.yaml is its copy.
 	chartTable = "../../charts/reroll/files/reloader-keys.yaml"
+	// chartSchema is the schema Helm validates values with; schema.json is
+	// its copy.
+	chartSchema = "../../charts/reroll/values.schema.json"
 	// reloaderValues is Reloader's values.yaml at v1.4.21 (chart 2.2.15).
 	reloaderValues = "../../test/e2e/testdata/reloader-chart/values.yaml"
 	// guide holds the generated table between the two markers.
@@ -31,6 +34,19 @@ func TestKeysYAMLIsTheChartsTable(t *testing.T) {
 		return
 	}
 	g.Expect(string(keysYAML)).To(gomega.Equal(string(want)), "keys.yaml is stale: run make docs")
+}
+
+// TestSchemaJSONIsTheChartsSchema: the copy compiled into the plugin is the
+// chart's values.schema.json. `make docs` (UPDATE_DOCS=1) copies it.
+func TestSchemaJSONIsTheChartsSchema(t *testing.T) {
+	g := gomega.NewWithT(t)
+	want, err := os.ReadFile(chartSchema)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		g.Expect(os.WriteFile("schema.json", want, 0o644)).To(gomega.Succeed())
+		return
+	}
+	g.Expect(string(schemaJSON)).To(gomega.Equal(string(want)), "schema.json is stale: run make docs")
 }
 
 // TestMarkdownIsInTheMigrationGuide: the guide's table is generated from
@@ -142,10 +158,24 @@ func TestCheck(t *testing.T) {
 			want:    map[string]Verdict{"reloader.rbac.labels": Refused, "reloader.serviceAccount.labels": Same},
 			differs: true,
 		},
-		"a misspelt key is unknown": {
+		"a misspelt key fails the schema, with its path": {
 			values:  "reloader:\n  watchGlobaly: false\n",
-			want:    map[string]Verdict{"reloader.watchGlobaly": Unknown},
+			want:    map[string]Verdict{"reloader.watchGlobaly": Invalid},
 			differs: true,
+		},
+		"a misspelt key under a covered key fails the schema, and its siblings keep their verdicts": {
+			values:  "reloader:\n  watchGlobally: true\n  deployment:\n    resources:\n      limits: {memory: 256Mi}\n    nodeSelectr: {a: b}\n",
+			want:    map[string]Verdict{"reloader.watchGlobally": Same, "reloader.deployment.resources": Mapped, "reloader.deployment.nodeSelectr": Invalid},
+			differs: true,
+		},
+		"a value of the wrong type fails the schema": {
+			values:  "reloader:\n  watchGlobally: \"yes\"\n",
+			want:    map[string]Verdict{"reloader.watchGlobally": Invalid},
+			differs: true,
+		},
+		"Reroll's own values are accepted": {
+			values: "reloader:\n  watchGlobally: true\npodEviction:\n  enabled: true\nprojections:\n  enabled: false\n",
+			want:   map[string]Verdict{"reloader.watchGlobally": Same, "podEviction": Reroll, "projections": Reroll},
 		},
 		"null values count as absent": {
 			values: "reloader:\n  deployment:\n    nodeSelector:\n    env:\n      open:\n",

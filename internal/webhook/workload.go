@@ -1,4 +1,4 @@
-package controller
+package webhook
 
 import (
 	"context"
@@ -11,78 +11,57 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/reroll/reroll/internal/annotation"
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// The certificate rotation of --enable-webhook (cert-controller) keeps the
-// serving certificate in a Secret and the CA in the webhook configuration, so
-// it needs, only when the webhook is enabled with self-signed certificates:
-// get, list and watch on Secrets in Reroll's own namespace and update on its
-// Secret; get, list and watch on mutatingwebhookconfigurations and update on
-// its own. They are granted by config/components/webhook/rbac.yaml and the chart's
-// templates/webhook.yaml, not by the base role, which must stay
-// least-privilege.
-
-// ManagedLabel is the workload metadata label Reroll keeps on every workload
-// it manages while the admission webhook is enabled. The webhook's
-// MutatingWebhookConfiguration selects on it (objectSelector), so writes of
-// every other object never reach Reroll. Labels on a workload's metadata roll
-// nothing.
-const ManagedLabel = plan.ManagedLabel
-
-// WebhookPath returns the path the admission webhook of kind is served on:
-// "/mutate-deployment" for the built-in kinds.
-func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
-
-// AdmissionOptions configure the mutating admission webhook (--enable-webhook).
-type AdmissionOptions struct {
-	// Enabled registers the webhook's handlers on the manager's webhook
-	// server and makes the reconciler keep ManagedLabel on the workloads it
-	// manages.
-	Enabled bool
-}
-
-// templateTriggers are the pod template annotations of every dialect's
+// TemplateTriggers are the pod template annotations of every dialect's
 // trigger; the webhook restores them when a write drops them.
-var templateTriggers = []string{
+var TemplateTriggers = []string{
 	trigger.ConfigHashAnnotation,
 	trigger.LastReloadedFromAnnotation,
 	trigger.PodReloaderHashAnnotation,
 	trigger.WaveHashAnnotation,
 }
 
-// envVarPrefix starts the name of every env var trigger (Reloader's
+// EnvVarPrefix starts the name of every env var trigger (Reloader's
 // env-vars strategy).
-const envVarPrefix = "STAKATER_"
+const EnvVarPrefix = "STAKATER_"
 
-// workloadAdmission is the mutating admission handler of one workload kind.
+// WorkloadAdmission is the mutating admission handler of one workload kind.
 // A replace (kubectl replace, Argo CD Replace=true, helm --force) writes the
 // workload without the fields Reroll added; without the handler the pod
 // template loses the trigger and the workload rolls once. The handler puts
 // the fields back in the same write, from the request's oldObject only, and
 // labels a new opted-in workload. It never reads the cluster: its answer
-// holds nothing the request did not.
-type workloadAdmission struct {
-	r *WorkloadReconciler
-}
-
-// registerWebhook serves r's admission handler on the manager's webhook
-// server.
-func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
-	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &webhook.Admission{Handler: &workloadAdmission{r: r}})
+// holds nothing the request did not. The controller serves one per kind
+// (internal/controller registers it on the manager's webhook server).
+type WorkloadAdmission struct {
+	// Kind is the workload kind the handler admits.
+	Kind workload.Kind
+	// Annotations are the annotation names and precedence flags that say
+	// whether a workload opted in (the reconciler's).
+	Annotations annotation.Config
+	// Namespaces, when not empty, are the only namespaces whose new
+	// workloads get plan.ManagedLabel (--namespaces); IgnoredNamespaces
+	// never get it (--namespaces-to-ignore).
+	Namespaces, IgnoredNamespaces []string
+	// Key is the installation key: only state Reroll signed under it is
+	// put back (restoreState).
+	Key digest.Key
 }
 
 // Handle never denies a write: on any error it allows it unchanged, with a
 // warning, and the reconciler repairs what the write lost (at the cost of
 // the rollout the webhook exists to spare).
-func (h *workloadAdmission) Handle(ctx context.Context, req admission.Request) admission.Response {
-	log := ctrl.LoggerFrom(ctx).WithValues("kind", h.r.Kind.Name(), "namespace", req.Namespace, "name", req.Name, "operation", string(req.Operation))
+func (h *WorkloadAdmission) Handle(ctx context.Context, req admission.Request) admission.Response {
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", h.Kind.Name(), "namespace", req.Namespace, "name", req.Name, "operation", string(req.Operation))
 	resp, err := h.handle(ctx, req)
 	if err != nil {
 		log.Error(err, "Admitting workload unchanged")
@@ -94,7 +73,7 @@ func (h *workloadAdmission) Handle(ctx context.Context, req admission.Request) a
 	return resp
 }
 
-func (h *workloadAdmission) handle(ctx context.Context, req admission.Request) (admission.Response, error) {
+func (h *WorkloadAdmission) handle(ctx context.Context, req admission.Request) (admission.Response, error) {
 	obj, err := h.decode(req.Object.Raw)
 	if err != nil {
 		return admission.Response{}, err
@@ -144,21 +123,21 @@ var replaceKept = []string{safe.MemberAnnotation, safe.RolloutsAnnotation}
 // operator's on purpose (kubectl reroll resume removes reroll.dev/rollouts;
 // Reroll removes a forged value), and stands. A forged value is not put
 // back.
-func (h *workloadAdmission) restoreState(old, obj client.Object) {
+func (h *WorkloadAdmission) restoreState(old, obj client.Object) {
 	for _, k := range replaceKept {
 		if _, has := obj.GetAnnotations()[k]; has {
 			continue
 		}
-		if _, ok := plan.Verified(h.r.Options.Key, string(old.GetUID()), k, old.GetAnnotations()); ok {
+		if _, ok := plan.Verified(h.Key, string(old.GetUID()), k, old.GetAnnotations()); ok {
 			setAnnotation(obj, k, old.GetAnnotations()[k])
 		}
 	}
 }
 
-func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
-	obj := h.r.Kind.New()
+func (h *WorkloadAdmission) decode(raw []byte) (client.Object, error) {
+	obj := h.Kind.New()
 	if err := json.Unmarshal(raw, obj); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", h.r.Kind.Name(), err)
+		return nil, fmt.Errorf("decoding %s: %w", h.Kind.Name(), err)
 	}
 	return obj, nil
 }
@@ -166,19 +145,19 @@ func (h *workloadAdmission) decode(raw []byte) (client.Object, error) {
 // restore copies from old to obj each field Reroll manages that old has and
 // obj lacks; a value obj carries is never overwritten. It makes no API call.
 //
-// The record and ManagedLabel come back only while obj is opted in: the
+// The record and plan.ManagedLabel come back only while obj is opted in: the
 // reconciler removes both from a workload that opted out, and that write
 // passes through here too; restoring them would undo it.
-func (h *workloadAdmission) restore(old, obj client.Object) error {
-	oldT, err := h.r.Kind.PodTemplate(old)
+func (h *WorkloadAdmission) restore(old, obj client.Object) error {
+	oldT, err := h.Kind.PodTemplate(old)
 	if err != nil {
 		return err
 	}
-	t, err := h.r.Kind.PodTemplate(obj)
+	t, err := h.Kind.PodTemplate(obj)
 	if err != nil {
 		return err
 	}
-	if optIn, _ := h.r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
+	if optIn, _ := h.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
 		// The record only, which Reroll removes from an opted-out workload
 		// alone. The state annotations (pending,
 		// rolled-at, eviction, template-patch, reverted) are never put back:
@@ -187,8 +166,8 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 		// in the bound's queue and a pause period long over in force. A
 		// replace that drops them costs at most a deferred change's place
 		// in the queue (the record still holds the change, so it rolls).
-		_, hadRecord := obj.GetAnnotations()[ObservedAnnotation]
-		for _, k := range []string{ObservedAnnotation, KeyAnnotation} {
+		_, hadRecord := obj.GetAnnotations()[plan.RecordAnnotation]
+		for _, k := range []string{plan.RecordAnnotation, plan.KeyAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				if _, has := obj.GetAnnotations()[k]; !has {
 					setAnnotation(obj, k, v)
@@ -198,14 +177,14 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 		if !hadRecord {
 			h.restoreState(old, obj)
 		}
-		if v, ok := old.GetLabels()[ManagedLabel]; ok {
-			if _, has := obj.GetLabels()[ManagedLabel]; !has {
-				setLabel(obj, ManagedLabel, v)
+		if v, ok := old.GetLabels()[plan.ManagedLabel]; ok {
+			if _, has := obj.GetLabels()[plan.ManagedLabel]; !has {
+				setLabel(obj, plan.ManagedLabel, v)
 			}
 		}
 	}
 	changed := false
-	for _, k := range templateTriggers {
+	for _, k := range TemplateTriggers {
 		v, ok := oldT.Annotations[k]
 		if _, has := t.Annotations[k]; !ok || has {
 			continue
@@ -222,7 +201,7 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 			continue
 		}
 		for _, e := range oc.Env {
-			if strings.HasPrefix(e.Name, envVarPrefix) && !hasEnv(c, e.Name) {
+			if strings.HasPrefix(e.Name, EnvVarPrefix) && !hasEnv(c, e.Name) {
 				c.Env = append(c.Env, e)
 				changed = true
 			}
@@ -231,7 +210,7 @@ func (h *workloadAdmission) restore(old, obj client.Object) error {
 	if !changed {
 		return nil
 	}
-	return h.r.Kind.SetPodTemplate(obj, t)
+	return h.Kind.SetPodTemplate(obj, t)
 }
 
 func container(t *corev1.PodTemplateSpec, name string) *corev1.Container {
@@ -252,7 +231,7 @@ func hasEnv(c *corev1.Container, name string) bool {
 	return false
 }
 
-// label sets ManagedLabel on a new opted-in workload, so that the writes
+// label sets plan.ManagedLabel on a new opted-in workload, so that the writes
 // that follow its creation reach the webhook before the reconciler first
 // labels it. It reads only the request: the answer to a CREATE carries
 // nothing of the cluster's state (no record, no digest, no Secret name), so
@@ -262,24 +241,48 @@ func hasEnv(c *corev1.Container, name string) bool {
 // --namespaces or --namespaces-to-ignore are left alone; the namespace
 // selector is not read (a label on an out-of-scope workload changes
 // nothing).
-func (h *workloadAdmission) label(obj client.Object) error {
-	r := h.r
-	if len(r.Options.Scope.Namespaces) > 0 && !slices.Contains(r.Options.Scope.Namespaces, obj.GetNamespace()) ||
-		slices.Contains(r.Options.Scope.IgnoredNamespaces, obj.GetNamespace()) {
+func (h *WorkloadAdmission) label(obj client.Object) error {
+	if len(h.Namespaces) > 0 && !slices.Contains(h.Namespaces, obj.GetNamespace()) ||
+		slices.Contains(h.IgnoredNamespaces, obj.GetNamespace()) {
 		return nil
 	}
-	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
+	if f, ok := h.Kind.(workload.Filter); ok && !f.Handles(obj) {
 		return nil
 	}
-	t, err := r.Kind.PodTemplate(obj)
+	t, err := h.Kind.PodTemplate(obj)
 	if err != nil {
 		return err
 	}
-	if optIn, _ := r.Options.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
-		setLabel(obj, ManagedLabel, "true")
+	if optIn, _ := h.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
+		setLabel(obj, plan.ManagedLabel, "true")
 	}
 	return nil
 }
 
 // Ensure the handler matches controller-runtime's interface.
-var _ admission.Handler = (*workloadAdmission)(nil)
+var _ admission.Handler = (*WorkloadAdmission)(nil)
+
+// setAnnotation sets a metadata annotation, or removes it when value is "",
+// as the reconciler's writes do.
+func setAnnotation(obj client.Object, key, value string) {
+	obj.SetAnnotations(withKey(obj.GetAnnotations(), key, value))
+}
+
+// setLabel sets a metadata label, or removes it when value is "".
+func setLabel(obj client.Object, key, value string) {
+	obj.SetLabels(withKey(obj.GetLabels(), key, value))
+}
+
+// withKey returns m with key set to value, or without key when value is "";
+// it allocates a map only when m is nil and a value is set.
+func withKey(m map[string]string, key, value string) map[string]string {
+	if value == "" {
+		delete(m, key)
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[key] = value
+	return m
+}
