@@ -116,14 +116,21 @@ chart-docs: ## Regenerate charts/reroll/README.md from the "# --" comments of va
 # The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments) or safety (500 Deployments share one Secret, --max-concurrent-rollouts=20).
 PROFILE ?= small
 BENCH_DIR ?= .run/bench
+# Another controller's binary (e.g. Stakater Reloader, built from its own
+# source outside this repository) to run side by side with Reroll on the same
+# profile, its name in the output and its arguments; see docs/benchmarks.md.
+BENCH_PEER ?=
+BENCH_PEER_NAME ?=
+BENCH_PEER_ARGS ?=
 
 .PHONY: bench
-bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety); see docs/benchmarks.md.
+bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety; BENCH_PEER=path runs another controller side by side); see docs/benchmarks.md.
 	hack/tools.sh etcd kube
 	@mkdir -p $(BENCH_DIR)
 	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll
 	$(GO) build -o $(BENCH_DIR)/bench ./hack/bench
-	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) $(BENCH_FLAGS)
+	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) \
+		-peer "$(BENCH_PEER)" -peer-name "$(BENCH_PEER_NAME)" -peer-args "$(BENCH_PEER_ARGS)" $(BENCH_FLAGS)
 
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 10s

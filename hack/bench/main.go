@@ -35,18 +35,26 @@ import (
 
 // result is everything a run measured; it is printed as one JSON line.
 type result struct {
-	Profile  profile       `json:"profile"`
-	Machine  machine       `json:"machine"`
-	Objects  int           `json:"objectsCreated"`
-	CreateS  float64       `json:"createSeconds"`
-	Window   string        `json:"coalesceWindow"`
-	Cold     run           `json:"cold"`
-	Restart  run           `json:"restartWindow0"`
-	Designs  []probeResult `json:"designs,omitempty"`
-	Fanout   *fanoutResult `json:"fanout,omitempty"`
-	Safety   *safetyResult `json:"safety,omitempty"`
-	Targets  []target      `json:"targets"`
-	Failures []string      `json:"failures"`
+	Profile profile `json:"profile"`
+	Machine machine `json:"machine"`
+	// Commit is the VCS revision Reroll's binary was built from.
+	Commit string `json:"commit"`
+	// Load is /proc/loadavg when the run started: other work on the
+	// machine.
+	Load    string        `json:"loadAverage"`
+	Started time.Time     `json:"started"`
+	Objects int           `json:"objectsCreated"`
+	CreateS float64       `json:"createSeconds"`
+	Window  string        `json:"coalesceWindow"`
+	Cold    run           `json:"cold"`
+	Restart run           `json:"restartWindow0"`
+	Designs []probeResult `json:"designs,omitempty"`
+	Fanout  *fanoutResult `json:"fanout,omitempty"`
+	Safety  *safetyResult `json:"safety,omitempty"`
+	// SideBySide has one entry per controller of a run with -peer.
+	SideBySide []sideRun `json:"sideBySide,omitempty"`
+	Targets    []target  `json:"targets"`
+	Failures   []string  `json:"failures"`
 }
 
 // run is one Reroll process and what it did.
@@ -105,6 +113,11 @@ func main() {
 	workers := fs.Int("workers", 0, "fanout profile: Reroll's --max-concurrent-reconciles; 0 keeps Reroll's default")
 	qps := fs.Float64("qps", 0, "fanout profile: Reroll's --kube-api-qps, and the baseline's; 0 keeps Reroll's default")
 	hold := fs.Bool("hold", false, "create the profile, print its KUBECONFIG and wait for Ctrl-C instead of running Reroll (to investigate by hand)")
+	peer := fs.String("peer", "", "another controller's binary to run side by side with Reroll, each on a fresh control plane with the same profile (see docs/benchmarks.md)")
+	peerName := fs.String("peer-name", "", "the peer's name in the output; empty: its file name")
+	peerArgs := fs.String("peer-args", "", "the peer's arguments, separated by spaces (it gets KUBECONFIG in its environment)")
+	rerollEnv := fs.String("reroll-env", "", "side by side: Reroll's environment, e.g. \"GOGC=100 GOMEMLIMIT=96MiB\"; variants separated by ';' run one Reroll each (\";GOGC=100\": the defaults, then GOGC=100)")
+	rerollArgs := fs.String("reroll-args", "", "side by side: Reroll's extra flags, separated by spaces")
 	probeDesign := fs.String("probe", "", "internal: fill the cache of one design and print what it cost")
 	kubeconfig := fs.String("kubeconfig", "", "internal: kubeconfig for -probe")
 	_ = fs.Parse(os.Args[1:])
@@ -125,6 +138,32 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *peer != "" || *rerollEnv != "" || *rerollArgs != "" {
+		var cs []contender
+		for _, env := range strings.Split(*rerollEnv, ";") {
+			name := strings.TrimSpace("Reroll " + strings.Join(strings.Fields(env), " "))
+			cs = append(cs, contender{Name: name, Binary: *rerollBin, Args: strings.Fields(*rerollArgs), Env: strings.Fields(env), Reroll: true})
+		}
+		if *peer != "" {
+			name := *peerName
+			if name == "" {
+				name = filepath.Base(*peer)
+			}
+			cs = append(cs, contender{Name: name, Binary: *peer, Args: strings.Fields(*peerArgs)})
+		}
+		// Every controller reads Reloader's opt-in: the workloads of a
+		// user who switches from Reloader.
+		p.OptIn = reloaderAutoAnnotation
+		res := newResult(p, *rerollBin)
+		if err := sideBySide(ctx, res, p, *dir, cs); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		printSideBySide(res)
+		line, _ := json.Marshal(res)
+		fmt.Println(string(line))
+		return
+	}
 	res, err := benchmark(ctx, p, *rerollBin, *dir, *window, *designs, *hold, *workers, *qps, safetyOptions{bound: *bound, rollout: *rollout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -149,8 +188,15 @@ type safetyOptions struct {
 	rollout time.Duration
 }
 
+// newResult starts the result of a run: the profile, the machine, Reroll's
+// commit and the load now.
+func newResult(p profile, rerollBin string) *result {
+	return &result{Profile: p, Machine: machineInfo(), Commit: commitOf(rerollBin), Load: loadAverage(), Started: time.Now().UTC()}
+}
+
 func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, designs, hold bool, workers int, qps float64, so safetyOptions) (*result, error) {
-	res := &result{Profile: p, Machine: machineInfo(), Window: window}
+	res := newResult(p, rerollBin)
+	res.Window = window
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -447,14 +493,31 @@ func evaluateFanout(res *result) {
 	}
 }
 
-func printTable(res *result) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+// printHeader prints the profile, the commit, the machine and its load.
+func printHeader(w *tabwriter.Writer, res *result) {
 	p := res.Profile
 	fmt.Fprintf(w, "Reroll bench, profile %s: %d namespaces x (%d Secrets of %d B, %d ConfigMaps, %d Deployments) + %d Deployments sharing one ConfigMap%s\n",
 		p.Name, p.Namespaces, p.SecretsPerNamespace, p.SecretSize, p.ConfigMapsPerNamespace, p.DeploymentsPerNamespace, p.SharedDeployments,
 		map[bool]string{true: " and one Secret", false: ""}[p.SharedSecret])
+	commit := res.Commit
+	if commit == "" {
+		commit = "unknown (built without VCS information)"
+	}
+	fmt.Fprintf(w, "commit %s, started %s, load average %s\n", commit, res.Started.Format(time.RFC3339), res.Load)
 	m := res.Machine
-	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB, kernel %s, %s, kube-apiserver %s; %d objects created in %.1fs\n\n", m.CPUs, m.CPU, m.MemoryMiB, m.Kernel, m.Go, m.KubeServer, res.Objects, res.CreateS)
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB, kernel %s, %s", m.CPUs, m.CPU, m.MemoryMiB, m.Kernel, m.Go)
+	if m.KubeServer != "" {
+		fmt.Fprintf(w, ", kube-apiserver %s", m.KubeServer)
+	}
+	if res.Objects > 0 {
+		fmt.Fprintf(w, "; %d objects created in %.1fs", res.Objects, res.CreateS)
+	}
+	fmt.Fprint(w, "\n\n")
+}
+
+func printTable(res *result) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	printHeader(w, res)
 	if f := res.Fanout; f != nil {
 		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment recorded %.2f s later, RSS %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib)
 		fmt.Fprintf(w, "fanout: 1 ConfigMap change -> %d Deployments (%d workers)\tall patched after %.2f s; rollouts per workload %d..%d; Reroll CPU %.2f s\n", f.Workloads, f.Workers, f.AllPatchedSeconds, f.RolloutsMin, f.RolloutsMax, f.CPUSeconds)

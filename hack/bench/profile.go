@@ -32,13 +32,19 @@ type profile struct {
 	// SharedSecret: the shared Deployments also read one Secret of
 	// bench-shared (the safety profile changes it).
 	SharedSecret bool `json:"sharedSecret,omitempty"`
+	// OptIn is the annotation, set to "true", by which every Deployment
+	// opts in; empty means reroll.dev/auto. A side-by-side run with a
+	// peer uses Reloader's, which both controllers read.
+	OptIn string `json:"optIn,omitempty"`
 }
 
 var profiles = map[string]profile{
 	"small": {Name: "small", Namespaces: 5, SecretsPerNamespace: 20, SecretSize: 1 << 10, ConfigMapsPerNamespace: 10, DeploymentsPerNamespace: 10, SharedDeployments: 50},
 	"large": {Name: "large", Namespaces: 20, SecretsPerNamespace: 500, SecretSize: 10 << 10, ConfigMapsPerNamespace: 20, DeploymentsPerNamespace: 20, SharedDeployments: 50},
-	// fanout: one ConfigMap read by 2,000 Deployments (see fanout.go).
-	"fanout": {Name: "fanout", SharedDeployments: 2000},
+	// fanout: one ConfigMap read by 2,000 Deployments (see fanout.go),
+	// and one namespace of 50 Deployments with a ConfigMap and a Secret
+	// each, for the storm of a side-by-side run.
+	"fanout": {Name: "fanout", Namespaces: 1, SecretsPerNamespace: 50, SecretSize: 1 << 10, ConfigMapsPerNamespace: 50, DeploymentsPerNamespace: 50, SharedDeployments: 2000},
 	// xl: 100 namespaces, 100,000 Secrets of 1 KiB, 10,000 Deployments.
 	"xl": {Name: "xl", Namespaces: 100, SecretsPerNamespace: 1000, SecretSize: 1 << 10, ConfigMapsPerNamespace: 100, DeploymentsPerNamespace: 100},
 	// safety: 500 Deployments share one Secret (see safety.go).
@@ -53,6 +59,8 @@ const (
 	// configKey is the ConfigMap key the scenarios change.
 	configKey      = "LOG_LEVEL"
 	autoAnnotation = "reroll.dev/auto"
+	// reloaderAutoAnnotation is Reloader's opt-in, which Reroll reads too.
+	reloaderAutoAnnotation = "reloader.stakater.com/auto"
 )
 
 func namespaceName(i int) string { return fmt.Sprintf("bench-%02d", i) }
@@ -98,7 +106,10 @@ func (p profile) totalDeployments() int {
 	return p.Namespaces*p.DeploymentsPerNamespace + p.SharedDeployments
 }
 
-func deploymentObject(w workload) *appsv1.Deployment {
+func deploymentObject(w workload, optIn string) *appsv1.Deployment {
+	if optIn == "" {
+		optIn = autoAnnotation
+	}
 	labels := map[string]string{"app": w.Name}
 	c := corev1.Container{
 		Name:  "app",
@@ -113,7 +124,7 @@ func deploymentObject(w workload) *appsv1.Deployment {
 		}}}}
 	}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name, Annotations: map[string]string{autoAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name, Annotations: map[string]string{optIn: "true"}},
 		Spec: appsv1.DeploymentSpec{
 			// No pods: the bench measures Reroll's patches, not the
 			// Deployment controller and kubelets rolling pods.
@@ -187,7 +198,7 @@ func (p profile) create(ctx context.Context, cs kubernetes.Interface, workers in
 	count := len(jobs)
 	jobs = nil
 	for _, w := range append(p.workloads(), p.sharedWorkloads()...) {
-		d := deploymentObject(w)
+		d := deploymentObject(w, p.OptIn)
 		jobs = append(jobs, func() error {
 			_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
 			return err

@@ -77,6 +77,18 @@ type bench struct {
 	ch     *changer
 	reroll *rerollProcess
 	window time.Duration
+	// count, when set, counts the controller's requests instead of
+	// Reroll's metrics (side-by-side runs count both controllers through
+	// one proxy).
+	count func() (apiRequests, error)
+}
+
+// requests returns the controller's requests so far.
+func (b *bench) requests() (apiRequests, error) {
+	if b.count != nil {
+		return b.count()
+	}
+	return b.reroll.requests()
 }
 
 // sequential changes the ConfigMaps of n workloads one after another and
@@ -113,6 +125,10 @@ type rolloutsResult struct {
 	// a workload got; exactly 1 each is the goal.
 	RolloutsMin int `json:"rolloutsMin"`
 	RolloutsMax int `json:"rolloutsMax"`
+	// LastRolloutSeconds is from the first change's answer to the last
+	// rollout of any of the workloads, once quiet: the end of the burst's
+	// rollouts for a controller that rolls a workload more than once.
+	LastRolloutSeconds float64 `json:"lastRolloutSeconds"`
 	// Requests are Reroll's API requests during the scenario.
 	Requests apiRequests `json:"requests"`
 }
@@ -125,7 +141,7 @@ func (b *bench) affect(ctx context.Context, ws []workload, send func() (int, err
 	for _, w := range ws {
 		before[w.key()] = b.tr.rolloutCount(w.key())
 	}
-	reqBefore, err := b.reroll.requests()
+	reqBefore, err := b.requests()
 	if err != nil {
 		return rolloutsResult{}, err
 	}
@@ -148,7 +164,7 @@ func (b *bench) affect(ctx context.Context, ws []workload, send func() (int, err
 	if err := b.quiet(ctx); err != nil {
 		return rolloutsResult{}, err
 	}
-	reqAfter, err := b.reroll.requests()
+	reqAfter, err := b.requests()
 	if err != nil {
 		return rolloutsResult{}, err
 	}
@@ -162,7 +178,11 @@ func (b *bench) affect(ctx context.Context, ws []workload, send func() (int, err
 	for _, w := range ws {
 		n := b.tr.rolloutCount(w.key()) - before[w.key()]
 		res.RolloutsMin, res.RolloutsMax = min(res.RolloutsMin, n), max(res.RolloutsMax, n)
+		if t, ok := b.tr.lastRollout(w.key()); ok && t.After(last) {
+			last = t
+		}
 	}
+	res.LastRolloutSeconds = last.Sub(start).Seconds()
 	return res, nil
 }
 
@@ -227,7 +247,7 @@ func (b *bench) labelOnly(ctx context.Context, ws []workload, n int) (labelOnlyR
 		return t
 	}
 	rolloutsBefore := total()
-	reqBefore, err := b.reroll.requests()
+	reqBefore, err := b.requests()
 	if err != nil {
 		return labelOnlyResult{}, err
 	}
@@ -246,7 +266,7 @@ func (b *bench) labelOnly(ctx context.Context, ws []workload, n int) (labelOnlyR
 	if err := b.quiet(ctx); err != nil {
 		return labelOnlyResult{}, err
 	}
-	reqAfter, err := b.reroll.requests()
+	reqAfter, err := b.requests()
 	if err != nil {
 		return labelOnlyResult{}, err
 	}
@@ -264,7 +284,7 @@ func (b *bench) quiet(ctx context.Context) error {
 	var last float64 = -1
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		r, err := b.reroll.requests()
+		r, err := b.requests()
 		if err != nil {
 			return err
 		}

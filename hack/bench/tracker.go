@@ -7,15 +7,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
 const (
-	// configHashAnnotation is the pod template annotation Reroll's default
-	// strategy writes: a change of it is a rollout.
-	configHashAnnotation = "reroll.dev/config-hash"
 	// observedAnnotation is where Reroll records a workload on first sight.
 	observedAnnotation = "reroll.dev/observed"
 )
@@ -61,9 +59,24 @@ func (t *tracker) see(old, d *appsv1.Deployment) {
 	if _, seen := t.firstRecorded[key]; t.recorded[key] && !seen {
 		t.firstRecorded[key] = now
 	}
-	if old != nil && old.Spec.Template.Annotations[configHashAnnotation] != d.Spec.Template.Annotations[configHashAnnotation] {
+	// Any change of the pod template is a rollout: Reroll's trigger
+	// annotation (reroll.dev/config-hash, or Reloader's
+	// last-reloaded-from for a workload that opted in with Reloader's
+	// annotation) or the env var that Reloader writes by default.
+	if old != nil && !equality.Semantic.DeepEqual(old.Spec.Template, d.Spec.Template) {
 		t.rollouts[key] = append(t.rollouts[key], now)
 	}
+}
+
+// lastRollout returns when key was last rolled.
+func (t *tracker) lastRollout(key string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.rollouts[key]
+	if len(r) == 0 {
+		return time.Time{}, false
+	}
+	return r[len(r)-1], true
 }
 
 func (t *tracker) rolloutCount(key string) int {

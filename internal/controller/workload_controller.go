@@ -20,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
@@ -86,7 +87,7 @@ type Options struct {
 	// reconciled, so that a burst of changes rolls each workload
 	// once (--coalesce-window). 0 reconciles at once.
 	// Events of the workload itself are not delayed, except while a burst
-	// of its objects is held (see Reconcile and enqueueCoalesced).
+	// of its objects is held (see Reconcile and coalesce.Handler).
 	CoalesceWindow time.Duration
 	// CoalesceMaxWait bounds how long a burst of changes can hold a
 	// workload back (--coalesce-max-wait): each change restarts the
@@ -239,8 +240,8 @@ type WorkloadReconciler struct {
 	creations *creations
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
-	// asks it first (debouncer.admit).
-	coalesce *debouncer
+	// asks it first (Debouncer.Admit).
+	coalesce *coalesce.Debouncer
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -255,7 +256,7 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if ok, after := r.coalesce.admit(req); !ok {
+	if ok, after := r.coalesce.Admit(req); !ok {
 		// A burst of data changes is being coalesced, and the debouncer
 		// adds this request when it ends (within --coalesce-max-wait).
 		// Reconciling now, for an update of the workload itself (most
@@ -382,7 +383,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
-	if len(p.Changes) > 0 && r.coalesce.holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+	if len(p.Changes) > 0 && r.coalesce.Holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
 		// A change to the workload's objects is inside its coalescing
 		// window (this reconcile came from the workload's own event, such
 		// as its first-sight record): the debounce adds the workload once

@@ -27,6 +27,7 @@ import (
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
@@ -257,13 +258,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// --resources-to-ignore is not watched at all, so Reroll needs no
 	// access to it.
 	// One debounce for both kinds: a change of either extends the wait.
-	coalesce := newDebouncer(r.coalescing())
-	r.coalesce = coalesce
+	debounce := coalesce.New(r.coalescing())
+	r.coalesce = debounce
 	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsFor(kind)))), relevant)
+		src, err := r.Options.Store.Source(kind, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
 			return err
 		}
@@ -273,7 +274,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(enqueueCoalesced(coalesce, r.countMatched(r.requestsForProviderClassStatus))),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
 	if readsTemplates {
@@ -346,13 +347,21 @@ func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
 // kind. See docs/benchmarks.md (the fanout profile) for the measurement.
 const DefaultMaxConcurrentReconciles = 4
 
+// DefaultCoalesceWindow is the default of Options.CoalesceWindow
+// (--coalesce-window); see coalesce.DefaultWindow.
+const DefaultCoalesceWindow = coalesce.DefaultWindow
+
+// DefaultCoalesceMaxWait is the default of Options.CoalesceMaxWait
+// (--coalesce-max-wait); see coalesce.DefaultMaxWait.
+const DefaultCoalesceMaxWait = coalesce.DefaultMaxWait
+
 // coalescing is the debounce of r's ConfigMap and Secret watches.
-func (r *WorkloadReconciler) coalescing() Coalescing {
+func (r *WorkloadReconciler) coalescing() coalesce.Options {
 	maxWait := r.Options.CoalesceMaxWait
 	if maxWait == 0 {
 		maxWait = DefaultCoalesceMaxWait
 	}
-	return Coalescing{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
+	return coalesce.Options{Window: r.Options.CoalesceWindow, MaxWait: maxWait}
 }
 
 // relevantChange passes creates, deletes, and updates that change the data

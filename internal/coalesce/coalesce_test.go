@@ -1,4 +1,4 @@
-package controller
+package coalesce
 
 import (
 	"testing"
@@ -45,7 +45,7 @@ func TestDueTime(t *testing.T) {
 func TestDebouncer_BurstIsAddedOnceWhenQuietOrAtMaxWait(t *testing.T) {
 	g := gomega.NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	d := newDebouncer(Coalescing{Window: time.Second, MaxWait: 5 * time.Second, Clock: clk})
+	d := New(Options{Window: time.Second, MaxWait: 5 * time.Second, Clock: clk})
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
 	a := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}

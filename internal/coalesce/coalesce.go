@@ -1,4 +1,4 @@
-package controller
+package coalesce
 
 import (
 	"context"
@@ -13,20 +13,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// DefaultCoalesceWindow is the default of Options.CoalesceWindow
-// (--coalesce-window): long enough to hold a `kubectl apply` or a Helm
+// DefaultWindow is the default of Options.Window (--coalesce-window): long enough to hold a `kubectl apply` or a Helm
 // upgrade that changes a workload's ConfigMaps and Secrets one request after
 // another, short next to the seconds a rollout itself takes.
-const DefaultCoalesceWindow = 500 * time.Millisecond
+const DefaultWindow = 500 * time.Millisecond
 
-// DefaultCoalesceMaxWait is the default of Options.CoalesceMaxWait
-// (--coalesce-max-wait): the longest a workload waits for a burst of changes
+// DefaultMaxWait is the default of Options.MaxWait (--coalesce-max-wait): the longest a workload waits for a burst of changes
 // to end before it is reconciled anyway.
-const DefaultCoalesceMaxWait = 10 * time.Second
+const DefaultMaxWait = 10 * time.Second
 
-// Coalescing says how ConfigMap and Secret changes are held back before the
+// Options say how ConfigMap and Secret changes are held back before the
 // workloads that consume them are reconciled.
-type Coalescing struct {
+type Options struct {
 	// Window is the quiet time, after the latest change to any object a
 	// workload consumes, before the workload is reconciled. 0 reconciles at
 	// once.
@@ -41,7 +39,7 @@ type Coalescing struct {
 	Clock clock.WithDelayedExecution
 }
 
-// enqueueCoalesced is the event handler of the ConfigMap and Secret watches:
+// Handler is the event handler of the ConfigMap and Secret watches:
 // it maps an event to the workloads that consume the object, as
 // handler.EnqueueRequestsFromMapFunc does, but adds each workload to the
 // queue only once its objects have been quiet for c.Window (a debounce):
@@ -63,7 +61,7 @@ type Coalescing struct {
 //
 // Every watch of one workload kind must share one debouncer, so that a
 // ConfigMap change and a Secret change extend the same wait.
-func enqueueCoalesced(d *debouncer, toRequests handler.MapFunc) handler.EventHandler {
+func Handler(d *Debouncer, toRequests handler.MapFunc) handler.EventHandler {
 	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range toRequests(ctx, obj) {
 			if d.window > 0 {
@@ -95,15 +93,15 @@ func enqueueCoalesced(d *debouncer, toRequests handler.MapFunc) handler.EventHan
 }
 
 // changeSeer is a queue that records when a change for a request was seen
-// (seenQueue, for reroll_change_to_rollout_seconds); the debouncer tells it
-// at the change, not when the request is finally added.
+// (the controller's seenQueue, for reroll_change_to_rollout_seconds); the
+// debouncer tells it at the change, not when the request is finally added.
 type changeSeer interface {
 	Seen(reconcile.Request)
 }
 
-// debouncer holds requests back until their objects are quiet; see
-// enqueueCoalesced. It is safe for concurrent use by the informers' handlers.
-type debouncer struct {
+// Debouncer holds requests back until their objects are quiet; see
+// Handler. It is safe for concurrent use by the informers' handlers.
+type Debouncer struct {
 	window, maxWait time.Duration
 	clock           clock.WithDelayedExecution
 
@@ -111,7 +109,7 @@ type debouncer struct {
 	pending map[reconcile.Request]*held
 	// fired holds the requests the debouncer added and whose reconcile has
 	// not started; cooling, for those whose reconcile started, until when
-	// other reconciles wait (see admit).
+	// other reconciles wait (see Admit).
 	fired   map[reconcile.Request]bool
 	cooling map[reconcile.Request]time.Time
 }
@@ -125,7 +123,8 @@ type held struct {
 	q workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
-func newDebouncer(c Coalescing) *debouncer {
+// New returns a Debouncer that holds requests as c says.
+func New(c Options) *Debouncer {
 	clk := c.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -134,7 +133,7 @@ func newDebouncer(c Coalescing) *debouncer {
 	if maxWait < c.Window {
 		maxWait = c.Window
 	}
-	return &debouncer{window: c.Window, maxWait: maxWait, clock: clk, pending: map[reconcile.Request]*held{},
+	return &Debouncer{window: c.Window, maxWait: maxWait, clock: clk, pending: map[reconcile.Request]*held{},
 		fired: map[reconcile.Request]bool{}, cooling: map[reconcile.Request]time.Time{}}
 }
 
@@ -151,7 +150,7 @@ func dueTime(first, now time.Time, window, maxWait time.Duration) time.Time {
 
 // touch records a change for req: it starts a burst, or moves the burst's
 // due time.
-func (d *debouncer) touch(req reconcile.Request, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (d *Debouncer) touch(req reconcile.Request, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if s, ok := q.(changeSeer); ok {
 		s.Seen(req)
 	}
@@ -173,7 +172,7 @@ func (d *debouncer) touch(req reconcile.Request, q workqueue.TypedRateLimitingIn
 // fire adds req to its queue when its due time has come, or waits again
 // when a change moved it. Timers call it on a goroutine of its own: a fake
 // clock runs its callbacks while holding its lock, which Now takes.
-func (d *debouncer) fire(req reconcile.Request) {
+func (d *Debouncer) fire(req reconcile.Request) {
 	d.mu.Lock()
 	h := d.pending[req]
 	if h == nil {
@@ -192,7 +191,7 @@ func (d *debouncer) fire(req reconcile.Request) {
 	q.Add(req)
 }
 
-// admit says whether a reconcile of req may run now, and when to try again
+// Admit says whether a reconcile of req may run now, and when to try again
 // when not (0: the debouncer adds req itself). A request held for a burst
 // waits for the debouncer. The reconcile the debouncer started runs, and for
 // a window after it starts, other reconciles of req wait: the informer's
@@ -200,7 +199,7 @@ func (d *debouncer) fire(req reconcile.Request) {
 // reconcile of the workload's own update (most often the rollout just
 // written) would find the burst's next write before its burst is held. A
 // nil debouncer admits everything.
-func (d *debouncer) admit(req reconcile.Request) (bool, time.Duration) {
+func (d *Debouncer) Admit(req reconcile.Request) (bool, time.Duration) {
 	if d == nil {
 		return true, 0
 	}
@@ -224,9 +223,9 @@ func (d *debouncer) admit(req reconcile.Request) (bool, time.Duration) {
 	return true, 0
 }
 
-// holds reports whether req is held: a change to one of its objects is
+// Holds reports whether req is held: a change to one of its objects is
 // still inside its window. A nil debouncer holds nothing.
-func (d *debouncer) holds(req reconcile.Request) bool {
+func (d *Debouncer) Holds(req reconcile.Request) bool {
 	if d == nil {
 		return false
 	}
@@ -236,7 +235,7 @@ func (d *debouncer) holds(req reconcile.Request) bool {
 }
 
 // waiting returns how many requests are held; for tests.
-func (d *debouncer) waiting() int {
+func (d *Debouncer) waiting() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.pending)
