@@ -120,12 +120,16 @@ gen_after=$(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 2 ]] || fail "a new ReplicaSet appeared"
 echo "pod template unchanged, the Deployment was not written to, still 2 ReplicaSets."
 
+# Reroll runs here as a local process, not as a Deployment the plugin could
+# find: tell the plugin where its digest key Secret is (the installation
+# time that the first-sight rule reads), and not to look for a Deployment.
+kr_flags="--discover=false --digest-key-secret=default/reroll-digest-key"
 step "kubectl reroll who-uses: which workloads read app-config and db-credentials, how, and which keys roll them"
-echo "$ kubectl reroll -n $ns who-uses configmap/app-config"
-kubectl reroll -n $ns who-uses configmap/app-config
+echo "$ kubectl reroll $kr_flags -n $ns who-uses configmap/app-config"
+kubectl reroll $kr_flags -n $ns who-uses configmap/app-config
 echo
-echo "$ kubectl reroll -n $ns who-uses secret/db-credentials -o wide"
-uses=$(kubectl reroll -n $ns who-uses secret/db-credentials -o wide)
+echo "$ kubectl reroll $kr_flags -n $ns who-uses secret/db-credentials -o wide"
+uses=$(kubectl reroll $kr_flags -n $ns who-uses secret/db-credentials -o wide)
 echo "$uses"
 [[ "$uses" == *"Deployment/web"*"env(web)"*"password"*"yes"* ]] || fail "who-uses did not find the Deployment reading db-credentials"
 
@@ -152,12 +156,12 @@ stringData:
   password: correct-horse
   username: someone-new    # changed: web does not read this key
 YAML
-echo "$ kubectl reroll plan -f $(basename "$plan_file")"
-plan=$(kubectl reroll plan -f "$plan_file")
+echo "$ kubectl reroll $kr_flags plan -f $(basename "$plan_file")"
+plan=$(kubectl reroll $kr_flags plan -f "$plan_file")
 echo "$plan"
 [[ "$plan" == *"Deployment/web"*"yes"*"ConfigMap/app-config changed keys GREETING"* ]] || fail "plan did not predict the rollout of web"
 rc=0
-kubectl reroll plan -f "$plan_file" --fail-on-rollout >/dev/null || rc=$?
+kubectl reroll $kr_flags plan -f "$plan_file" --fail-on-rollout >/dev/null || rc=$?
 echo "with --fail-on-rollout, for a CI check: exit status $rc"
 [[ $rc -eq 1 ]] || fail "plan --fail-on-rollout exited $rc, want 1 (as kubectl diff)"
 [[ $(kubectl -n $ns get configmap app-config -o jsonpath='{.data.GREETING}') == hello ]] || fail "plan changed the ConfigMap"
@@ -184,8 +188,8 @@ echo "Who owns it (server-side apply field managers of the HarborCluster):"
 kubectl -n harbor get harborcluster harbor -o jsonpath='{range .metadata.managedFields[*]}  {.manager} ({.operation}){"\n"}{end}'
 echo "The Events on the HarborCluster:"
 kubectl -n harbor get events --field-selector involvedObject.kind=HarborCluster,reason=Written -o custom-columns='TYPE:.type,REASON:.reason,MESSAGE:.message'
-echo "$ kubectl reroll -n harbor who-uses secret/harbor-s3"
-uses=$(kubectl reroll -n harbor who-uses secret/harbor-s3)
+echo "$ kubectl reroll $kr_flags -n harbor who-uses secret/harbor-s3"
+uses=$(kubectl reroll $kr_flags -n harbor who-uses secret/harbor-s3)
 echo "$uses"
 [[ "$uses" == *"Projection/harbor-s3"*"writes HarborCluster/harbor"* ]] || fail "who-uses did not name the Projection that reads harbor-s3"
 

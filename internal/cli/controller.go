@@ -69,6 +69,10 @@ type controllerConfig struct {
 	WebhookConfiguration, WebhookCertSecret string
 	// Projections is --enable-projections.
 	Projections bool
+	// ChangeSets is the name of the ConfigMap of halt records
+	// (--change-sets), in the digest key's namespace; Lease is the leader
+	// election Lease's name (--leader-election-id), in its own namespace.
+	ChangeSets, Lease string
 }
 
 // parseControllerConfig reads a Reroll container's arguments and
@@ -111,6 +115,8 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 	fs.StringVar(&whSecret, "webhook-cert-secret", "reroll-webhook-cert", "")
 	fs.StringVar(&whNamespace, "webhook-namespace", "", "")
 	fs.BoolVar(&cfg.Projections, "enable-projections", false, "")
+	fs.StringVar(&cfg.ChangeSets, "change-sets", "reroll-change-sets", "")
+	fs.StringVar(&cfg.Lease, "leader-election-id", "reroll-leader", "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("reading Reroll's arguments: %w", err)
 	}
@@ -326,4 +332,33 @@ func (s *session) scope(ctx context.Context, t target) string {
 		}
 	}
 	return s.ctrl.outOfScope(ns, t.obj.GetNamespace(), workload.Plural(t.kind))
+}
+
+// locate fills in, for status and resume, what the user did not give:
+// Reroll's namespace, its halt records' ConfigMap and its Lease, from the
+// controller found by selector (in any namespace, or in the namespace
+// given). Without a controller the flags' defaults stay. It returns the
+// controller's namespace, "" when none was found.
+func (s *session) locate(ctx context.Context, cmd interface{ Changed(string) bool }, selector string, cs *changeSetFlags, lease *string) string {
+	if s.opts.NoDiscovery {
+		return ""
+	}
+	where := ""
+	if cmd.Changed("reroll-namespace") {
+		where = cs.namespace
+	}
+	c, err := findController(ctx, s.client, where, selector)
+	if err != nil {
+		return ""
+	}
+	cs.namespace = c.Namespace
+	if !cmd.Changed("change-sets") {
+		// --change-sets lives in the digest key's namespace.
+		ns, _, _ := strings.Cut(c.Config.DigestKeySecret, "/")
+		cs.namespace, cs.prefix = ns, c.Config.ChangeSets
+	}
+	if lease != nil && !cmd.Changed("lease") {
+		*lease = c.Config.Lease
+	}
+	return c.Namespace
 }

@@ -47,7 +47,13 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	obj := t.obj.DeepCopyObject().(client.Object)
 	obj.SetAnnotations(live)
 	rt := target{kind: t.kind, obj: obj, template: t.template}
+	// The record of the live objects, as first sight writes it: without
+	// the installation time, the first-sight rule never turns it into a
+	// rollout (the workload has a record; the rule is not its question).
+	installedAt := s.installedAt
+	s.installedAt = time.Time{}
 	first, err := s.decide(ctx, rt)
+	s.installedAt = installedAt
 	if err != nil || first.Outcome != plan.FirstSight {
 		return t, err
 	}

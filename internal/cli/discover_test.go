@@ -139,6 +139,13 @@ func TestPlugin_FollowsTheControllerItFinds(t *testing.T) {
 	// names cfg.
 	g.Expect(rolls).To(gomega.Equal(map[string]string{"Deployment/custom-auto": "no", "Deployment/default-auto": "yes"}))
 
+	// status looks in the controller's namespace, not reroll-system.
+	out, _ = kubectlRerollDiscovering(t, "-n", ns, "status", "-o", "json")
+	var st statusReport
+	g.Expect(json.Unmarshal([]byte(out), &st)).To(gomega.Succeed(), out)
+	g.Expect(st.RerollNamespace).To(gomega.Equal(ns))
+	g.Expect(st.Deployments).To(gomega.HaveLen(1))
+
 	// version: the plugin and the controller it found; the test binary has
 	// no release version, so it cannot tell whether they decide alike.
 	stdout, stderr, code := runPluginDiscovering(t, "version")

@@ -29,8 +29,8 @@ type changeSetFlags struct {
 }
 
 func (f *changeSetFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in.")
-	cmd.Flags().StringVar(&f.prefix, "change-sets", "reroll-change-sets", "The prefix of the halt records' ConfigMaps (one per change set, labelled "+haltrecords.LabelKey+"=<prefix>), in --reroll-namespace (Reroll's --change-sets; the chart's <release>-change-sets).")
+	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in; by default the namespace of the Reroll Deployment found by label in any namespace, else reroll-system.")
+	cmd.Flags().StringVar(&f.prefix, "change-sets", "reroll-change-sets", "The prefix of the halt records' ConfigMaps (one per change set, labelled "+haltrecords.LabelKey+"=<prefix>), in --reroll-namespace (Reroll's --change-sets; the chart's <release>-change-sets); by default read from the controller's arguments.")
 }
 
 func newResume(o *Options) *cobra.Command {
@@ -62,6 +62,7 @@ ConfigMaps there.`,
 			if !ok || name == "" {
 				return fmt.Errorf("want KIND/NAME, e.g. deployment/web or configmap/app-config; got %q", args[0])
 			}
+			s.locate(cmd.Context(), cmd.Flags(), o.RerollSelector, &f, nil)
 			ids, err := s.resume(cmd.Context(), f, kindName, name, time.Now())
 			if err != nil {
 				return err

@@ -75,6 +75,9 @@ func newStatus(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if ns := s.locate(cmd.Context(), cmd.Flags(), f.selector, &f.changeSets, &f.lease); ns != "" {
+				f.namespace = ns
+			}
 			r, err := s.status(cmd.Context(), f)
 			if err != nil {
 				return err
@@ -90,7 +93,7 @@ func newStatus(o *Options) *cobra.Command {
 	}
 	f.changeSets.addFlags(cmd)
 	cmd.Flags().StringVar(&f.selector, "reroll-selector", "app.kubernetes.io/name=reroll", "Label selector of Reroll's Deployment and pods.")
-	cmd.Flags().StringVar(&f.lease, "lease", "reroll-leader", "Name of Reroll's leader election Lease (--enable-ha).")
+	cmd.Flags().StringVar(&f.lease, "lease", "reroll-leader", "Name of Reroll's leader election Lease (--enable-ha); by default read from the controller's arguments (--leader-election-id).")
 	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here (e.g. https://localhost:9090/metrics through kubectl port-forward); by default a pod's metrics port is read through the API server's proxy (pods/proxy), which works only with --metrics-secure=false.")
 	cmd.Flags().StringVar(&f.metricsTokenFile, "metrics-token-file", "", "File holding the bearer token sent to an https --metrics-url; by default the kubeconfig's bearer token is sent. Its user needs get on the non-resource URL /metrics.")
 	cmd.Flags().StringVar(&f.metricsCAFile, "metrics-ca-file", "", "CA certificates (PEM) that verify an https --metrics-url.")

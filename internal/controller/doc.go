@@ -1,9 +1,20 @@
-// Package controller holds Reroll's reconciler. The workload is the root
-// object: each Deployment, StatefulSet and DaemonSet that opted in is indexed
-// by the ConfigMaps and Secrets it consumes, a change to one of those maps to
-// the workloads through that index, and Reconcile compares the data the
-// workload consumes now with what Reroll recorded on the workload, rolling it
-// when a consumed key changed. The decision is internal/plan's (plan.Decide,
-// from the cache); this package reads, applies the plan in one write step per
-// way (workload_apply.go) and tells (Events, alerts, notifications).
+// Package controller holds Reroll's reconcilers and their wiring. The
+// workload is the root object: each Deployment, StatefulSet, DaemonSet (and
+// each kind given by --workload) that opted in is indexed by the ConfigMaps,
+// Secrets and SecretProviderClasses it consumes, a change to one of those
+// maps to the workloads through that index (after the debounce of
+// internal/coalesce), and Reconcile compares the data the workload consumes
+// now with what Reroll recorded on the workload, rolling it when a consumed
+// key changed. A second reconciler restarts pods that opt in with their own
+// annotations and whose owner Reroll does not handle (annotatedpods.go).
+//
+// One reconcile (WorkloadReconciler.sync) reads the workload and its
+// surroundings, asks internal/plan for a decision (plan.Decide, from the
+// cache), then amends the plan with safe delivery (workload_delivery.go),
+// the storm breaker, restarts by eviction and revert detection, and writes:
+// halt records, Warning Events, the notification endpoint's POST
+// (workload_notify.go), the workload in one write step per way of rolling
+// (workload_apply.go), its Events and alerts, and eviction progress. Issue
+// #31 moves these into gather, decide and write steps; the mutating
+// admission webhook already lives in internal/webhook.
 package controller

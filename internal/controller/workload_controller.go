@@ -78,7 +78,7 @@ type Options struct {
 	Scope Scope
 	// WebhookURL, when set, is the notification endpoint: it receives a POST
 	// of the change instead of each rollout (--webhook-url), and the record
-	// is written once it accepted the POST (see deliver).
+	// is written once it accepted the POST (see notifyEndpoint).
 	WebhookURL string
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -213,11 +213,11 @@ type WorkloadReconciler struct {
 	// Options are the behaviours chosen by flags.
 	Options Options
 	// endpoint posts to Options.WebhookURL, the notification endpoint; nil
-	// without one. deliveries tracks what it was given, and delivered
-	// carries its wake-ups (see deliver).
-	endpoint   *notify.Sender
-	deliveries *deliveries
-	delivered  chan event.GenericEvent
+	// without one. notifications tracks what it was given, and notified
+	// carries its wake-ups (see notifyEndpoint).
+	endpoint      *notify.Sender
+	notifications *notifications
+	notified      chan event.GenericEvent
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
 	// rollouts counts running and waiting rollouts across kinds for the
@@ -270,7 +270,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.NamespacedName)
-			r.deliveries.drop(req.NamespacedName)
+			r.notifications.drop(req.NamespacedName)
 			if r.journal != nil {
 				// A Job Reroll deleted and could not create again yet.
 				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
@@ -412,7 +412,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		return ctrl.Result{}, nil
 	case plan.Notify:
 		// The record waits until the endpoint accepted the notification.
-		accepted, wait, err := r.deliver(obj, p)
+		accepted, wait, err := r.notifyEndpoint(obj, p)
 		if err != nil || !accepted {
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
@@ -444,7 +444,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	}
 	if p.Outcome == plan.Notify {
 		// Recorded: the next change is a new notification.
-		r.deliveries.forget(client.ObjectKeyFromObject(obj), p.Key)
+		r.notifications.forget(client.ObjectKeyFromObject(obj), p.Key)
 	}
 	r.recordOutcome(obj, p)
 	r.reportRevert(ctx, p)

@@ -41,8 +41,8 @@ import (
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// deliveredBuffer is the room for wake-ups of ended deliveries per kind.
-const deliveredBuffer = 1024
+// notifiedBuffer is the room for wake-ups of ended notifications per kind.
+const notifiedBuffer = 1024
 
 // Setup registers one reconciler per built-in workload kind not in
 // opts.IgnoredWorkloads with mgr, with its field index and watches. The
@@ -188,8 +188,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			r.journal = journal
 		}
 		if endpoint != nil {
-			r.deliveries = newDeliveries()
-			r.delivered = make(chan event.GenericEvent, deliveredBuffer)
+			r.notifications = newNotifications()
+			r.notified = make(chan event.GenericEvent, notifiedBuffer)
 		}
 		if !opts.InstalledAt.IsZero() {
 			r.creations = newCreations()
@@ -291,10 +291,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// woken when another rollout completes (see rollout.Tracker.WakeOldest).
 		b = b.WatchesRawSource(source.Channel(r.slotFreed, &handler.EnqueueRequestForObject{}))
 	}
-	if r.delivered != nil {
-		// Deliveries to the notification endpoint that ended: the workload's
-		// record waits for them (see deliver).
-		b = b.WatchesRawSource(source.Channel(r.delivered, &handler.EnqueueRequestForObject{}))
+	if r.notified != nil {
+		// POSTs to the notification endpoint that ended: the workload's
+		// record waits for them (see notifyEndpoint).
+		b = b.WatchesRawSource(source.Channel(r.notified, &handler.EnqueueRequestForObject{}))
 	}
 	// Pods (stripped by eviction.TransformPod), only with
 	// --enable-pod-eviction: a restart by eviction evicts the next pod when
