@@ -255,6 +255,9 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	switch p.Outcome {
 	case plan.NotOptedIn:
+		if rec == nil {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, a.write(ctx, req.NamespacedName, nil)
 	case plan.Deleting, plan.Waiting, plan.Refused:
 		return ctrl.Result{}, nil
@@ -288,9 +291,12 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	d := eviction.Decide(in)
 	next = withKey(next, eviction.ProgressAnnotation, d.Progress.String())
 	// The record first: a kill after the evictions below finds the evicted
-	// pods terminating or gone and never evicts them again.
-	if err := a.write(ctx, req.NamespacedName, next); err != nil {
-		return ctrl.Result{}, err
+	// pods terminating or gone and never evicts them again. An unchanged
+	// record is not written again.
+	if !maps.Equal(next, rec) {
+		if err := a.write(ctx, req.NamespacedName, next); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	switch p.Outcome {
 	case plan.FirstSight:

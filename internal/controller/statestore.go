@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,12 @@ const (
 // namespace being re-created at once.
 const DefaultEntriesPerNamespace = 256
 
+// DefaultMaxEntryBytes bounds the value of one entry, in bytes: 256 KiB. A
+// namespace thus holds at most DefaultEntriesPerNamespace ×
+// DefaultMaxEntryBytes (64 MiB) in one store, and reading an entry costs at
+// most that much. A larger value is refused, before anything is written.
+const DefaultMaxEntryBytes = 256 << 10
+
 // entryStore keeps one kind of Reroll's state (the Job journal, the
 // records of annotated pods) in Reroll's own namespace, as one ConfigMap
 // per entry: named "<prefix>-<20 hex characters of the SHA-256 of the
@@ -67,6 +74,14 @@ type entryStore struct {
 	// perNamespace bounds the entries of one namespace; 0 means
 	// DefaultEntriesPerNamespace.
 	perNamespace int
+	// maxBytes bounds the value of one entry; 0 means DefaultMaxEntryBytes.
+	maxBytes int
+	// maxAge, when set, is how long an entry lives after its ConfigMap was
+	// created (a time the API server sets, which no writer can forge); an
+	// older one is deleted unread.
+	maxAge time.Duration
+	// now is the clock of maxAge; nil means time.Now.
+	now func() time.Time
 	// what names the store in errors ("the Job journal").
 	what string
 }
@@ -107,11 +122,45 @@ func (s *entryStore) get(ctx context.Context, e types.NamespacedName) (string, b
 		}
 		return "", false, fmt.Errorf("reading %s of %s: %w", s.what, e, err)
 	}
+	if s.expired(&cm) {
+		return "", false, s.expire(ctx, &cm)
+	}
 	v, ok := s.verify(e, &cm)
 	if !ok {
 		return "", false, s.drop(ctx, &cm)
 	}
 	return v, true, nil
+}
+
+// expired reports whether the entry whose ConfigMap has obj's metadata is
+// older than maxAge.
+func (s *entryStore) expired(obj metav1.Object) bool {
+	if s.maxAge <= 0 {
+		return false
+	}
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
+	return now().Sub(obj.GetCreationTimestamp().Time) > s.maxAge
+}
+
+// expire deletes the ConfigMap of obj's metadata, an entry older than
+// maxAge.
+func (s *entryStore) expire(ctx context.Context, obj metav1.Object) error {
+	ctrl.LoggerFrom(ctx).Info("Deleting an expired entry", "store", s.what, "configMap", obj.GetName(), "entry", obj.GetAnnotations()[storeEntryAnnotation], "maxAge", s.maxAge.String())
+	return s.deleteConfigMap(ctx, obj, "expired")
+}
+
+// deleteConfigMap deletes the ConfigMap of obj's metadata, if it still has
+// obj's UID; why names it in the error.
+func (s *entryStore) deleteConfigMap(ctx context.Context, obj metav1.Object, why string) error {
+	uid := obj.GetUID()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: obj.GetName()}}
+	if err := s.c.Delete(ctx, cm, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s entry %s of %s: %w", why, obj.GetName(), s.what, err)
+	}
+	return nil
 }
 
 // drop deletes cm, an entry Reroll did not sign.
@@ -123,11 +172,19 @@ func (s *entryStore) drop(ctx context.Context, cm *corev1.ConfigMap) error {
 	return nil
 }
 
-// put writes entry e; "" deletes it. A new entry is refused when e's
-// namespace holds perNamespace entries already.
+// put writes entry e; "" deletes it. A value over maxBytes is refused; so
+// is a new entry when e's namespace holds perNamespace entries already. An
+// entry that already holds value, signed, is not written again.
 func (s *entryStore) put(ctx context.Context, e types.NamespacedName, value string) error {
 	if value == "" {
 		return s.delete(ctx, e)
+	}
+	limit := s.maxBytes
+	if limit <= 0 {
+		limit = DefaultMaxEntryBytes
+	}
+	if len(value) > limit {
+		return fmt.Errorf("writing %s of %s: the entry is %d bytes, over the limit of %d", s.what, e, len(value), limit)
 	}
 	key := client.ObjectKey{Namespace: s.namespace, Name: s.configMapName(e)}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -149,6 +206,10 @@ func (s *entryStore) put(ctx context.Context, e types.NamespacedName, value stri
 		}
 		if err != nil {
 			return err
+		}
+		if v, ok := s.verify(e, &cm); ok && v == value && cm.Labels[storeLabel] == s.prefix &&
+			cm.Labels[storeNamespaceLabel] == e.Namespace && len(cm.Data) == 2 && len(cm.BinaryData) == 0 {
+			return nil
 		}
 		cm.Labels = map[string]string{storeLabel: s.prefix, storeNamespaceLabel: e.Namespace}
 		cm.Annotations = map[string]string{storeEntryAnnotation: e.String()}
@@ -189,26 +250,43 @@ func (s *entryStore) delete(ctx context.Context, e types.NamespacedName) error {
 	return nil
 }
 
-// list returns every entry Reroll signed, by entry; the others are
-// deleted.
-func (s *entryStore) list(ctx context.Context) (map[types.NamespacedName]string, error) {
-	var list corev1.ConfigMapList
-	if err := s.r.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{storeLabel: s.prefix}); err != nil {
-		return nil, fmt.Errorf("listing %s: %w", s.what, err)
-	}
-	out := map[types.NamespacedName]string{}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		ns, name, _ := strings.Cut(cm.Annotations[storeEntryAnnotation], "/")
-		e := types.NamespacedName{Namespace: ns, Name: name}
-		v, ok := s.verify(e, cm)
-		if !ok || s.configMapName(e) != cm.Name {
-			if err := s.drop(ctx, cm); err != nil {
-				return nil, err
-			}
-			continue
+// listPage is how many entries one LIST of the store's metadata returns.
+const listPage = 500
+
+// entries returns the entry of every ConfigMap of the store, read as
+// metadata only, in pages of listPage: its values are read one at a time
+// (get), so that reading the store never holds more than one value. A
+// ConfigMap whose name is not its entry's is deleted, and so is an expired
+// one.
+func (s *entryStore) entries(ctx context.Context) ([]types.NamespacedName, error) {
+	var out []types.NamespacedName
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	for {
+		if err := s.r.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{storeLabel: s.prefix},
+			client.Limit(listPage), client.Continue(list.Continue)); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", s.what, err)
 		}
-		out[e] = v
+		for i := range list.Items {
+			m := &list.Items[i]
+			ns, name, _ := strings.Cut(m.Annotations[storeEntryAnnotation], "/")
+			e := types.NamespacedName{Namespace: ns, Name: name}
+			switch {
+			case s.configMapName(e) != m.Name:
+				ctrl.LoggerFrom(ctx).Info("Deleting an entry Reroll did not write (not in its place)", "store", s.what, "configMap", m.Name)
+				if err := s.deleteConfigMap(ctx, m, "misplaced"); err != nil {
+					return nil, err
+				}
+			case s.expired(m):
+				if err := s.expire(ctx, m); err != nil {
+					return nil, err
+				}
+			default:
+				out = append(out, e)
+			}
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
 	}
-	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/workload"
@@ -127,4 +128,45 @@ func TestWorkloadReconciler_JobIsRecreated(t *testing.T) {
 	// A finished Job is not run again.
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "finished", ReasonNotRolled) }).Should(gomega.ConsistOf(gomega.ContainSubstring("the Job has finished")))
 	g.Expect(get(t, finished).Status.Succeeded).To(gomega.Equal(int32(1)))
+}
+
+// The third security review (H2): the re-create cleared the selector even
+// of a Job with manualSelector: true, so the API server refused the new Job
+// after the old one was deleted, and the Job was lost. A manualSelector Job
+// keeps its own selector and labels, and is re-created like any other; the
+// plain Job beside it is the positive control.
+func TestWorkloadReconciler_ManualSelectorJobIsRecreated(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	startReroll(t, ns, Options{Kinds: batchKinds, Key: testKey(t, 32),
+		JobJournal: types.NamespacedName{Namespace: ns, Name: "reroll-job-journal"}})
+	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
+	pending := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"reroll-test": "no-such-node"} }
+	plain := job(ns, "plain", reloaderAutoOn, podSpec(envFrom("cfg"), pending))
+	manual := job(ns, "manual", reloaderAutoOn, podSpec(envFrom("cfg"), pending))
+	manual.Spec.ManualSelector = ptr.To(true)
+	manual.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"batch": "manual"}}
+	manual.Spec.Template.Labels = map[string]string{"batch": "manual"}
+	create(t, plain, manual)
+	recorded(t, plain)
+	recorded(t, manual)
+	oldUIDs := map[string]types.UID{"plain": get(t, plain).UID, "manual": get(t, manual).UID}
+
+	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
+	for _, j := range []*batchv1.Job{plain, manual} {
+		g.Eventually(func() types.UID {
+			cur := &batchv1.Job{}
+			if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(j), cur); err != nil {
+				return ""
+			}
+			return cur.UID
+		}).ShouldNot(gomega.Or(gomega.Equal(oldUIDs[j.Name]), gomega.BeEmpty()), "Job %s is re-created", j.Name)
+		g.Eventually(func() []string { return rolledEvents(t, ns, j.Name) }).Should(gomega.ConsistOf(gomega.ContainSubstring("re-created the Job")))
+	}
+	fresh := get(t, manual)
+	g.Expect(fresh.Spec.ManualSelector).To(gomega.Equal(ptr.To(true)))
+	g.Expect(fresh.Spec.Selector.MatchLabels).To(gomega.Equal(map[string]string{"batch": "manual"}))
+	g.Expect(fresh.Spec.Template.Labels).To(gomega.HaveKeyWithValue("batch", "manual"))
+	g.Eventually(func() int32 { return get(t, fresh).Status.Active }).Should(gomega.Equal(int32(1)))
 }

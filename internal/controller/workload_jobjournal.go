@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,16 +90,46 @@ func (j *jobJournal) reportLegacy(ctx context.Context) {
 	}
 }
 
+// JobJournalMaxAge is how long a Job journal entry lives: a re-creation
+// takes seconds, and one that a day of retries could not finish (or whose
+// Reroll stayed down that long) is dropped rather than replayed into what
+// the namespace has become since.
+const JobJournalMaxAge = 24 * time.Hour
+
 // journalEntry is one Job to re-create.
 type journalEntry struct {
 	// UID is the Job that was deleted; Job is the one to create.
 	UID types.UID    `json:"uid"`
 	Job *batchv1.Job `json:"job"`
+	// NamespaceUID is the UID of the Job's namespace when the entry was
+	// saved: an entry is never replayed into another namespace of the same
+	// name (the first was deleted, and its name taken by another team).
+	// Empty when Reroll may not read Namespaces (namespace scope); the
+	// entry's age (JobJournalMaxAge) is then the only bound.
+	NamespaceUID types.UID `json:"namespaceUID,omitempty"`
+}
+
+// namespaceUID returns the UID of namespace: "" when Reroll may not read
+// Namespaces, NotFound when it is gone.
+func (j *jobJournal) namespaceUID(ctx context.Context, namespace string) (types.UID, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := j.store.r.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsForbidden(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	return ns.UID, nil
 }
 
 // Save implements workload.JobJournal.
 func (j *jobJournal) Save(ctx context.Context, fresh *batchv1.Job, old types.UID) error {
-	b, err := json.Marshal(journalEntry{UID: old, Job: fresh})
+	nsUID, err := j.namespaceUID(ctx, fresh.Namespace)
+	if err != nil {
+		return fmt.Errorf("reading namespace %s for the journal entry: %w", fresh.Namespace, err)
+	}
+	b, err := json.Marshal(journalEntry{UID: old, Job: fresh, NamespaceUID: nsUID})
 	if err != nil {
 		return fmt.Errorf("encoding the journal entry: %w", err)
 	}
@@ -119,40 +151,38 @@ func decodeEntry(name types.NamespacedName, v string) (journalEntry, bool) {
 	return e, true
 }
 
-// entries reads the journal; an entry that is not a manifest of its own Job
-// is deleted.
-func (j *jobJournal) entries(ctx context.Context) (map[types.NamespacedName]journalEntry, error) {
-	all, err := j.store.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[types.NamespacedName]journalEntry{}
-	for name, v := range all {
-		e, ok := decodeEntry(name, v)
-		if !ok {
-			ctrl.LoggerFrom(ctx).Info("Deleting a journal entry that is not a manifest of its Job", "job", name.String())
-			if err := j.Done(ctx, name.Namespace, name.Name); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		out[name] = e
-	}
-	return out, nil
-}
-
 // recover brings back the Job name if the journal holds it: it creates the
 // Job from the journal when no Job of that name exists, and forgets the
 // entry once a Job other than the deleted one exists. A Job that still has
 // the deleted UID (the crash came before the delete) keeps its own record,
 // so its reconcile decides again; the entry is dropped.
+//
+// An entry saved in an earlier namespace of the same name, and one whose
+// create the API server refuses as invalid (it never will accept it), are
+// dropped with a log line.
 func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e journalEntry) error {
+	log := ctrl.LoggerFrom(ctx)
+	if e.NamespaceUID != "" {
+		uid, err := j.namespaceUID(ctx, name.Namespace)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading namespace %s for the journal entry: %w", name.Namespace, err)
+		}
+		if uid != e.NamespaceUID {
+			log.Info("Dropping a journal entry saved in an earlier namespace of the same name", "job", name.String(),
+				"savedNamespaceUID", e.NamespaceUID, "namespaceUID", uid)
+			return j.Done(ctx, name.Namespace, name.Name)
+		}
+	}
 	var cur batchv1.Job
 	err := j.store.r.Get(ctx, name, &cur)
 	if apierrors.IsNotFound(err) {
 		fresh := e.Job.DeepCopy()
 		fresh.ResourceVersion, fresh.UID = "", ""
 		err = j.store.c.Create(ctx, fresh, client.FieldOwner(FieldManager))
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			log.Error(err, "Dropping a journal entry whose Job the API server refuses; re-create the Job by hand if it is still wanted", "job", name.String())
+			return j.Done(ctx, name.Namespace, name.Name)
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("re-creating Job %s from the journal: %w", name, err)
 		}
@@ -200,13 +230,15 @@ func (j *jobJournal) Start(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, *j.log)
 	}
 	j.reportLegacy(ctx)
-	all, err := j.entries(ctx)
+	// The names only; each entry's value (up to a Job's manifest) is read
+	// and let go one at a time.
+	names, err := j.store.entries(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the Job journal")
 		return nil
 	}
-	for name, e := range all {
-		if err := j.recover(ctx, name, e); err != nil {
+	for _, name := range names {
+		if err := j.recoverOne(ctx, name); err != nil {
 			// The Job's next reconcile (a NotFound) tries again.
 			ctrl.LoggerFrom(ctx).Error(err, "Recovering Job from the journal", "job", name.String())
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
+	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
@@ -85,6 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.JobJournal.Name != "" {
 		journal = &jobJournal{store: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal"),
 			recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}} //nolint:staticcheck // see WorkloadReconciler.Recorder
+		journal.store.maxAge, journal.store.now = JobJournalMaxAge, opts.Now
 		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
 		journal.log = &jl
 		// Once leading, re-create the Jobs a previous leader left deleted.
@@ -504,7 +507,15 @@ type AdmissionOptions struct {
 // registerWebhook serves r's admission handler (internal/webhook) on the
 // manager's webhook server.
 func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
+	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), r.admissionHandler())
+}
+
+// admissionHandler is the HTTP handler of r's admission webhook. A request
+// over admissionlimit.DefaultMaxBytes is admitted unchanged, with a
+// warning, before anything decodes it: the reconciler repairs what the
+// write dropped, at the cost of one rollout.
+func (r *WorkloadReconciler) admissionHandler() http.Handler {
 	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
 		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key}
-	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), &ctrlwebhook.Admission{Handler: h})
+	return admissionlimit.Limit(&ctrlwebhook.Admission{Handler: h}, 0, admissionlimit.Allow, "reroll's webhook of "+r.Kind.Name()+"s")
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
+	"github.com/reroll/reroll/internal/admissionlimit"
 )
 
 // AuthorWebhookPath is the path of the admission handler that checks a
@@ -26,7 +27,10 @@ const AuthorWebhookPath = "/validate-projection-author"
 // subjectaccessreviews); defaultServiceAccount is
 // Options.DefaultServiceAccount.
 func RegisterAuthorWebhook(mgr ctrl.Manager, c client.Client, defaultServiceAccount string) {
-	mgr.GetWebhookServer().Register(AuthorWebhookPath, &webhook.Admission{Handler: authorAdmission{c: c, defaultSA: defaultServiceAccount}})
+	// Over the size bound, a Projection is refused: this webhook fails
+	// closed.
+	mgr.GetWebhookServer().Register(AuthorWebhookPath, admissionlimit.Limit(
+		&webhook.Admission{Handler: authorAdmission{c: c, defaultSA: defaultServiceAccount}}, 0, admissionlimit.Deny, "reroll's Projection author webhook"))
 }
 
 // authorAdmission admits a Projection only when its author may impersonate

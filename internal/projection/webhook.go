@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/reroll/reroll/internal/admissionlimit"
 )
 
 // WebhookPath is the path of the admission handler of projected fields on
@@ -25,7 +27,9 @@ const WebhookPath = "/mutate-projected"
 // webhook server at WebhookPath. The handler reads nothing but its
 // requests, so it needs no client, cache or RBAC.
 func RegisterWebhook(mgr ctrl.Manager) {
-	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: targetAdmission{}})
+	// Over the size bound, a write is admitted unchanged: the fields it
+	// drops are written again by the next reconcile.
+	mgr.GetWebhookServer().Register(WebhookPath, admissionlimit.Limit(&webhook.Admission{Handler: targetAdmission{}}, 0, admissionlimit.Allow, "reroll's webhook of projected fields"))
 }
 
 // targetAdmission is the mutating admission handler of Projection targets,

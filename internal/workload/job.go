@@ -89,7 +89,8 @@ func (Job) Handles(obj client.Object) bool {
 // Roll implements Roller. It deletes the Job, with a precondition on its UID
 // so that a Job someone else re-created is never deleted, and creates it
 // again from r.Desired without the selector and labels the Job controller
-// generated; the new Job carries Reroll's record. A completed Job is only
+// generated (a manualSelector Job keeps its own selector and labels); the
+// new Job carries Reroll's record. A completed Job is only
 // recorded: Action decides that (RecreateFinished), and Roll runs only for
 // ByRecreate.
 func (k Job) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, error) {
@@ -104,10 +105,14 @@ func (k Job) Roll(ctx context.Context, c client.Client, r Rollout) (RollResult, 
 		},
 		Spec: *desired.Spec.DeepCopy(),
 	}
-	fresh.Spec.Selector = nil
 	if fresh.Spec.ManualSelector == nil || !*fresh.Spec.ManualSelector {
+		// The Job controller generated the selector and its labels from the
+		// old Job's UID; the API server generates them again.
+		fresh.Spec.Selector = nil
 		fresh.Spec.Template.Labels = withoutKeys(fresh.Spec.Template.Labels, jobControllerLabels)
 	}
+	// With manualSelector: true the selector is the user's and required: the
+	// API server refuses a Job without one, and the old Job would be lost.
 	uid := old.UID
 	if r.Journal != nil {
 		// Durable before the delete: from here on, a Job that is gone is
