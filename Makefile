@@ -63,6 +63,7 @@ test-e2e: ## Run the end-to-end tests: the Helm chart, the Kustomize manifests a
 	hack/tools.sh etcd kube kwok helm controller-gen helm-docs
 	$(GO) vet -tags e2e ./test/...
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/e2e/
+	cd test/rules && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) bench-check
 
 .PHONY: bench-webhook

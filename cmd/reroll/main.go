@@ -33,8 +33,10 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
+	"github.com/reroll/reroll/internal/certexpiry"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/metricsauth"
 	"github.com/reroll/reroll/internal/projection"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/version"
@@ -135,6 +137,14 @@ func run(args []string) error {
 		// only what changed after it.
 		opts.InstalledAt, err = controller.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
 	}
+	var metricsToken []byte
+	if err == nil && f.metrics.tokenSecret != "" {
+		if !f.metrics.secure {
+			err = errors.New("--metrics-token-secret protects the secure metrics server only: add --metrics-secure=true, or drop --metrics-token-secret to serve plain HTTP")
+		} else {
+			metricsToken, err = metricsauth.LoadToken(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.metrics.tokenSecret})
+		}
+	}
 	cancelKey()
 	if err != nil {
 		return err
@@ -144,7 +154,7 @@ func run(args []string) error {
 	}
 	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
-	mo.Metrics = f.metrics.serverOptions(f.metricsAddr)
+	mo.Metrics = f.metrics.serverOptions(f.metricsAddr, metricsToken)
 	mo.HealthProbeBindAddress = f.probeAddr
 	mo.LeaderElection = f.enableHA
 	mo.LeaderElectionID = f.leaderElection.id
@@ -165,6 +175,12 @@ func run(args []string) error {
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if f.webhook.enabled {
+		// For the alert before the serving certificate expires.
+		if err := ctrlmetrics.Registry.Register(certexpiry.Collector{Dir: f.webhook.certDir, Log: ctrl.Log.WithName("metrics")}); err != nil {
+			return fmt.Errorf("registering the webhook certificate metric: %w", err)
+		}
 	}
 	if f.webhook.enabled && f.webhook.selfSignedCerts {
 		if err := f.webhook.addRotator(mgr, certsReady); err != nil {

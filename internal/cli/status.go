@@ -304,7 +304,10 @@ func (s *session) warnings(ctx context.Context) ([]workloadEvent, *workloadEvent
 // removes the caller's Authorization header before it proxies (its
 // authentication filter), so no token ever reaches the pod that way.
 func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1.Pod, name string) (*metricsStatus, error) {
-	port, secure := "9090", true
+	// Plain unless told otherwise: --metrics-secure is off by default (as
+	// Reloader serves them); the chart and config/ turn it on. The last one
+	// given wins, as in pflag.
+	port, secure := "9090", false
 	for _, p := range pods {
 		if p.Name != name {
 			continue
@@ -316,16 +319,19 @@ func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1
 				}
 			}
 			for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-				if a == "--metrics-secure=false" {
+				switch a {
+				case "--metrics-secure", "--metrics-secure=true":
+					secure = true
+				case "--metrics-secure=false":
 					secure = false
 				}
 			}
 		}
 	}
 	if secure {
-		return nil, fmt.Errorf("pod %s serves /metrics over HTTPS to authorized clients only (--metrics-secure, the default), and the API server's pod proxy forwards no credentials: "+
+		return nil, fmt.Errorf("pod %s serves /metrics over HTTPS to authorized clients only (--metrics-secure, as the chart sets it), and the API server's pod proxy forwards no credentials: "+
 			"run `kubectl -n %s port-forward pod/%s %s` and pass --metrics-url https://localhost:%s/metrics --metrics-insecure-skip-tls-verify "+
-			"(your kubeconfig's bearer token, or --metrics-token-file, is sent; its user needs get on the non-resource URL /metrics, e.g. the chart's ClusterRole <release>-metrics-reader), "+
+			"and --metrics-token-file with the token of the Secret that --metrics-token-secret names (the chart's <release>-metrics-token, key token); without --metrics-token-secret, your kubeconfig's bearer token is sent, and its user needs get on the non-resource URL /metrics (the chart's ClusterRole <release>-metrics-reader with metrics.auth=kubernetes), "+
 			"or serve plain metrics (chart: metrics.secure: false)", name, namespace, name, port, port)
 	}
 	cs, err := kubernetes.NewForConfig(s.config)
@@ -373,7 +379,7 @@ func (s *session) scrapeURL(ctx context.Context, f statusFlags) (*metricsStatus,
 	case http.StatusUnauthorized:
 		return nil, fmt.Errorf("reading %s: HTTP 401: the API server did not accept the bearer token (TokenReview); pass a valid one with --metrics-token-file", parsed.Redacted())
 	case http.StatusForbidden:
-		return nil, fmt.Errorf("reading %s: HTTP 403: the token's user may not get the non-resource URL /metrics; bind it to a ClusterRole allowing that (the chart's <release>-metrics-reader, config/rbac's reroll-metrics-reader)", parsed.Redacted())
+		return nil, fmt.Errorf("reading %s: HTTP 403: the token's user may not get the non-resource URL /metrics; bind it to a ClusterRole allowing that (the chart's <release>-metrics-reader with metrics.auth=kubernetes)", parsed.Redacted())
 	case http.StatusBadRequest:
 		if parsed.Scheme == "http" {
 			return nil, fmt.Errorf("reading %s: HTTP 400: Reroll serves /metrics over HTTPS (--metrics-secure): use an https URL", parsed.Redacted())

@@ -175,12 +175,15 @@ func TestStatus_ReadsSecureMetricsWithABearerToken(t *testing.T) {
 	}
 
 	// Through the API server's pod proxy, a pod of Reroll with secure
-	// metrics (the default) is not asked: the proxy would drop the token.
+	// metrics (as the chart runs it) is not asked: the proxy would drop the
+	// token.
 	labels := map[string]string{"app.kubernetes.io/name": "reroll"}
 	create(t, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll"},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod(container())}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod(container(func(c *corev1.Container) {
+				c.Args = []string{"--metrics-secure=true", "--metrics-token-secret=reroll-metrics-token"}
+			}))}},
 	})
 	g.Eventually(func(g gomega.Gomega) {
 		g.Expect(status(g).MetricsProblem).To(gomega.And(

@@ -25,11 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // deliveryOptions are the options of a Reroll that delivers safely, its
@@ -280,7 +283,7 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	startReroll(t, ns, Options{Key: testKey(t, 30), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	rr := startReroll(t, ns, Options{Key: testKey(t, 30), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
 	recorded(t, d)
 
 	// A flapping certificate: the first two changes roll.
@@ -293,12 +296,19 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", safe.ReasonRolloutStorm) }).Should(gomega.HaveLen(1))
 	g.Expect(pendingReason(t, d)).To(gomega.Equal(safe.HoldStorm))
 	g.Consistently(func() corev1.PodTemplateSpec { return get(t, d).Spec.Template }).Should(gomega.Equal(template))
+	// The gauge the chart's alert RerollRolloutStormHeld reads.
+	gauges := rollout.NewTracker(0, digest.Key{}, rr.cache, time.Now)
+	gauges.Add(rollout.Kind{Kind: workload.Deployment{}, Progress: workload.Deployment{}})
+	g.Eventually(func() map[string]float64 { return collect(t, gauges) }).Should(gomega.And(
+		gomega.HaveKeyWithValue("reroll_rollouts_held_by_storm", 1.0),
+		gomega.HaveKeyWithValue("reroll_rollouts_waiting", 1.0)))
 
 	// Resumed (the annotation removed, as kubectl reroll resume does): the
 	// held change rolls, once.
 	update(t, d, func(d *appsv1.Deployment) { delete(d.Annotations, safe.RolloutsAnnotation) })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(3))
 	g.Expect(pendingReason(t, d)).To(gomega.BeEmpty())
+	g.Eventually(func() map[string]float64 { return collect(t, gauges) }).Should(gomega.HaveKeyWithValue("reroll_rollouts_held_by_storm", 0.0))
 }
 
 func TestDelivery_OnDeleteStatefulSetRestartsPodByPodHighestOrdinalFirst(t *testing.T) {

@@ -232,6 +232,7 @@ func TestWorkloadReconciler_NamespaceWindowAndOverride(t *testing.T) {
 		gomega.HaveKeyWithValue("reroll_rollouts_running", 0.0),
 		gomega.HaveKeyWithValue("reroll_rollouts_waiting", 1.0),
 		gomega.HaveKeyWithValue("reroll_rollouts_oldest_waiting_seconds", gomega.BeNumerically(">", 0)),
+		gomega.HaveKeyWithValue("reroll_rollouts_held_by_storm", 0.0), // held by a window, not the storm breaker
 	))
 
 	// The emergency override rolls at once.

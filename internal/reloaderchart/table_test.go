@@ -135,8 +135,20 @@ func TestCheck(t *testing.T) {
 			values: "image:\n  name: stakater/reloader\n  repository: ghcr.io/stakater/reloader\n  tag: v1.4.20\n",
 			want:   map[string]Verdict{"image.name": Mapped, "image.repository": Mapped, "image.tag": Mapped},
 		},
-		"a mirror of Reloader's image is refused": {
-			values:  "image:\n  repository: registry.example/stakater/reloader\n",
+		"a mirror of Reloader's image is mapped to Reroll's image in that mirror": {
+			values: "image:\n  repository: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/ghcr/stakater/reloader\n",
+			want:   map[string]Verdict{"image.repository": Mapped},
+		},
+		"a Harbor proxy path ending in reloader is mapped": {
+			values: "image:\n  repository: harbor.corp/proxy/reloader\n",
+			want:   map[string]Verdict{"image.repository": Mapped},
+		},
+		"a registry for Reloader's image is mapped": {
+			values: "global:\n  imageRegistry: registry.example\n",
+			want:   map[string]Verdict{"global.imageRegistry": Mapped},
+		},
+		"a mirror whose layout cannot be told is refused": {
+			values:  "image:\n  repository: harbor.corp/proxy/stakater-reloader\n",
 			want:    map[string]Verdict{"image.repository": Refused},
 			differs: true,
 		},

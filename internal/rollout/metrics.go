@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/plan"
 )
 
@@ -22,22 +23,26 @@ var (
 		"Workloads with a deferred change (reroll.dev/pending): outside their window, waiting for the previous rollout, a free slot or the end of a pause period.", nil, nil)
 	oldestWaitingDesc = prometheus.NewDesc("reroll_rollouts_oldest_waiting_seconds",
 		"Age in seconds of the oldest deferred change; 0 when none waits.", nil, nil)
+	heldByStormDesc = prometheus.NewDesc("reroll_rollouts_held_by_storm",
+		"Workloads whose deferred change the storm breaker holds (--storm-max-rollouts within --storm-period); a part of reroll_rollouts_waiting.", nil, nil)
 )
 
 // Describe implements prometheus.Collector: the unlabelled gauges
-// reroll_rollouts_running, reroll_rollouts_waiting and
-// reroll_rollouts_oldest_waiting_seconds.
+// reroll_rollouts_running, reroll_rollouts_waiting,
+// reroll_rollouts_oldest_waiting_seconds and reroll_rollouts_held_by_storm.
 func (t *Tracker) Describe(ch chan<- *prometheus.Desc) {
 	ch <- rolloutsRunningDesc
 	ch <- rolloutsWaitingDesc
 	ch <- oldestWaitingDesc
+	ch <- heldByStormDesc
 }
 
 // Collect implements prometheus.Collector, reading the cache (the reader
 // given to NewTracker) within 5 seconds under the lock: the running
 // rollouts (indexed running and within their deadline, plus those in
 // flight that the cache does not show yet), the workloads with a deferred
-// change, and the age in seconds of the oldest. A cache that cannot be read yields
+// change, the age in seconds of the oldest, and those of them the storm
+// breaker holds (a signed reason, plan.PendingReason). A cache that cannot be read yields
 // no samples (the error is logged).
 func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -45,7 +50,7 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	running, waiting := 0, 0
+	running, waiting, storm := 0, 0, 0
 	seen := map[types.UID]bool{}
 	var oldest time.Time
 	err := errors.Join(
@@ -57,6 +62,9 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 		}),
 		t.each(ctx, t.reader, indexPending, func(_ Kind, obj client.Object) {
 			waiting++
+			if plan.PendingReason(t.key, string(obj.GetUID()), obj.GetAnnotations()) == plan.DeferReason(delivery.HoldStorm) {
+				storm++
+			}
 			if s := plan.PendingSince(t.key, string(obj.GetUID()), obj.GetAnnotations(), now); oldest.IsZero() || s.Before(oldest) {
 				oldest = s
 			}
@@ -77,6 +85,7 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(rolloutsRunningDesc, prometheus.GaugeValue, float64(running))
 	ch <- prometheus.MustNewConstMetric(rolloutsWaitingDesc, prometheus.GaugeValue, float64(waiting))
 	ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(heldByStormDesc, prometheus.GaugeValue, float64(storm))
 }
 
 // Register adds t to controller-runtime's metrics registry. A second

@@ -146,7 +146,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records",
+	always := []string{"--metrics-bind-address=:9090", "--metrics-secure=true", "--metrics-token-secret=r-reroll-metrics-token", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--pod-records=r-reroll-pod-records",
 		"--change-sets=r-reroll-change-sets", "--bake-time=1m", "--change-set-window=5s", "--halt-after-failed-rollouts=1", "--storm-max-rollouts=10", "--storm-period=10m"}
 	cases := map[string]struct {
 		// values are the chart values set.
@@ -378,11 +378,17 @@ func TestHelmChart_PrometheusRuleAlertsOnHaltedChangeSets(t *testing.T) {
 	g := newT(t)
 	rules := only(renderChart(t, map[string]any{"prometheusRule.enabled": true}), "PrometheusRule")
 	g.Expect(rules).To(gomega.HaveLen(1))
-	g.Expect(nested(t, rules[0], "spec", "groups")).To(gomega.ConsistOf(gomega.HaveKeyWithValue("rules", gomega.ConsistOf(gomega.And(
-		gomega.HaveKeyWithValue("alert", "RerollChangeSetHalted"),
-		gomega.HaveKeyWithValue("expr", gomega.ContainSubstring("reroll_change_sets_halted")),
-	)))))
+	var halted []any
+	for _, group := range nested(t, rules[0], "spec", "groups") {
+		for _, r := range group.(map[string]any)["rules"].([]any) {
+			if r.(map[string]any)["alert"] == "RerollChangeSetHalted" {
+				halted = append(halted, r)
+			}
+		}
+	}
+	g.Expect(halted).To(gomega.ConsistOf(gomega.HaveKeyWithValue("expr", gomega.ContainSubstring("reroll_change_sets_halted"))))
 	g.Expect(only(renderChart(t, nil), "PrometheusRule")).To(gomega.BeEmpty(), "off by default")
+	// test/rules checks every alert with Prometheus' rule parser.
 }
 
 // TestHelmChart_RBACMatchesGeneratedRole keeps the chart's rules equal to
@@ -426,10 +432,12 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		},
 		"pod eviction in namespace scope": {
 			values: map[string]any{"podEviction.enabled": true, "namespaces": []string{"a"}}, kind: "Role", namespaces: []string{"a"},
-			want: append(without("namespaces"), generatedPodEvictionRules(t)...),
+			want: append(without("namespaces", "rollouts", "deploymentconfigs"), generatedPodEvictionRules(t)...),
 		},
-		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces")},
-		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces")},
+		// Argo Rollouts and DeploymentConfigs only where the API server
+		// serves them (TestHelmChart_NamespaceScopeGrantsOtherKindsWhereServed).
+		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces", "rollouts", "deploymentconfigs")},
+		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces", "rollouts", "deploymentconfigs")},
 		"projections": {
 			values: map[string]any{"projections": map[string]any{"enabled": true}}, kind: "ClusterRole", want: append(slices.Clone(generated), projectionRules(t)...),
 		},
@@ -444,10 +452,8 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 				g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(tc.want))
 				return
 			}
-			// Only the secure metrics endpoint's cluster-scoped roles
-			// (TokenReviews, SubjectAccessReviews; GET /metrics).
-			g.Expect(withoutMetricsRoles(only(objs, "ClusterRole"))).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
-			g.Expect(withoutMetricsRoles(only(objs, "ClusterRoleBinding"))).To(gomega.BeEmpty())
+			g.Expect(only(objs, "ClusterRole")).To(gomega.BeEmpty(), "namespace scope has no ClusterRole")
+			g.Expect(only(objs, "ClusterRoleBinding")).To(gomega.BeEmpty())
 			var in []string
 			for _, r := range withoutDigestKeyRole(only(objs, "Role")) {
 				in = append(in, r.GetNamespace())
@@ -825,7 +831,9 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 			// One ConfigMap per journal or record entry, and per halted
 			// change set (watched by their label).
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-metrics-token"}, Verbs: []string{"get"}},
 		))
+		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--metrics-token-secret=r-reroll-metrics-token"))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--change-sets=r-reroll-change-sets"))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--digest-key-secret=r-reroll-digest-key"))
 	}
@@ -852,20 +860,9 @@ func TestHelmChart_ProjectionKeySurvivesTemplateRenders(t *testing.T) {
 	g.Expect(render("--set", "projections.enabled=true")).To(gomega.Equal(first))
 }
 
-// isMetricsRole tells the secure metrics endpoint's RBAC objects (TokenReviews
-// and SubjectAccessReviews; GET /metrics for scrapers), which every mode has
-// and TestSecurityDoc_RBACOfEachInstallMode checks.
+// isMetricsRole tells the RBAC objects of metrics.auth=kubernetes
+// (TokenReviews and SubjectAccessReviews; GET /metrics for scrapers), which
+// TestSecurityDoc_RBACOfEachInstallMode checks.
 func isMetricsRole(o *unstructured.Unstructured) bool {
 	return strings.Contains(o.GetName(), "metrics-auth") || strings.HasSuffix(o.GetName(), "metrics-reader")
-}
-
-// withoutMetricsRoles drops the objects isMetricsRole tells.
-func withoutMetricsRoles(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if !isMetricsRole(o) {
-			out = append(out, o)
-		}
-	}
-	return out
 }

@@ -86,7 +86,7 @@ func TestDelivery_WorkedExampleFromTheDocs(t *testing.T) {
 	}
 	g.Expect(prefix).NotTo(gomega.BeEmpty(), "the chart turns safe delivery on")
 	env := map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"}
-	p := startReroll(t, kubeconfig, args, env)
+	p := startRerollAsShipped(t, kubeconfig, args, env)
 	for _, w := range all {
 		g.Eventually(func() map[string]string { return deploymentIn(t, w.ns, w.name).Annotations }).Should(gomega.HaveKey("reroll.dev/observed"))
 		waitAvailable(t, w.ns, w.name)
@@ -151,7 +151,7 @@ func TestDelivery_WorkedExampleFromTheDocs(t *testing.T) {
 	g.Expect(h.Failed).To(gomega.Equal([]string{"Deployment/" + canary + "/web"}))
 
 	p.stop(t)
-	startReroll(t, kubeconfig, args, env)
+	startRerollAsShipped(t, kubeconfig, args, env)
 	g.Consistently(func() []corev1.PodTemplateSpec {
 		return []corev1.PodTemplateSpec{deploymentIn(t, prod, "web").Spec.Template, deploymentIn(t, prod, "api").Spec.Template}
 	}, 15*time.Second).Should(gomega.Equal([]corev1.PodTemplateSpec{templates[prodWeb], templates[prodAPI]}), "production keeps its pods after a restart")

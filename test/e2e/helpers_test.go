@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -261,6 +262,9 @@ type process struct {
 	metricsAddr string
 	probeAddr   string
 	done        chan error
+	// bearer, when set, is the token of secure metrics (startRerollAsShipped
+	// with --metrics-token-secret): scrape then reads HTTPS with it.
+	bearer string
 }
 
 // startReroll runs the built reroll binary with the kubeconfig and args, as
@@ -271,17 +275,24 @@ type process struct {
 // (podArgs); the tests that pass the plane's admin kubeconfig and args of
 // their own (HA, metrics) are about leader election and the metrics
 // endpoint, not about permissions, and say which flags they change.
+//
+// The metrics are served plainly, whatever args say, for scrape and sample;
+// startRerollAsShipped keeps the args' metrics settings.
 func startReroll(t *testing.T, kubeconfig string, args []string, env map[string]string) *process {
+	t.Helper()
+	plain := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "--metrics-token-secret=") })
+	// Later flags win.
+	return startRerollAsShipped(t, kubeconfig, append(plain, "--metrics-secure=false"), env)
+}
+
+// startRerollAsShipped is startReroll with the metrics served as args say
+// (the chart's secure metrics, for TestHelmChart_MonitorsScrapeWithTheChartsCredentials).
+func startRerollAsShipped(t *testing.T, kubeconfig string, args []string, env map[string]string) *process {
 	t.Helper()
 	g := newT(t)
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	// Later flags win: the pod's bind addresses are replaced by local ones.
-	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr)
-	if !slices.Contains(args, "--metrics-secure=true") {
-		// scrape reads plain HTTP; TestMetrics_ServedOnlyToAuthorizedClients
-		// checks the secure default.
-		args = append(args, "--metrics-secure=false")
-	}
+	args = append(slices.Clone(args), "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr)
 	p := &process{cmd: exec.Command(rerollBin, args...), log: &syncBuffer{}, metricsAddr: metricsAddr, probeAddr: probeAddr, done: make(chan error, 1)}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range env {
@@ -331,13 +342,24 @@ func (p *process) stop(t *testing.T) {
 	}
 }
 
-// scrape reads the process's /metrics.
+// scrape reads the process's /metrics; a status other than 200 fails the test.
 func (p *process) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	g := newT(t)
-	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	url, c := "http://"+p.metricsAddr+"/metrics", http.DefaultClient
+	if p.bearer != "" {
+		url = "https://" + p.metricsAddr + "/metrics"
+		c = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed certificate
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	if p.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+p.bearer)
+	}
+	resp, err := c.Do(req)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK), "GET %s", url)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	g.Expect(err).NotTo(gomega.HaveOccurred())

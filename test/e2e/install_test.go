@@ -172,18 +172,6 @@ func TestHelmChart_NamespaceScope(t *testing.T) {
 	var bindings rbacv1.ClusterRoleBindingList
 	g.Expect(k8s.List(t.Context(), &bindings)).To(gomega.Succeed())
 	for _, b := range bindings.Items {
-		if b.Name == "reroll-metrics-auth" {
-			// The secure metrics endpoint asks the API server who a scraper
-			// is: TokenReviews and SubjectAccessReviews are cluster-scoped,
-			// so this one binding stays, and grants nothing else.
-			var auth rbacv1.ClusterRole
-			g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: b.RoleRef.Name}, &auth)).To(gomega.Succeed())
-			for _, r := range auth.Rules {
-				g.Expect(r.Resources).To(gomega.HaveEach(gomega.BeElementOf("tokenreviews", "subjectaccessreviews")))
-				g.Expect(r.Verbs).To(gomega.ConsistOf("create"))
-			}
-			continue
-		}
 		for _, s := range b.Subjects {
 			g.Expect(s.Namespace).NotTo(gomega.Equal(sys), "ClusterRoleBinding %s binds the ServiceAccount", b.Name)
 		}

@@ -18,9 +18,10 @@ import (
 )
 
 // The security review found /metrics unauthenticated on every interface.
-// With --metrics-secure (the default) Reroll serves HTTPS and answers only
-// clients the API server authenticates and authorizes for GET /metrics, as
-// kubebuilder's default setup does.
+// With --metrics-secure (as config/ runs it; the chart adds
+// --metrics-token-secret) Reroll serves HTTPS and answers only clients the
+// API server authenticates and authorizes for GET /metrics, as kubebuilder's
+// default setup does.
 func TestMetrics_ServedOnlyToAuthorizedClients(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
@@ -28,7 +29,7 @@ func TestMetrics_ServedOnlyToAuthorizedClients(t *testing.T) {
 	// In its own namespace only: the test runs beside another test's Reroll,
 	// and two Rerolls with different digest keys would record each other's
 	// workloads again and again, rolling none.
-	p := startReroll(t, plane.Kubeconfig, []string{"--metrics-secure=true", "--digest-key-namespace=" + ns, "--namespaces=" + ns}, map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "reroll-e2e"})
+	p := startRerollAsShipped(t, plane.Kubeconfig, []string{"--metrics-secure=true", "--digest-key-namespace=" + ns, "--namespaces=" + ns}, map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "reroll-e2e"})
 
 	token := func(sa string) string {
 		g.Expect(k8s.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(gomega.Succeed())

@@ -15,13 +15,17 @@ import (
 // Reloader's flags that Reroll adds (--enable-pprof, --enable-csi-integration)
 // and a flag of an older Reloader release that Reroll does not implement: it
 // starts, serves pprof, warns about the older flag, and rolls only in the
-// namespaces the quoted selector picks.
+// namespaces the quoted selector picks. Its metrics are plain HTTP, as
+// Reloader serves them, so Reloader's scrapers keep working (they got HTTP 400
+// from an HTTPS port that asked for a token and RBAC Reloader never had).
 func TestBinary_StartsWithReloadersChartArguments(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	selected := newNamespace(t, "e2e-reloader-args-", map[string]string{"e2e-reloader-args": "on"})
 	pprofAddr := freeAddr(t)
-	p := startReroll(t, plane.Kubeconfig, []string{
+	// As shipped: Reloader's arguments, no metrics flag but the local bind
+	// address.
+	p := startRerollAsShipped(t, plane.Kubeconfig, []string{
 		`--namespace-selector="e2e-reloader-args=on"`,
 		"--log-level=debug", "--log-format=json",
 		"--enable-pprof", "--pprof-addr=" + pprofAddr,
@@ -52,4 +56,5 @@ func TestBinary_StartsWithReloadersChartArguments(t *testing.T) {
 
 	createWorkload(t, selected)
 	expectCoreBehaviour(t, selected)
+	g.Expect(p.scrape(t)).To(gomega.HaveKey("reroll_rollouts_total"), "plain HTTP, no token")
 }

@@ -98,15 +98,10 @@ func TestHelmChart_RefusesReloaderValuesWithAnotherEffect(t *testing.T) {
 			accepted: map[string]any{"reloader.rbac.labels": map[string]any{}},
 			want:     "reloader.rbac.labels: Reroll's RBAC objects carry the chart's labels only",
 		},
-		"a mirror of Reloader's image": {
-			refused:  map[string]any{"image.repository": "registry.example/stakater/reloader"},
-			accepted: map[string]any{"image.repository": "ghcr.io/stakater/reloader"},
-			want:     "image.repository: this is a mirror of Reloader's image",
-		},
-		"a registry for Reloader's image": {
-			refused:  map[string]any{"global.imageRegistry": "registry.example"},
-			accepted: map[string]any{"global.imageRegistry": ""},
-			want:     "global.imageRegistry: mirror Reroll's image",
+		"a mirror whose layout cannot be told": {
+			refused:  map[string]any{"image.repository": "registry.example/stakater-reloader"},
+			accepted: map[string]any{"image.repository": "registry.example/stakater/reloader"},
+			want:     "image.repository: the chart cannot tell where Reroll's image is in this mirror",
 		},
 		"objects in another namespace": {
 			refused:  map[string]any{"namespace": "tools"},

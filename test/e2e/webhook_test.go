@@ -126,6 +126,11 @@ func TestHelmChart_WebhookWithSelfSignedCertificates(t *testing.T) {
 		return ca
 	}
 	ca := rotated(expiring.cert)
+	// The expiry the chart's RerollWebhookCertificateExpiring alert reads:
+	// the renewed certificate's, once on disk.
+	g.Eventually(func() float64 {
+		return p.sample(t, "reroll_webhook_certificate_expiry_timestamp_seconds", nil)
+	}).Should(gomega.BeNumerically(">", float64(time.Now().Add(300*24*time.Hour).Unix())), "a serving certificate valid for about a year")
 
 	// The webhook at work: the managed Deployment rolls once for a data
 	// change, and a replace with the manifest as first written keeps the

@@ -53,6 +53,45 @@ ClusterRole.
 {{- end }}
 {{- end }}
 
+{{/*
+The Secret of the metrics bearer token (--metrics-token-secret) that Reroll
+creates in the release namespace, or "" when metrics are not protected by a
+token (metrics.secure false, or metrics.auth kubernetes).
+*/}}
+{{- define "reroll.metricsTokenSecret" -}}
+{{- if and .Values.metrics.secure (eq .Values.metrics.auth "token") }}
+{{- printf "%s-metrics-token" (include "reroll.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The scrape settings of a ServiceMonitor or PodMonitor endpoint in namespace
+.ns (the monitor's) for metrics.secure; fails where no setting can work.
+*/}}
+{{- define "reroll.monitorAuth" -}}
+{{- $ := .root }}
+{{- if $.Values.metrics.secure }}
+{{- $token := include "reroll.metricsTokenSecret" $ }}
+{{- if not $token }}
+{{- fail (printf "%s.enabled with metrics.auth=kubernetes: a monitor cannot send Prometheus's own ServiceAccount token without the deprecated bearerTokenFile; use metrics.auth=token (the default), or metrics.secure=false" .kind) }}
+{{- end }}
+{{- if ne .ns $.Release.Namespace }}
+{{- fail (printf "%s.namespace %s with metrics.secure: Prometheus reads a monitor's token from the monitor's namespace, and Reroll keeps it (Secret %s) in the release namespace %s; leave %s.namespace empty, or set metrics.secure=false" .kind .ns $token $.Release.Namespace .kind) }}
+{{- end }}
+# metrics.secure: HTTPS, with the bearer token that Reroll keeps in Secret
+# {{ $token }} (it creates it on first start). The certificate is
+# self-signed.
+scheme: https
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ $token }}
+    key: token
+tlsConfig:
+  insecureSkipVerify: true
+{{- end }}
+{{- end }}
+
 {{/* The Secret of the digest key (--digest-key-secret). */}}
 {{- define "reroll.digestKeySecret" -}}
 {{- default (printf "%s-digest-key" (include "reroll.fullname" .)) .Values.digestKey.secretName }}
@@ -118,6 +157,9 @@ Checks that values agree with each other where the schema cannot say it.
 {{- if and .Values.alerts.enabled (not .Values.alerts.urlSecret.name) }}
 {{- fail "alerts.enabled needs alerts.urlSecret.name: the Secret that holds the alert URL (ALERT_WEBHOOK_URL)" }}
 {{- end }}
+{{- if and $watched .Values.metrics.secure (eq .Values.metrics.auth "kubernetes") }}
+{{- fail (printf "metrics.auth=kubernetes needs a ClusterRole (TokenReview and SubjectAccessReview are cluster-scoped), and this release watches only %s, with no cluster-scoped object: use metrics.auth=token (the default)" $watched) }}
+{{- end }}
 {{- range .Values.ignoreNamespaces }}
 {{- if has . (splitList "," $watched) }}
 {{- fail (printf "namespace %s is both watched and in ignoreNamespaces" .) }}
@@ -164,12 +206,17 @@ chart cannot drift; docs/security.md lists them.
   resources: {{ toJson $workloads }}
   verbs: ["get", "list", "patch", "watch"]
 {{- end }}
-{{- if not (has "deploymentconfigs" .Values.ignoredWorkloadTypes) }}
+{{- /* Namespace scope grants the kinds of other projects only where the
+API server serves them at install: a namespace admin may grant only what
+the admin role holds, and it holds them only with their CRDs (their
+aggregate-to-admin roles). Reroll watches them only where served. */}}
+{{- $clusterScope := not (include "reroll.watchedNamespaces" .) }}
+{{- if and (not (has "deploymentconfigs" .Values.ignoredWorkloadTypes)) (or $clusterScope (.Capabilities.APIVersions.Has "apps.openshift.io/v1")) }}
 - apiGroups: ["apps.openshift.io"]
   resources: ["deploymentconfigs"]
   verbs: ["get", "list", "patch", "watch"]
 {{- end }}
-{{- if not (has "rollouts" .Values.ignoredWorkloadTypes) }}
+{{- if and (not (has "rollouts" .Values.ignoredWorkloadTypes)) (or $clusterScope (.Capabilities.APIVersions.Has "argoproj.io/v1alpha1")) }}
 - apiGroups: ["argoproj.io"]
   resources: ["rollouts"]
   verbs: ["get", "list", "patch", "watch"]

@@ -181,10 +181,40 @@ release and reads each variable from it. */}}
 {{- range $v.global.imagePullSecrets }}{{ if kindIs "string" . }}{{ $secrets = append $secrets (dict "name" .) }}{{ else }}{{ $secrets = append $secrets . }}{{ end }}{{ end }}
 {{- $_ := set $v "imagePullSecrets" $secrets }}
 {{- end }}
-{{- /* Reloader's public image is never Reroll's: it becomes Reroll's image
-(a mirror of it was refused above). */}}
-{{- if has (toString $v.image.repository) (list "ghcr.io/stakater/reloader" "stakater/reloader" "docker.io/stakater/reloader") }}
-{{- $_ := set $v "image" (dict "repository" "ghcr.io/reroll/reroll" "tag" "" "digest" "" "pullPolicy" ($v.image.pullPolicy | default "IfNotPresent")) }}
+{{- /* Reloader's image is never Reroll's: Reroll's image is taken from the
+same registry or mirror path (docs/migrating-from-reloader.md#images).
+Reloader's chart pulls <global.imageRegistry>/<image.name> when
+global.imageRegistry is set, else image.repository. Reroll's image is that
+path with its Reloader suffix replaced: ".../stakater/reloader" by
+".../reroll/reroll", a last segment "reloader" by "reroll" (so
+ghcr.io/stakater/reloader is ghcr.io/reroll/reroll, an ECR pull-through
+cache <account>.dkr.ecr.<region>.amazonaws.com/ghcr/stakater/reloader is
+.../ghcr/reroll/reroll, a Harbor proxy path harbor.corp/proxy/reloader is
+harbor.corp/proxy/reroll), at the chart's appVersion: Reloader's tag and
+digest name Reloader's image. A path whose last segment is not "reloader"
+is Reroll's image as given, unless it cannot be told from Reloader's (see
+reroll.imageOfReloader). */}}
+{{- $from := "" }}
+{{- $registry := ($v.global | default dict).imageRegistry }}
+{{- if $registry }}
+{{- $from = printf "%s/%s" (trimSuffix "/" $registry) ($v.image.name | default "stakater/reloader") }}
+{{- else if regexMatch "(^|/)reloader$" (toString $v.image.repository) }}
+{{- $from = toString $v.image.repository }}
+{{- else if and $v.image.name (not (regexMatch "(^|/)reroll$" (toString $v.image.repository))) (ne (toString $v.image.repository) "ghcr.io/reroll/reroll") }}
+{{- /* A Reloader image block (image.name is Reloader's) whose repository is
+neither Reloader's nor Reroll's by name: it may be a mirror of either. */}}
+{{- fail (printf "image.repository %s: with Reloader's image.name %s, the chart cannot tell whether this is a mirror of Reloader's image or Reroll's; set image.repository to Reroll's image in your registry (e.g. %s) and remove image.name, or to a path ending in /reloader, from which Reroll's is derived" $v.image.repository $v.image.name (regexReplaceAll "[^/]*$" (toString $v.image.repository) "reroll")) }}
+{{- end }}
+{{- if $from }}
+{{- if not (regexMatch "(^|/)reloader$" $from) }}
+{{- fail (printf "global.imageRegistry %s with image.name %s: the chart cannot tell where Reroll's image is in that registry (it derives it from a name ending in /reloader); remove global.imageRegistry and image.name, and set image.repository to Reroll's image there" $registry $v.image.name) }}
+{{- end }}
+{{- $repo := regexReplaceAll "(^|/)reloader$" (regexReplaceAll "(^|/)stakater/reloader$" $from "${1}reroll/reroll") "${1}reroll" }}
+{{- /* Reloader's public image: Reroll's public one. */}}
+{{- if has $from (list "ghcr.io/stakater/reloader" "stakater/reloader" "docker.io/stakater/reloader" "docker.io/library/stakater/reloader") }}
+{{- $repo = "ghcr.io/reroll/reroll" }}
+{{- end }}
+{{- $_ := set $v "image" (dict "repository" $repo "tag" "" "digest" "" "pullPolicy" ($v.image.pullPolicy | default "IfNotPresent")) }}
 {{- end }}
 {{- end }}
 {{- end }}
