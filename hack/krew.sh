@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make krew-manifest`: builds kubectl-reroll for each PLATFORM argument
-# (os/arch) into dist/, packs each with LICENSE (tar.gz; zip for Windows),
+# (os/arch) into dist/, packs each with LICENSE (tar.gz, with the completion
+# shim kubectl_complete-reroll; zip for Windows),
 # and renders plugins/reroll.yaml into dist/krew/reroll.yaml with VERSION
 # and each archive's SHA-256. A platform not built keeps its {{...}}
 # placeholder, and the script says so: such a manifest is not for release.
@@ -39,8 +40,12 @@ for platform in "$@"; do
     rm -f "$archive"
     (cd "$work" && python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); [z.write(f) for f in sys.argv[2:]]; z.close()' "$archive" "$bin" LICENSE)
   else
+    # kubectl (1.26 and later) completes a plugin's arguments through
+    # kubectl_complete-reroll on PATH (docs/kubectl-plugin.md).
+    cp plugins/kubectl_complete-reroll "$work/"
+    touch -d "@$SOURCE_DATE_EPOCH" "$work/kubectl_complete-reroll"
     archive="$dist/$name.tar.gz"
-    tar -C "$work" --owner=0 --group=0 --numeric-owner -cf - "$bin" LICENSE | gzip -n >"$archive"
+    tar -C "$work" --owner=0 --group=0 --numeric-owner -cf - "$bin" kubectl_complete-reroll LICENSE | gzip -n >"$archive"
   fi
   rm -rf "$work"
   sum=$(sha256sum "$archive" | cut -d' ' -f1)

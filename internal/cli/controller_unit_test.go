@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
 )
@@ -95,4 +97,43 @@ func TestSkew(t *testing.T) {
 	}
 	gomega.NewWithT(t).Expect(imageTag("harbor.corp/proxy/reroll:v0.1.0@sha256:abc")).To(gomega.Equal("v0.1.0"))
 	gomega.NewWithT(t).Expect(imageTag("registry:5000/reroll")).To(gomega.Equal(""))
+}
+
+func TestRerollController_OutOfScope(t *testing.T) {
+	cfg, err := parseControllerConfig([]string{"--ignored-workload-types=jobs", "--namespaces-to-ignore=kube-system", "--namespace-selector=team=a"}, nil, "reroll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &rerollController{Config: cfg}
+	teamA := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "a"}}}
+	teamB := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "b"}}}
+	cases := map[string]struct {
+		// ns is the workload's Namespace object, namespace its name, plural
+		// its kind's.
+		ns        *corev1.Namespace
+		namespace string
+		plural    string
+		// want is a substring of the reason; "" for in scope.
+		want string
+	}{
+		"a Deployment in a selected namespace is in scope": {ns: teamA, namespace: "shop", plural: "deployments"},
+		"an ignored kind":                     {ns: teamA, namespace: "shop", plural: "jobs", want: "--ignored-workload-types=jobs"},
+		"an ignored namespace":                {ns: teamA, namespace: "kube-system", plural: "deployments", want: "--namespaces-to-ignore=kube-system"},
+		"a namespace the selector leaves out": {ns: teamB, namespace: "shop", plural: "deployments", want: "--namespace-selector=team=a"},
+		"a Namespace that could not be read":  {ns: nil, namespace: "shop", plural: "deployments"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			got := c.outOfScope(tc.ns, tc.namespace, tc.plural)
+			if tc.want == "" {
+				g.Expect(got).To(gomega.BeEmpty())
+				return
+			}
+			g.Expect(got).To(gomega.ContainSubstring(tc.want))
+		})
+	}
+	only := &rerollController{Config: controllerConfig{Namespaces: []string{"reloader"}}}
+	gomega.NewWithT(t).Expect(only.outOfScope(nil, "shop", "deployments")).To(gomega.ContainSubstring("--namespaces=reloader"))
+	gomega.NewWithT(t).Expect(only.outOfScope(nil, "reloader", "deployments")).To(gomega.BeEmpty())
 }

@@ -64,7 +64,7 @@ func TestMigrateCheck_FromClusterReadsReloadersArgumentsAndHelmValues(t *testing
 	}
 	g.Expect(args).To(gomega.Equal(map[string]string{
 		"--reload-strategy": "same", "--is-Argo-Rollouts": "mapped", "--log-format": "same",
-		"(default) --storm-max-rollouts": "refused", "(default) --metrics-secure": "refused",
+		"(default) --storm-max-rollouts": "refused",
 	}))
 	values := map[string]string{}
 	for _, f := range r.Values {

@@ -98,6 +98,4 @@ var argDefaults = []argDefault{
 		detail: "without it Reloader leaves Argo Rollouts alone; Reroll rolls them whenever the API server serves them: add --ignored-workload-types=rollouts (next to any other types) to leave them alone"},
 	{flag: "storm-max-rollouts", differs: func(map[string]string) bool { return true },
 		detail: "Reroll holds a workload that rolled 10 times within 10 minutes (the storm breaker, a RolloutStorm Event); Reloader has no such limit: add --storm-max-rollouts=0"},
-	{flag: "metrics-secure", differs: func(map[string]string) bool { return true },
-		detail: "Reroll serves /metrics over HTTPS to clients the API server authorizes (TokenReview, SubjectAccessReview: RBAC Reloader never needed); Reloader serves plain HTTP: add --metrics-secure=false"},
 }

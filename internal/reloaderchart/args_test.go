@@ -8,7 +8,7 @@ import (
 
 func TestCheckArgs(t *testing.T) {
 	// Reroll's defaults that differ from Reloader's whatever the arguments.
-	always := map[string]Verdict{"(default) --storm-max-rollouts": Refused, "(default) --metrics-secure": Refused}
+	always := map[string]Verdict{"(default) --storm-max-rollouts": Refused}
 	with := func(m map[string]Verdict) map[string]Verdict {
 		out := map[string]Verdict{}
 		for k, v := range always {

@@ -210,3 +210,25 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaErrors_NeverQuoteTheValue: a schema error names the key and
+// what the schema wants, not the value given, which may be a Secret's (a
+// values file read from a Helm release).
+func TestSchemaErrors_NeverQuoteTheValue(t *testing.T) {
+	g := gomega.NewWithT(t)
+	var values map[string]any
+	g.Expect(yaml.Unmarshal([]byte("delivery:\n  bakeTime: hunter2-s3cr3t\nreplicas: -7\n"), &values)).To(gomega.Succeed())
+	fs := SchemaErrors(values)
+	keys := map[string]string{}
+	for _, f := range fs {
+		keys[f.Key] = f.Detail
+		g.Expect(f.Verdict).To(gomega.Equal(Invalid))
+	}
+	// Positive control: both values are refused, each on its key.
+	g.Expect(keys).To(gomega.HaveKeyWithValue("delivery.bakeTime", gomega.ContainSubstring("does not match the pattern")))
+	g.Expect(keys).To(gomega.HaveKey("replicas"))
+	for _, f := range fs {
+		g.Expect(f.Detail).NotTo(gomega.ContainSubstring("hunter2"))
+		g.Expect(f.Detail).NotTo(gomega.ContainSubstring("-7"))
+	}
+}

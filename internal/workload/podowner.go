@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -144,6 +146,19 @@ func Selector(obj client.Object) *metav1.LabelSelector {
 // Deployment's, a StatefulSet's, most operators' kinds'), else a
 // DaemonSet's status.desiredNumberScheduled; 0 when neither is known.
 func DesiredPods(obj client.Object) int {
+	// The built-in kinds are read from their fields: converting a whole
+	// typed object to unstructured data for one number cost about 4% of
+	// Reroll's CPU on the fanout bench profile, once per reconcile.
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return int(ptr.Deref(o.Spec.Replicas, 0))
+	case *appsv1.StatefulSet:
+		return int(ptr.Deref(o.Spec.Replicas, 0))
+	case *appsv1.ReplicaSet:
+		return int(ptr.Deref(o.Spec.Replicas, 0))
+	case *appsv1.DaemonSet:
+		return int(o.Status.DesiredNumberScheduled)
+	}
 	m, err := asMap(obj)
 	if err != nil {
 		return 0
