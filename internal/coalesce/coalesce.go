@@ -191,36 +191,47 @@ func (d *Debouncer) fire(req reconcile.Request) {
 	q.Add(req)
 }
 
-// Admit says whether a reconcile of req may run now, and when to try again
-// when not (0: the debouncer adds req itself). A request held for a burst
-// waits for the debouncer. The reconcile the debouncer started runs, and for
-// a window after it starts, other reconciles of req wait: the informer's
-// store holds a write before its handler has told the debouncer, so the
-// reconcile of the workload's own update (most often the rollout just
-// written) would find the burst's next write before its burst is held. A
-// nil debouncer admits everything.
-func (d *Debouncer) Admit(req reconcile.Request) (bool, time.Duration) {
+// Admission is the debouncer's answer to a reconcile of one request.
+type Admission struct {
+	// Run is true when the reconcile may run now; Wait, when not, is when
+	// to try again (0: the debouncer adds the request itself).
+	Run  bool
+	Wait time.Duration
+	// Ended is true for the reconcile the debouncer started itself: the
+	// burst it held is over (quiet for the window, or cut at max-wait), so
+	// the reconcile answers it now rather than hold it again.
+	Ended bool
+}
+
+// Admit says whether a reconcile of req may run now. A request held for a
+// burst waits for the debouncer. The reconcile the debouncer started runs
+// (Ended), and for a window after it starts, other reconciles of req wait:
+// the informer's store holds a write before its handler has told the
+// debouncer, so the reconcile of the workload's own update (most often the
+// rollout just written) would find the burst's next write before its burst
+// is held. A nil debouncer admits everything.
+func (d *Debouncer) Admit(req reconcile.Request) Admission {
 	if d == nil {
-		return true, 0
+		return Admission{Run: true}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.pending[req]; ok {
-		return false, 0
+		return Admission{}
 	}
 	now := d.clock.Now()
 	if d.fired[req] {
 		delete(d.fired, req)
 		d.cooling[req] = now.Add(d.window)
-		return true, 0
+		return Admission{Run: true, Ended: true}
 	}
 	if until, ok := d.cooling[req]; ok {
 		if now.Before(until) {
-			return false, until.Sub(now)
+			return Admission{Wait: until.Sub(now)}
 		}
 		delete(d.cooling, req)
 	}
-	return true, 0
+	return Admission{Run: true}
 }
 
 // Holds reports whether req is held: a change to one of its objects is

@@ -188,6 +188,23 @@ type Options struct {
 	// workload's pod template was last written (plan.Options.InstalledAt).
 	// The zero time turns that rule off: first sight only records.
 	InstalledAt time.Time
+	// DeferRecord writes no record on a workload before it first rolls
+	// (docs/design.md, "Install: no write per workload"): first sight keeps
+	// the record it would write in memory, as the workload's baseline; a
+	// restart falls back on the first-sight rule; and where the rule would
+	// roll for a change the workload does not read, the baseline is kept
+	// signed in Baselines (or, without Baselines or room there, written on
+	// the workload as before). It needs InstalledAt, and is off with the
+	// admission webhook (whose objectSelector needs a label on each
+	// workload) and with ReloadOnDelete (see defersRecord).
+	DeferRecord bool
+	// creations, when set (tests), is the first-sight memory every kind
+	// shares; nil gives each kind its own.
+	creations *creations
+	// Baselines is the name prefix, in Reroll's own namespace, of the
+	// ConfigMaps (one per namespace) where DeferRecord keeps the baselines
+	// it must keep durably (baselineStore); an empty Name keeps none there.
+	Baselines types.NamespacedName
 }
 
 // Alerter is told of each rollout after it is made. Alert must return
@@ -238,6 +255,9 @@ type WorkloadReconciler struct {
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *creations
+	// baselines keeps the baselines DeferRecord must keep durably; nil
+	// without Options.Baselines. Shared by every kind.
+	baselines *baselineStore
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
 	// asks it first (Debouncer.Admit).
@@ -256,14 +276,15 @@ type WorkloadReconciler struct {
 // backoff) only when reading or writing the API, or the webhook, fails; a
 // requeue delay only while a Deployment's pause period runs.
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if ok, after := r.coalesce.Admit(req); !ok {
+	a := r.coalesce.Admit(req)
+	if !a.Run {
 		// A burst of data changes is being coalesced, and the debouncer
 		// adds this request when it ends (within --coalesce-max-wait).
 		// Reconciling now, for an update of the workload itself (most
 		// often the write of Reroll's previous rollout), would roll for
 		// each write of the burst: 8 writers of one Secret gave one
 		// Deployment up to 56 rollouts a minute.
-		return ctrl.Result{RequeueAfter: after}, nil
+		return ctrl.Result{RequeueAfter: a.Wait}, nil
 	}
 	r.metrics.Begin(req.NamespacedName)
 	obj := r.Kind.New()
@@ -303,7 +324,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		first = false
 		var err error
-		result, err = r.sync(ctx, obj)
+		result, err = r.sync(ctx, obj, a.Ended)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -329,8 +350,10 @@ func retryable(err error) bool {
 }
 
 // sync does one pass of Reconcile on obj: it reads the pod template, asks
-// the planner what to do, and applies the plan.
-func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.Result, error) {
+// the planner what to do, and applies the plan. burstEnded is true when the
+// debouncer started this reconcile (coalesce.Admission.Ended): the coalescing of the
+// workload's objects is over, and nothing holds its rollout again.
+func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstEnded bool) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if obj.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil
@@ -348,10 +371,17 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 	now := r.now()
 	in := plan.NewInput(r.Kind, obj, template, now)
 	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
+	deferring := r.defersRecord()
+	if deferring && obj.GetAnnotations()[plan.RecordAnnotation] == "" {
+		if in.Baseline, err = r.baselineOf(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
 		return ctrl.Result{}, err
 	}
 	opts := r.planOptions()
+	opts.DeferRecord = deferring
 	bounded := opts.Bounded(in) && r.rollouts != nil
 	if bounded {
 		// Count, decide and write as one step, so that two reconciles
@@ -383,16 +413,19 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
 	}
 	r.recordReferences(obj, p.References)
-	if len(p.Changes) > 0 && r.coalesce.Holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
+	if len(p.Changes) > 0 && !burstEnded && r.coalesce.Holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
 		// A change to the workload's objects is inside its coalescing
 		// window (this reconcile came from the workload's own event, such
 		// as its first-sight record): the debounce adds the workload once
 		// the burst is over, and that one reconcile rolls it for the whole
-		// burst. Nothing is written now.
+		// burst. Nothing is written now. The reconcile the debounce started
+		// itself is not held again by the next burst's first change, which
+		// can come between the debounce's timer and this check (a change
+		// every 0.2 s would otherwise hold a workload for another max-wait).
 		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
 		return ctrl.Result{}, nil
 	}
-	if wait := r.firstSightHold(p, now); wait > 0 {
+	if wait := r.firstSightHold(obj, p, now, burstEnded); wait > 0 {
 		// Nothing is written: the workload stays unrecorded, so the next
 		// look (or a restarted Reroll) finds the same changes.
 		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", wait.String())
@@ -428,9 +461,15 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object) (ctrl.
 		}
 		return ctrl.Result{}, err
 	}
+	if p.Deferred {
+		if err := r.keepBaseline(ctx, obj, p); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
 		// Recorded (or forgotten): the first-sight rule is done with it.
 		r.creations.forget(obj.GetUID())
+		r.dropBaseline(ctx, obj)
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
 		r.rollouts.Started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
@@ -488,6 +527,12 @@ func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan
 		}
 		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "detail", p.Deferral.Detail, "since", p.Deferral.Since, "until", p.Deferral.Until)
 	case plan.FirstSight:
+		if p.Deferred {
+			// Nothing written: one line per workload at install would be
+			// noise (DeferRecord).
+			log.V(1).Info("Took consumed data as baseline on first sight", "references", len(p.References))
+			break
+		}
 		log.Info("Recorded consumed data on first sight", "references", len(p.References))
 	case plan.Skipped:
 		log.V(1).Info("Not rolling for create or delete", "flags", strings.Join(p.HeldBy, ","))

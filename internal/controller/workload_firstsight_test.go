@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/trigger"
 )
@@ -284,4 +286,61 @@ func TestLoadInstalledAt_WrittenOnceAndSharedByReplicas(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(at).To(gomega.BeTemporally(">=", before))
 	g.Expect(at).To(gomega.BeTemporally("<=", time.Now()))
+}
+
+// TestWorkloadReconciler_FirstSightDuringEndlessBurstRollsWithinMaxWait:
+// a ConfigMap is changed every 0.2 s from before Reroll's start, and goes
+// on being changed; its Deployment, first seen during that burst, rolls
+// within --coalesce-max-wait (plus a few seconds of a loaded machine) of
+// Reroll's start, the first change Reroll can know of, while the writes go
+// on, like any recorded workload. Before, first sight was held for the
+// window after the latest change, which a change every 0.2 s moved again
+// and again: no rollout until the writes stopped (78 s of writes, issue
+// #36). Default coalescing flags and a real installation key.
+func TestWorkloadReconciler_FirstSightDuringEndlessBurstRollsWithinMaxWait(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	create(t, configMap(ns, "cfg", map[string]string{"k": "0"}))
+	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
+	create(t, d)
+	waitFirstReplicaSet(t, d)
+
+	var writes atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			patch := []byte(fmt.Sprintf(`{"data":{"k":"%d"}}`, i))
+			if err := k8s.Patch(t.Context(), configMap(ns, "cfg", nil), client.RawPatch(types.MergePatchType, patch), client.FieldOwner("writer")); err == nil {
+				writes.Add(1)
+			}
+		}
+	}()
+	stopWriting := sync.OnceFunc(func() { close(stop); <-done })
+	t.Cleanup(stopWriting)
+	g.Eventually(writes.Load).Should(gomega.BeNumerically(">=", 5), "the writes began before Reroll's start")
+
+	// As a fresh installation starts: installed now (LoadInstalledAt keeps
+	// whole seconds), default coalescing, a real key.
+	started := time.Now()
+	startReroll(t, ns, Options{Key: testKey(t, 36), InstalledAt: started.Truncate(time.Second),
+		CoalesceWindow: DefaultCoalesceWindow, CoalesceMaxWait: DefaultCoalesceMaxWait})
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }, DefaultCoalesceMaxWait+5*time.Second).ShouldNot(gomega.BeEmpty(),
+		"rolled within --coalesce-max-wait of Reroll's start while the ConfigMap keeps changing")
+	rolledAfter := time.Since(started)
+	before := writes.Load()
+	g.Eventually(writes.Load).Should(gomega.BeNumerically(">", before+2), "the writes still go on after the rollout")
+	stopWriting()
+	t.Logf("rolled %s after Reroll's start, %d writes in all", rolledAfter.Round(100*time.Millisecond), writes.Load())
+	g.Expect(rolledEvents(t, ns, "web")[0]).To(gomega.ContainSubstring("ConfigMap/cfg changed"))
+	g.Expect(get(t, d).Spec.Template.Annotations).To(gomega.HaveKey(trigger.ConfigHashAnnotation))
 }

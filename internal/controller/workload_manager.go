@@ -95,6 +95,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the Job journal: %w", err)
 		}
 	}
+	var baselines *baselineStore
+	if opts.DeferRecord && opts.Baselines.Name != "" {
+		baselines = newBaselineStore(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
+	}
 	var endpoint *notify.Sender
 	if opts.WebhookURL != "" {
 		endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
@@ -184,6 +188,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			rollouts:   counted,
 			slotFreed:  wake,
 			changeSets: sets,
+			baselines:  baselines,
 
 			readNamespaces: readNamespaces,
 		}
@@ -195,7 +200,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			r.notified = make(chan event.GenericEvent, notifiedBuffer)
 		}
 		if !opts.InstalledAt.IsZero() {
-			r.creations = newCreations()
+			r.creations = opts.creations
+			if r.creations == nil {
+				r.creations = newCreations()
+			}
 		}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return err

@@ -270,3 +270,91 @@ func TestWrittenAt(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_DeferRecord: with Options.DeferRecord, a workload without a
+// record gets none written until a rollout writes it; the caller keeps
+// Plan.Record as its baseline, compared with as a record, and is told to
+// keep it durably only when the first-sight rule would otherwise roll,
+// after a restart, for a change the workload does not read.
+func TestDecide_DeferRecord(t *testing.T) {
+	// The workload reads key "password" of Secret db; the baseline is the
+	// record of db at "password: 1, user: 1".
+	base := map[string]string{"password": "1", "user": "1"}
+	baselineOf := func(t *testing.T) string {
+		o := defaults()
+		o.InstalledAt, o.DeferRecord = at(1), true
+		in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "w", Annotations: map[string]string{"reroll.dev/auto": "true"},
+			Template: template(nil, secretKey("db", "password")), Now: now, Since: Happened{At: at(10)}}
+		p, err := Decide(o, in, memory{secret("db"): since(base, 5, 0, 3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Record.String()
+	}
+	cases := map[string]struct {
+		defer_   bool   // Options.DeferRecord
+		record   bool   // the workload carries the baseline as its own record
+		baseline bool   // Input.Baseline is the baseline
+		data     Object // Secret db now
+		// want is the outcome; written whether the record goes on the
+		// workload; deferred and needed the plan's Deferred and
+		// BaselineNeeded.
+		want                      Outcome
+		written, deferred, needed bool
+	}{
+		"first sight, nothing changed since the installation: nothing written, the record kept as baseline": {
+			defer_: true, data: since(base, 5, 0, 3), want: FirstSight, deferred: true},
+		"first sight without DeferRecord: the record written, as before": {
+			data: since(base, 5, 0, 3), want: FirstSight, written: true},
+		"first sight, the read key changed after the installation: rolled, the record written": {
+			defer_: true, data: since(map[string]string{"password": "2", "user": "1"}, 5, 20, 9), want: Roll, written: true},
+		"baseline, the read key changed: rolled, the record written": {
+			defer_: true, baseline: true, data: since(map[string]string{"password": "2", "user": "1"}, 5, 20, 9), want: Roll, written: true},
+		"baseline, an unread key changed after the installation: unchanged, the baseline needed durably": {
+			defer_: true, baseline: true, data: since(map[string]string{"password": "1", "user": "2"}, 5, 20, 9), want: Unchanged, deferred: true, needed: true},
+		"baseline, nothing changed since the installation: unchanged, nothing needed": {
+			defer_: true, baseline: true, data: since(base, 5, 0, 3), want: Unchanged, deferred: true},
+		"baseline, an unread key changed before the workload's last write: nothing needed (the rule would not roll)": {
+			defer_: true, baseline: true, data: since(map[string]string{"password": "1", "user": "2"}, 5, 8, 9), want: Unchanged, deferred: true},
+		"the workload's own record: compared as ever, nothing deferred": {
+			defer_: true, record: true, data: since(map[string]string{"password": "1", "user": "2"}, 5, 20, 9), want: Unchanged, written: true},
+		"a damaged baseline counts as none: the first-sight rule decides": {
+			defer_: true, data: since(map[string]string{"password": "1", "user": "2"}, 5, 20, 9), want: Roll, written: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := defaults()
+			o.InstalledAt, o.DeferRecord = at(1), tc.defer_
+			annotations := map[string]string{"reroll.dev/auto": "true"}
+			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "w", Annotations: annotations,
+				Template: template(nil, secretKey("db", "password")), Now: now, Since: Happened{At: at(10)}}
+			switch {
+			case tc.record:
+				annotations[RecordAnnotation], annotations[KeyAnnotation] = baselineOf(t), o.Key.ID()
+			case tc.baseline:
+				in.Baseline = baselineOf(t)
+			case name == "a damaged baseline counts as none: the first-sight rule decides":
+				in.Baseline = `{"Secret/db":`
+			}
+			p, err := Decide(o, in, memory{secret("db"): tc.data})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Outcome != tc.want {
+				t.Errorf("outcome = %s, want %s", p.Outcome, tc.want)
+			}
+			if _, got := p.Annotations[RecordAnnotation]; got != tc.written {
+				t.Errorf("record written = %t, want %t", got, tc.written)
+			}
+			if _, got := p.Annotations[KeyAnnotation]; got != tc.written {
+				t.Errorf("key annotation written = %t, want %t", got, tc.written)
+			}
+			if p.Deferred != tc.deferred || p.BaselineNeeded != tc.needed {
+				t.Errorf("deferred, needed = %t, %t; want %t, %t", p.Deferred, p.BaselineNeeded, tc.deferred, tc.needed)
+			}
+			if p.Deferred && p.Record.String() == "" {
+				t.Errorf("deferred without a record to keep")
+			}
+		})
+	}
+}

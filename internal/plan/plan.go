@@ -103,6 +103,14 @@ type Options struct {
 	// happened after it rolls (firstsight.go). The zero time turns the
 	// first-sight rule off: first sight then only records.
 	InstalledAt time.Time
+	// DeferRecord keeps the record of a workload that has none off the
+	// workload until it is written anyway (a rollout, a notification, a
+	// NotRolled answer): first sight and later unchanged looks write
+	// nothing, and Plan.Deferred says the caller keeps Plan.Record as the
+	// workload's baseline (Input.Baseline) instead (docs/design.md,
+	// "Install: no write per workload"). It needs the first-sight rule
+	// (InstalledAt): after a restart, the rule stands in for the baseline.
+	DeferRecord bool
 }
 
 // Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
@@ -170,6 +178,12 @@ type Input struct {
 	// on its watch and nothing was written since, the revision of that
 	// creation: on first sight, what happened after it rolls.
 	Since Happened
+	// Baseline is the record the caller keeps of a workload without
+	// RecordAnnotation, outside it (Options.DeferRecord: in memory, or
+	// signed in Reroll's namespace), made under Options.Key; the workload
+	// is compared with it as with its own record. Empty: none, and the
+	// first-sight rule applies.
+	Baseline string
 }
 
 // NewInput builds the Input of obj, of kind k, whose pods run template
@@ -272,6 +286,19 @@ type Plan struct {
 	// coalescing window after that time, so that the rest of the burst the
 	// change belongs to joins it.
 	FirstSightChanged time.Time
+	// Deferred is true when the record is not written on the workload
+	// (Options.DeferRecord): Record is the workload's new baseline, for the
+	// caller to keep (Input.Baseline).
+	Deferred bool
+	// BaselineNeeded is true, with Deferred, when the first-sight rule,
+	// which stands in for the baseline after a restart, would roll the
+	// workload for a change the baseline shows it does not read (a key
+	// it does not read, or data changed and changed back): the caller must
+	// keep the baseline durably before it answers the change.
+	BaselineNeeded bool
+	// ruleWouldRoll is set when a workload compared with Input.Baseline
+	// would roll by the first-sight rule.
+	ruleWouldRoll bool
 
 	// Record is the new value of RecordAnnotation.
 	Record Record
@@ -355,8 +382,27 @@ func Decide(o Options, in Input, src Source) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	p.deferRecord(o, in)
 	p.track(o, in)
 	return p, nil
+}
+
+// deferRecord leaves the record off a workload that has none, under
+// Options.DeferRecord, when nothing else writes it: the outcomes that
+// would only record (FirstSight, Unchanged, Skipped).
+func (p *Plan) deferRecord(o Options, in Input) {
+	if !o.DeferRecord || in.Annotations[RecordAnnotation] != "" || p.RecordKeyChanged || p.DamagedRecord != nil {
+		return
+	}
+	switch p.Outcome {
+	case FirstSight, Unchanged, Skipped:
+	default:
+		return
+	}
+	delete(p.Annotations, RecordAnnotation)
+	delete(p.Annotations, KeyAnnotation)
+	p.Deferred = true
+	p.BaselineNeeded = p.ruleWouldRoll
 }
 
 func decide(o Options, in Input, src Source) (Plan, error) {
@@ -418,14 +464,22 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	}
 	cur := sel.record()
 	prevValue := in.Annotations[RecordAnnotation]
+	fromBaseline := prevValue == "" && in.Baseline != ""
+	if fromBaseline {
+		prevValue = in.Baseline
+	}
 	prev, err := ParseRecord(prevValue)
+	if err != nil && fromBaseline {
+		// The caller's own baseline: unreadable, it is none.
+		prev, prevValue, fromBaseline, err = nil, "", false, nil
+	}
 	if err != nil {
 		// A damaged record cannot say what changed; start again from first
 		// sight rather than guess and roll by mistake.
 		p.DamagedRecord = err
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error() + "; recording the current state without a rollout"})
 	}
-	if id := in.Annotations[KeyAnnotation]; prev != nil && id != o.Key.ID() {
+	if id := in.Annotations[KeyAnnotation]; prev != nil && !fromBaseline && id != o.Key.ID() {
 		// Made under another key, or unkeyed by an older Reroll: its
 		// digests cannot be compared with the current ones. Record again, as
 		// on first sight, without a rollout (a change made meanwhile is not
@@ -497,6 +551,16 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Outcome = Unchanged
 		if len(p.Held) > 0 {
 			p.Outcome = Skipped
+		}
+		if fromBaseline && len(p.Changes) == 0 {
+			// After a restart the first-sight rule stands in for this
+			// baseline: would it roll what the baseline shows unread?
+			changes, _ := firstSightChanges(o, in, sel, src)
+			var q Plan
+			for _, d := range changes {
+				q.classify(o, sel, d)
+			}
+			p.ruleWouldRoll = len(q.Changes) > 0
 		}
 	}
 	if p.Outcome == FirstSight && in.Action.Way == workload.ByEviction && o.NoEviction {

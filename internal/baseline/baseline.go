@@ -1,0 +1,137 @@
+package baseline
+
+import (
+	"crypto/hmac"
+	"sort"
+	"strings"
+
+	"github.com/reroll/reroll/internal/digest"
+)
+
+// MaxBytes bounds the data of one namespace's ConfigMap: the keys and
+// values of its entries, in bytes. It leaves room, under the API server's
+// 1 MiB limit of a ConfigMap, for the metadata Reroll and the API add.
+const MaxBytes = 900 << 10
+
+// Entry is the baseline of one workload.
+type Entry struct {
+	// Kind is the workload kind's name ("Deployment"), Name the workload's
+	// name in the namespace of the ConfigMap, UID its metadata.uid: a
+	// workload deleted and created again under the same name is another
+	// workload, and does not read this entry.
+	Kind, Name, UID string
+	// Record is the record (plan.RecordAnnotation's value, JSON); "" in a
+	// put removes the entry.
+	Record string
+}
+
+// DataKey is the ConfigMap data key of a workload's entry: "<Kind>.<name>".
+// Kind names are letters and a workload's name is a DNS subdomain, so it
+// is a valid data key, and no two workloads of a namespace share one.
+func DataKey(kind, name string) string { return kind + "." + name }
+
+// Sealer signs entries: digest.Key.
+type Sealer interface {
+	// StateMAC signs value as the state name of the object uid.
+	StateMAC(uid, name, value string) string
+}
+
+var _ Sealer = digest.Key{}
+
+// name is what an entry's signature binds besides its UID and record: the
+// store (its ConfigMaps' name prefix), the namespace and the workload, so
+// that an entry copied to another store, namespace or workload does not
+// verify.
+func name(store, namespace string, e Entry) string {
+	return store + "/" + namespace + "/" + DataKey(e.Kind, e.Name)
+}
+
+// Seal returns the data value of entry e, of namespace in store:
+// "<uid> <signature> <record>".
+func Seal(k Sealer, store, namespace string, e Entry) string {
+	return e.UID + " " + k.StateMAC(e.UID, name(store, namespace, e), e.Record) + " " + e.Record
+}
+
+// Open returns the entry of data key dataKey and value, in namespace of
+// store, and whether it is well formed and its signature verifies under k.
+// An entry that does not verify was not written by Reroll under this key
+// (a tenant with access to Reroll's namespace, or an older key): it counts
+// as absent.
+func Open(k Sealer, store, namespace, dataKey, value string) (Entry, bool) {
+	kind, wname, ok := strings.Cut(dataKey, ".")
+	if !ok || kind == "" || wname == "" {
+		return Entry{}, false
+	}
+	uid, rest, ok := strings.Cut(value, " ")
+	if !ok || uid == "" {
+		return Entry{}, false
+	}
+	mac, record, ok := strings.Cut(rest, " ")
+	if !ok || record == "" {
+		return Entry{}, false
+	}
+	e := Entry{Kind: kind, Name: wname, UID: uid, Record: record}
+	if !hmac.Equal([]byte(mac), []byte(k.StateMAC(uid, name(store, namespace, e), record))) {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// OpenAll returns the entries of a namespace's ConfigMap data that verify,
+// by data key, and how many did not (to drop at the next write).
+func OpenAll(k Sealer, store, namespace string, data map[string]string) (map[string]Entry, int) {
+	out := make(map[string]Entry, len(data))
+	bad := 0
+	for key, v := range data {
+		e, ok := Open(k, store, namespace, key, v)
+		if !ok {
+			bad++
+			continue
+		}
+		out[key] = e
+	}
+	return out, bad
+}
+
+// Merge returns the data of a namespace's ConfigMap after puts: the entries
+// of data that verify, each put sealed in place of its workload's entry (an
+// empty Record removes it), and no entry that does not verify. Puts that
+// would take the data past limit bytes (MaxBytes when limit <= 0) are left
+// out, in the order given, and returned as refused: the caller keeps those
+// baselines elsewhere (on the workload itself).
+func Merge(k Sealer, store, namespace string, data map[string]string, puts []Entry, limit int) (out map[string]string, refused []Entry) {
+	if limit <= 0 {
+		limit = MaxBytes
+	}
+	kept, _ := OpenAll(k, store, namespace, data)
+	out = make(map[string]string, len(kept)+len(puts))
+	size := 0
+	keys := make([]string, 0, len(kept))
+	for key := range kept {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		v := data[key]
+		out[key] = v
+		size += len(key) + len(v)
+	}
+	for _, e := range puts {
+		key := DataKey(e.Kind, e.Name)
+		if old, ok := out[key]; ok {
+			size -= len(key) + len(old)
+			delete(out, key)
+		}
+		if e.Record == "" {
+			continue
+		}
+		v := Seal(k, store, namespace, e)
+		if size+len(key)+len(v) > limit {
+			refused = append(refused, e)
+			continue
+		}
+		out[key] = v
+		size += len(key) + len(v)
+	}
+	return out, refused
+}
