@@ -130,6 +130,10 @@ func run(args []string) error {
 	if f.podRecords != "" {
 		opts.PodRecords = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.podRecords}
 	}
+	opts.DeferRecord = f.deferRecord
+	if f.baselines != "" {
+		opts.Baselines = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.baselines}
+	}
 	keySecret := types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret}
 	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, keySecret)
 	if err == nil {

@@ -81,6 +81,8 @@ type flags struct {
 	allowCrossNS       bool
 	jobJournal         string
 	podRecords         string
+	deferRecord        bool
+	baselines          string
 	// Safe delivery (internal/delivery).
 	changeSets      string
 	changeSetWindow time.Duration
@@ -158,6 +160,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.digestKeyNamespace, "digest-key-namespace", "", "Reroll's own namespace, where it keeps --digest-key-secret, --job-journal and --pod-records (default POD_NAMESPACE, else the pod's own namespace).")
 	fs.StringVar(&f.jobJournal, "job-journal", "reroll-job-journal", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the manifest of each Job it re-creates from before the delete until the new Job exists (one signed ConfigMap per Job), so that a crash, a leader change or a failed create never loses the Job; empty keeps it in memory only.")
 	fs.StringVar(&f.podRecords, "pod-records", "reroll-pod-records", "Name prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the record of each group of pods that opt in with their own annotations and whose owner is a kind Reroll does not handle (one signed ConfigMap per group, at most 256 per namespace; restarted by eviction, with --enable-pod-eviction); empty turns their restart off.")
+	fs.BoolVar(&f.deferRecord, "defer-record", false, "Write no record (reroll.dev/observed) on a workload before its first rollout, so that installing Reroll writes no workload: first sight keeps the record in memory, a restart falls back on the first-sight rule, and a baseline the rule cannot stand in for (a key the workload does not read changed) is kept signed in --baselines. Ignored with --reload-on-delete and --enable-webhook, which need the record on the workload.")
+	fs.StringVar(&f.baselines, "baselines", "reroll-baselines", "Name prefix of the ConfigMaps, in --digest-key-namespace, where --defer-record keeps the signed baselines of workloads not rolled yet whose unread keys changed (one ConfigMap per namespace, written in batches, at most 900 KiB each); empty, or full, writes such a baseline on the workload as its record.")
 	fs.StringVar(&f.changeSets, "change-sets", "reroll-change-sets", "Prefix of the ConfigMaps, in --digest-key-namespace, where Reroll keeps the halt record of each change set the circuit breaker halted (one per set, <prefix>-<set ID>, labelled reroll.dev/halt-records=<prefix>); empty turns safe delivery (waves, bake time, the breaker) off.")
 	fs.DurationVar(&f.changeSetWindow, "change-set-window", delivery.DefaultWindow, "How long after a change set's first workload was seen its later waves wait for more workloads to join (copies of one object that a replicator writes in several namespaces).")
 	fs.DurationVar(&f.bakeTime, "bake-time", delivery.DefaultBakeTime, "How long a wave's rollouts must stay healthy before the next wave of the change set starts, for workloads without reroll.dev/bake-time.")
@@ -249,28 +253,30 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		errs = append(errs, err)
 	}
 	o := controller.Options{
-		Kinds:                         kinds,
-		EvictOwners:                   owners,
-		PodEviction:                   f.podEviction,
-		Strategy:                      strategy,
-		ReloadOnCreate:                f.reloadOnCreate.on(),
-		ReloadOnDelete:                f.reloadOnDelete.on(),
-		Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
-		WebhookURL:                    hook,
-		KeyedCompatHashes:             f.keyedCompatHashes,
-		AllowCrossNamespaceReferences: f.allowCrossNS,
-		CoalesceWindow:                f.coalesceWindow,
-		CoalesceMaxWait:               f.coalesceMaxWait,
-		MaxConcurrentReconciles:       f.maxConcurrent,
-		MaxConcurrentRollouts:         f.maxRollouts,
-		RolloutTimeout:                f.rolloutTimeout,
-		ChangeSetWindow:               f.changeSetWindow,
-		BakeTime:                      f.bakeTime,
-		HaltAfterFailedRollouts:       f.haltAfter,
-		Storm:                         delivery.Storm{Max: f.stormMax, Period: f.stormPeriod},
-		WaitForRollout:                f.waitForRollout,
-		PausePeriod:                   f.pausePeriod,
-		Admission:                     controller.AdmissionOptions{Enabled: f.webhook.enabled},
+		Kinds:       kinds,
+		EvictOwners: owners,
+		PodEviction: f.podEviction,
+		PlanOptions: plan.Options{
+			Strategy:                      strategy,
+			ReloadOnCreate:                f.reloadOnCreate.on(),
+			ReloadOnDelete:                f.reloadOnDelete.on(),
+			Annotations:                   annotation.Config{Names: f.names, AutoReloadAll: f.autoReloadAll, SecretProviderClasses: f.enableCSI},
+			WebhookURL:                    hook,
+			KeyedCompatHashes:             f.keyedCompatHashes,
+			AllowCrossNamespaceReferences: f.allowCrossNS,
+			MaxConcurrentRollouts:         f.maxRollouts,
+			RolloutTimeout:                f.rolloutTimeout,
+			WaitForRollout:                f.waitForRollout,
+			PausePeriod:                   f.pausePeriod,
+		},
+		CoalesceWindow:          f.coalesceWindow,
+		CoalesceMaxWait:         f.coalesceMaxWait,
+		MaxConcurrentReconciles: f.maxConcurrent,
+		ChangeSetWindow:         f.changeSetWindow,
+		BakeTime:                f.bakeTime,
+		HaltAfterFailedRollouts: f.haltAfter,
+		Storm:                   delivery.Storm{Max: f.stormMax, Period: f.stormPeriod},
+		Admission:               controller.AdmissionOptions{Enabled: f.webhook.enabled},
 	}
 	if f.coalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-window: %s is negative", f.coalesceWindow))

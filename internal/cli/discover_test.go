@@ -20,6 +20,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -70,7 +71,7 @@ func TestPlugin_FollowsTheControllerItFinds(t *testing.T) {
 	}
 	names := annotation.DefaultNames()
 	names.Auto, names.ConfigMapReload = "example.com/auto", "example.com/configmaps"
-	startReroll(t, ns, controller.Options{Strategy: trigger.EnvVars, Annotations: annotation.Config{Names: names}}, nil)
+	startReroll(t, ns, controller.Options{PlanOptions: plan.Options{Strategy: trigger.EnvVars, Annotations: annotation.Config{Names: names}}}, nil)
 	// Positive control: the controller acts on the custom names.
 	recorded(t, workloads["Deployment/custom-auto"], workloads["Deployment/custom-list"])
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/plan"
 )
 
 // TestPlan_FirstSightFollowsTheInstallationTime checks that plan and why
@@ -77,7 +78,7 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 
 	// The controller, installed an hour ago, does what plan predicted.
 	before := podTemplateAnnotations(t, fresh)
-	startReroll(t, ns, controller.Options{InstalledAt: installed}, nil)
+	startReroll(t, ns, controller.Options{PlanOptions: plan.Options{InstalledAt: installed}}, nil)
 	recorded(t, fresh)
 	g.Eventually(func() map[string]string { return podTemplateAnnotations(t, fresh) }).ShouldNot(gomega.Equal(before))
 }

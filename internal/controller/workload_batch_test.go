@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -139,7 +140,7 @@ func TestWorkloadReconciler_ManualSelectorJobIsRecreated(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	startReroll(t, ns, Options{Kinds: batchKinds, Key: testKey(t, 32),
+	startReroll(t, ns, Options{Kinds: batchKinds, PlanOptions: plan.Options{Key: testKey(t, 32)},
 		JobJournal: types.NamespacedName{Namespace: ns, Name: "reroll-job-journal"}})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}))
 	pending := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"reroll-test": "no-such-node"} }

@@ -18,17 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
-	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
-	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -55,19 +52,18 @@ const (
 	ReasonRollFailed        = plan.ReasonRollFailed
 )
 
+// PlanOptions are the options of the planner, embedded in Options.
+type PlanOptions = plan.Options
+
 // Options are the behaviours that Reroll's flags choose.
 type Options struct {
-	// Strategy is how a rollout is triggered (--reload-strategy).
-	Strategy trigger.Strategy
-	// ReloadOnCreate rolls a workload when a ConfigMap or Secret it references
-	// is created after Reroll recorded it as missing (--reload-on-create).
-	ReloadOnCreate bool
-	// ReloadOnDelete rolls a workload when a ConfigMap or Secret it references
-	// is deleted (--reload-on-delete).
-	ReloadOnDelete bool
-	// Annotations are the annotation names and precedence flags
-	// (--auto-reload-all, --resources-to-ignore, the name overrides).
-	Annotations annotation.Config
+	// PlanOptions are the planner's options (plan.Options: the strategy,
+	// create and delete rollouts, the annotation names, the notification
+	// endpoint, the rollout bound, waits and pauses, the digest key, the
+	// installation time), built once from the flags and passed to
+	// plan.Decide as they are. Setup sets Managed (from Admission) and
+	// NoEviction (when restarts by eviction are off or not permitted).
+	PlanOptions
 	// Kinds are the workload kinds to handle; nil means the built-in
 	// Deployment, StatefulSet and DaemonSet.
 	Kinds []workload.Kind
@@ -76,10 +72,6 @@ type Options struct {
 	IgnoredWorkloads []string
 	// Scope limits the namespaces and objects Reroll sees.
 	Scope Scope
-	// WebhookURL, when set, is the notification endpoint: it receives a POST
-	// of the change instead of each rollout (--webhook-url), and the record
-	// is written once it accepted the POST (see notifyEndpoint).
-	WebhookURL string
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// CoalesceWindow is the quiet time after the latest change to any
@@ -99,31 +91,9 @@ type Options struct {
 	// reconciled at once (--max-concurrent-reconciles); 0 means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
-	// MaxConcurrentRollouts bounds the rollouts Reroll started that run at
-	// once, cluster-wide (--max-concurrent-rollouts); 0 is no bound. A
-	// Namespace's reroll.dev/max-concurrent-rollouts bounds its own.
-	MaxConcurrentRollouts int
-	// RolloutTimeout is how long a rollout of a kind without a progress
-	// deadline counts as running at most (--rollout-timeout); 0 means
-	// plan.DefaultRolloutTimeout.
-	RolloutTimeout time.Duration
-	// WaitForRollout makes changes wait for the workload's previous
-	// rollout by default (--wait-for-rollout).
-	WaitForRollout bool
-	// PausePeriod is the pause period of workloads that set none
-	// (--pause-period); 0 is none.
-	PausePeriod time.Duration
-	// Recheck is how soon a deferred rollout waiting for a slot or for the
-	// previous rollout is decided again; 0 means plan.DefaultRecheck. Tests
-	// shorten it.
-	Recheck time.Duration
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see internal/webhook.
 	Admission AdmissionOptions
-	// AllowCrossNamespaceReferences follows references to ConfigMaps and
-	// Secrets of other namespaces (--allow-cross-namespace-references;
-	// plan.Options).
-	AllowCrossNamespaceReferences bool
 	// JobJournal is the ConfigMap, in Reroll's own namespace, that keeps the
 	// manifest of each Job being re-created between its delete and its
 	// create (--job-journal); an empty Name keeps it in memory only, and a
@@ -134,17 +104,10 @@ type Options struct {
 	// not handle (--pod-records; see annotatedPods); an empty Name turns
 	// their restart by eviction off, since it has no durable record then.
 	PodRecords types.NamespacedName
-	// Key is the installation key of every digest Reroll computes: the cache
-	// holds values digested under it (ManagerOptions), and records name it
-	// (KeyAnnotation). The zero Key digests with plain SHA-256 (tests).
-	Key digest.Key
 	// Store is the cache of ConfigMaps and Secrets (internal/store). Nil
 	// makes Setup create one from StoreOptions and add it to the manager;
 	// pass one to share it (the Projection controller, the readiness check).
 	Store *store.Store
-	// KeyedCompatHashes writes keyed values in place of the hashes other
-	// tools define over the data (--keyed-compat-hashes; plan.Options).
-	KeyedCompatHashes bool
 	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
 	// eviction (--evict-owner); read only with PodEviction.
 	EvictOwners []workload.PodOwner
@@ -176,18 +139,10 @@ type Options struct {
 	// that asks for a restart by eviction gets an EvictionDisabled Warning
 	// Event and is never restarted.
 	PodEviction bool
-	// noEviction is set by Setup when PodEviction is off, or Reroll may not
-	// list and watch pods or evict them.
-	noEviction bool
 	// Alerter, when set, is told of every rollout Reroll triggers
 	// (ALERT_ON_RELOAD); nil sends no alerts. When it is also a
 	// manager.Runnable, Setup adds it to the manager.
 	Alerter Alerter
-	// InstalledAt is Reroll's installation time (LoadInstalledAt): on first
-	// sight a workload rolls for what changed after it and after the
-	// workload's pod template was last written (plan.Options.InstalledAt).
-	// The zero time turns that rule off: first sight only records.
-	InstalledAt time.Time
 	// DeferRecord writes no record on a workload before it first rolls
 	// (docs/design.md, "Install: no write per workload"): first sight keeps
 	// the record it would write in memory, as the workload's baseline; a
@@ -496,15 +451,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 
 // planOptions are the planner's share of the options.
 func (r *WorkloadReconciler) planOptions() plan.Options {
-	o := r.Options
-	return plan.Options{
-		Strategy: o.Strategy, ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete,
-		Annotations: o.Annotations, WebhookURL: o.WebhookURL, Managed: o.Admission.Enabled,
-		MaxConcurrentRollouts: o.MaxConcurrentRollouts, RolloutTimeout: o.RolloutTimeout,
-		WaitForRollout: o.WaitForRollout, PausePeriod: o.PausePeriod, Recheck: o.Recheck,
-		Key: o.Key, KeyedCompatHashes: o.KeyedCompatHashes, AllowCrossNamespaceReferences: o.AllowCrossNamespaceReferences,
-		NoEviction: o.noEviction, InstalledAt: o.InstalledAt,
-	}
+	return r.Options.PlanOptions
 }
 
 // tell logs and reports a plan that was written: its Events, in order, and

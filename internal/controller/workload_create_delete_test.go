@@ -6,6 +6,8 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/reroll/reroll/internal/plan"
 )
 
 // optionalEnvFrom reads the whole ConfigMap "late", which need not exist.
@@ -25,8 +27,8 @@ func TestWorkloadReconciler_CreateAndDeleteRollOnlyWhenAsked(t *testing.T) {
 		wantRolls int
 	}{
 		"off by default":    {opts: Options{}, wantRolls: 0},
-		"on create":         {opts: Options{ReloadOnCreate: true}, wantRolls: 1},
-		"on create, delete": {opts: Options{ReloadOnCreate: true, ReloadOnDelete: true}, wantRolls: 2},
+		"on create":         {opts: Options{PlanOptions: plan.Options{ReloadOnCreate: true}}, wantRolls: 1},
+		"on create, delete": {opts: Options{PlanOptions: plan.Options{ReloadOnCreate: true, ReloadOnDelete: true}}, wantRolls: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

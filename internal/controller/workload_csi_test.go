@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -51,7 +52,7 @@ func providerClassStatusCRD(t *testing.T) {
 
 // csiOn are Options with --enable-csi-integration.
 func csiOn() Options {
-	return Options{Annotations: annotation.Config{Names: annotation.DefaultNames(), SecretProviderClasses: true}}
+	return Options{PlanOptions: plan.Options{Annotations: annotation.Config{Names: annotation.DefaultNames(), SecretProviderClasses: true}}}
 }
 
 // csiVolume mounts SecretProviderClass class in container "app", as the

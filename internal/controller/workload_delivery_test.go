@@ -43,15 +43,14 @@ import (
 func deliveryOptions(t *testing.T, own string, namespaces ...string) Options {
 	t.Helper()
 	return Options{
-		// As every install runs: under a real installation key, which binds
-		// each value's digest to its namespace (the zero key binds nothing).
-		Key:                     testKey(t, 30),
 		Scope:                   Scope{Namespaces: namespaces},
 		ChangeSets:              types.NamespacedName{Namespace: own, Name: "reroll-change-sets"},
 		ChangeSetWindow:         2 * time.Second,
 		BakeTime:                3 * time.Second,
 		HaltAfterFailedRollouts: 1,
-		Recheck:                 time.Second,
+		// As every install runs: under a real installation key, which binds
+		// each value's digest to its namespace (the zero key binds nothing).
+		PlanOptions: plan.Options{Key: testKey(t, 30), Recheck: time.Second},
 	}
 }
 
@@ -283,7 +282,7 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	rr := startReroll(t, ns, Options{Key: testKey(t, 30), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second})
+	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, PlanOptions: plan.Options{Key: testKey(t, 30), Recheck: time.Second}})
 	recorded(t, d)
 
 	// A flapping certificate: the first two changes roll.
@@ -322,7 +321,7 @@ func TestDelivery_OnDeleteStatefulSetRestartsPodByPodHighestOrdinalFirst(t *test
 	create(t, sts)
 	l := watchPods(t, ns, labelsFor("db"))
 	old := l.allReady(t, 3)
-	startReroll(t, ns, Options{Key: testKey(t, 30), PodEviction: true})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: testKey(t, 30)}, PodEviction: true})
 	recorded(t, sts)
 
 	l.arm()
@@ -501,7 +500,7 @@ func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	opts := Options{Key: testKey(t, 7), Storm: safe.Storm{Max: 2, Period: time.Hour}, Recheck: time.Second}
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 7), Recheck: time.Second}, Storm: safe.Storm{Max: 2, Period: time.Hour}}
 	first := startReroll(t, ns, opts)
 	recorded(t, d)
 	first.stop(t)

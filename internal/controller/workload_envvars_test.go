@@ -7,6 +7,8 @@ import (
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reroll/reroll/internal/plan"
 )
 
 // reloaderSHA1 is Reloader's hash of a ConfigMap with only data entries,
@@ -30,7 +32,7 @@ func TestWorkloadReconciler_EnvVarsAdoptsReloaderWorkloadWithoutRollout(t *testi
 	create(t, d)
 	waitFirstReplicaSet(t, d)
 
-	startReroll(t, ns, Options{Strategy: "env-vars"})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Strategy: "env-vars"}})
 	recorded(t, d)
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())
 	g.Expect(replicaSets(t, ns, "web")).To(gomega.HaveLen(1))

@@ -88,7 +88,7 @@ func (r *WorkloadReconciler) restart(ctx context.Context, obj client.Object, tem
 	case !mode.Evict:
 		p.Annotations[eviction.ProgressAnnotation] = ""
 		return eviction.Decision{}, false, r.checkRevert(ctx, obj, template, now, p)
-	case r.Options.noEviction:
+	case r.Options.NoEviction:
 		// The planner said why nothing restarts.
 		p.Annotations[eviction.ProgressAnnotation] = ""
 		return eviction.Decision{}, false, nil

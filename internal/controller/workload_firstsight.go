@@ -23,6 +23,7 @@ import (
 
 	"github.com/reroll/reroll/internal/baseline"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
@@ -199,9 +200,22 @@ func (s cacheSource) Deleted(kind reference.Kind, namespace, name string) (plan.
 
 // summarizeWrites is the cache transform of workloads: plan.SummarizeWrites
 // (one managedFields entry instead of all) before k's transform, which
-// drops managedFields; every other object only goes through k's.
+// drops managedFields; every other object only goes through k's. The pod
+// templates of Deployments, StatefulSets and DaemonSets, which Reroll
+// writes only by strategic merge patches between two cached copies, keep
+// long env values as a digest (envtrim.Values); Jobs and CronJobs
+// (re-created, or copied into a Job, whole) and custom kinds (JSON merge
+// patches replace lists whole) keep theirs.
 func summarizeWrites(k digest.Key) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			envtrim.Values(&o.Spec.Template.Spec)
+		case *appsv1.StatefulSet:
+			envtrim.Values(&o.Spec.Template.Spec)
+		case *appsv1.DaemonSet:
+			envtrim.Values(&o.Spec.Template.Spec)
+		}
 		var m metav1.Object
 		switch o := obj.(type) {
 		case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob, *unstructured.Unstructured:

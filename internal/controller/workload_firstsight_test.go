@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -153,7 +154,7 @@ func TestWorkloadReconciler_FirstSightRollsWhatChangedSinceCreation(t *testing.T
 			t.Parallel()
 			g := newT(t)
 			ns := newNamespace(t)
-			opts := Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: tc.shape == "create", ReloadOnDelete: tc.shape == "delete"}
+			opts := Options{PlanOptions: plan.Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: tc.shape == "create", ReloadOnDelete: tc.shape == "delete"}}
 			cfg := configMap(ns, "cfg", map[string]string{"a": "1"})
 			if tc.shape != "create" {
 				create(t, cfg)
@@ -203,7 +204,7 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 		t.Parallel()
 		g := newT(t)
 		ns := newNamespace(t)
-		startReroll(t, ns, Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: true, ReloadOnDelete: true})
+		startReroll(t, ns, Options{PlanOptions: plan.Options{InstalledAt: time.Now().Add(-2 * time.Second), ReloadOnCreate: true, ReloadOnDelete: true}})
 		// Positive control: a workload created before its ConfigMap rolls.
 		early := deployment(ns, "early", autoOn, podSpec(optionalEnvFromNamed("early")))
 		create(t, early)
@@ -242,7 +243,7 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 		nextSecond(t, installed)
 		update(t, other, func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 
-		startReroll(t, ns, Options{InstalledAt: installed})
+		startReroll(t, ns, Options{PlanOptions: plan.Options{InstalledAt: installed}})
 		expectRolledOnceTo(t, od, recordOf("other", map[string]string{"a": "2"}))
 		g.Eventually(func() string { return get(t, d).Annotations[ObservedAnnotation] }).Should(gomega.Equal(recordOf("cfg", map[string]string{"a": "2"})))
 		g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())
@@ -332,7 +333,7 @@ func TestWorkloadReconciler_FirstSightDuringEndlessBurstRollsWithinMaxWait(t *te
 	// As a fresh installation starts: installed now (LoadInstalledAt keeps
 	// whole seconds), default coalescing, a real key.
 	started := time.Now()
-	startReroll(t, ns, Options{Key: testKey(t, 36), InstalledAt: started.Truncate(time.Second),
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: started.Truncate(time.Second)},
 		CoalesceWindow: DefaultCoalesceWindow, CoalesceMaxWait: DefaultCoalesceMaxWait})
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }, DefaultCoalesceMaxWait+5*time.Second).ShouldNot(gomega.BeEmpty(),
 		"rolled within --coalesce-max-wait of Reroll's start while the ConfigMap keeps changing")

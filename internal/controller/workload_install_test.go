@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
 )
 
 // readsKey makes the container read key of ConfigMap name, and no other.
@@ -54,7 +55,7 @@ func TestWorkloadReconciler_InstallWritesNoWorkload(t *testing.T) {
 	}
 	nextSecond(t, time.Now())
 
-	opts := Options{Key: testKey(t, 36), InstalledAt: time.Now().Truncate(time.Second), DeferRecord: true,
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: time.Now().Truncate(time.Second)}, DeferRecord: true,
 		Baselines:      types.NamespacedName{Namespace: own, Name: "reroll-baselines"},
 		CoalesceWindow: DefaultCoalesceWindow, CoalesceMaxWait: DefaultCoalesceMaxWait}
 	counter := metrics.NewRequestCounter()

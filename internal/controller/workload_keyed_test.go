@@ -70,7 +70,7 @@ func TestWorkloadReconciler_RecordsKeyedDigests(t *testing.T) {
 	}))
 	create(t, d)
 	key := testKey(t, 1)
-	startReroll(t, ns, Options{Key: key})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
 
 	recorded(t, d)
 	rec, err := plan.ParseRecord(get(t, d).Annotations[ObservedAnnotation])
@@ -103,7 +103,7 @@ func TestWorkloadReconciler_NewKeyRecordsAgainWithoutRollout(t *testing.T) {
 
 	for _, key := range []digest.Key{testKey(t, 1), testKey(t, 2)} {
 		before := get(t, d).Annotations[ObservedAnnotation]
-		rr := startReroll(t, ns, Options{Key: key})
+		rr := startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
 		g.Eventually(func() map[string]string { return get(t, d).Annotations }).Should(gomega.HaveKeyWithValue(KeyAnnotation, key.ID()))
 		g.Expect(get(t, d).Annotations[ObservedAnnotation]).NotTo(gomega.Equal(before), "digests made under the new key")
 		g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.BeEmpty())
@@ -112,7 +112,7 @@ func TestWorkloadReconciler_NewKeyRecordsAgainWithoutRollout(t *testing.T) {
 	}
 
 	// Under the current key, a change rolls as usual.
-	startReroll(t, ns, Options{Key: testKey(t, 2)})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: testKey(t, 2)}})
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/cfg changed keys a")))
 }
@@ -141,7 +141,7 @@ func TestWorkloadReconciler_KeyedCompatHashes(t *testing.T) {
 		s.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_BAR_CONFIGMAP", Value: oldValue}}
 	}))
 	create(t, webA, webB, old)
-	startReroll(t, a, Options{Scope: Scope{Namespaces: []string{a, b}}, Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true})
+	startReroll(t, a, Options{Scope: Scope{Namespaces: []string{a, b}}, PlanOptions: plan.Options{Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true}})
 	recorded(t, webA)
 	recorded(t, webB)
 	recorded(t, old)

@@ -52,6 +52,9 @@ const notifiedBuffer = 1024
 // means annotations and zero annotation names mean Reloader's. It returns an
 // error when an index or a controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	// The planner keeps ManagedLabel on the workloads it manages while the
+	// admission webhook selects on it.
+	opts.Managed = opts.Admission.Enabled
 	// ConfigMaps and Secrets live in the store, not in the manager's cache
 	// (internal/store says why). The controllers' sources wait for it.
 	if opts.Store == nil {
@@ -147,10 +150,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !opts.PodEviction {
 		// No pod informer, no pod in the cache, no pod permission needed.
 		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
-		opts.noEviction = true
+		opts.NoEviction = true
 	} else if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
 		log.Error(err, "Not restarting any workload by eviction")
-		opts.noEviction = true
+		opts.NoEviction = true
 	} else {
 		for _, o := range opts.EvictOwners {
 			kinds = append(kinds, o)
@@ -218,7 +221,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
 	}
-	if !opts.noEviction && opts.PodRecords.Name != "" {
+	if !opts.NoEviction && opts.PodRecords.Name != "" {
 		// Annotated pods whose owner none of the kinds above is.
 		if err := setupAnnotatedPods(mgr, opts, kinds); err != nil {
 			return err
@@ -311,7 +314,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// --enable-pod-eviction: a restart by eviction evicts the next pod when
 	// the replacement of the last is Ready, and a --evict-owner kind reads
 	// its references from its pods.
-	if !r.Options.noEviction {
+	if !r.Options.NoEviction {
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPod), builder.WithPredicates(podChanged()))
 	}
 	if r.readNamespaces {

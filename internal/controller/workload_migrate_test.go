@@ -39,7 +39,7 @@ func TestWorkloadReconciler_LegacyRecordsMigrateWithoutLosingAChange(t *testing.
 	_, api := changingAndStill(t, ns)
 	key := testKey(t, 3)
 
-	old := startReroll(t, ns, Options{Key: key.Legacy()})
+	old := startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key.Legacy()}})
 	for _, d := range []string{"web", "api"} {
 		g.Eventually(func() map[string]string { return get(t, deployment(ns, d, nil, podSpec())).Annotations }).
 			Should(gomega.HaveKeyWithValue(KeyAnnotation, key.Legacy().ID()), "the older Reroll recorded %s", d)
@@ -49,7 +49,7 @@ func TestWorkloadReconciler_LegacyRecordsMigrateWithoutLosingAChange(t *testing.
 	// yet started.
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
 
-	startReroll(t, ns, Options{Key: key})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/cfg changed keys a")),
 		"the change made during the upgrade rolls")
 	for _, d := range []string{"web", "api"} {
@@ -86,7 +86,7 @@ func TestWorkloadReconciler_KeyRotationLosesNoChange(t *testing.T) {
 	loaded, err := LoadDigestKey(t.Context(), k8s, client.ObjectKeyFromObject(keySecret))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(loaded.ID()).To(gomega.Equal(oldKey.ID()))
-	old := startReroll(t, ns, Options{Key: loaded})
+	old := startReroll(t, ns, Options{PlanOptions: plan.Options{Key: loaded}})
 	for _, d := range []*appsv1.Deployment{web, api} {
 		g.Eventually(func() map[string]string { return get(t, d).Annotations }).Should(gomega.HaveKeyWithValue(KeyAnnotation, oldKey.ID()))
 	}
@@ -101,7 +101,7 @@ func TestWorkloadReconciler_KeyRotationLosesNoChange(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	newKey := testKey(t, 5)
 	g.Expect(rotated.ID()).To(gomega.Equal(newKey.ID()))
-	startReroll(t, ns, Options{Key: rotated})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: rotated}})
 
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.HaveSuffix("ConfigMap/cfg changed keys a")),
 		"the change made during the rotation rolls")

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -186,7 +187,7 @@ func runModel(t *testing.T, seed uint64) {
 	for _, id := range modelPool {
 		m.objects[id] = &modelObject{id: id}
 	}
-	m.opts = Options{ReloadOnCreate: rng.IntN(2) == 0, ReloadOnDelete: rng.IntN(2) == 0, CoalesceWindow: modelWindow, CoalesceMaxWait: time.Minute}
+	m.opts = Options{PlanOptions: plan.Options{ReloadOnCreate: rng.IntN(2) == 0, ReloadOnDelete: rng.IntN(2) == 0}, CoalesceWindow: modelWindow, CoalesceMaxWait: time.Minute}
 	// Even seeds leave the record off workloads until they roll (issue
 	// #36), where it applies (not with --reload-on-delete).
 	m.opts.DeferRecord = seed%2 == 0 && !m.opts.ReloadOnDelete

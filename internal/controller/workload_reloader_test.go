@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -133,7 +134,7 @@ func TestWorkloadReconciler_AutoReloadAllAndIgnoredResourceType(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	startReroll(t, ns, Options{Annotations: annotation.Config{Names: annotation.DefaultNames(), AutoReloadAll: true, IgnoreSecrets: true}})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Annotations: annotation.Config{Names: annotation.DefaultNames(), AutoReloadAll: true, IgnoreSecrets: true}}})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1"}), secret(ns, "creds", map[string]string{"k": "1"}))
 	spec := podSpec(envFrom("cfg"), func(s *corev1.PodSpec) {
 		s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}})

@@ -47,7 +47,7 @@ func TestWorkloadReconciler_MaxConcurrentRolloutsHoldsUnderStorm(t *testing.T) {
 		create(t, d)
 		ds = append(ds, d)
 	}
-	startReroll(t, ns, Options{MaxConcurrentRollouts: bound, Recheck: time.Second})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{MaxConcurrentRollouts: bound, Recheck: time.Second}})
 	for _, d := range ds {
 		recorded(t, d)
 		waitRolledOut(t, d)
@@ -145,7 +145,7 @@ func TestWorkloadReconciler_WaitForRolloutFoldsChanges(t *testing.T) {
 	d := deployment(ns, "web", map[string]string{"reroll.dev/auto": "true", plan.WaitForRolloutAnnotation: "true"},
 		podSpec(envFrom("cfg"), func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"example.com/none": "true"} }))
 	create(t, d)
-	startReroll(t, ns, Options{Recheck: time.Second})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Recheck: time.Second}})
 	recorded(t, d)
 
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
@@ -270,7 +270,7 @@ func TestWorkloadReconciler_RolloutQueueSurvivesRestart(t *testing.T) {
 		create(t, d)
 		ds = append(ds, d)
 	}
-	opts := Options{MaxConcurrentRollouts: 1, Recheck: time.Second}
+	opts := Options{PlanOptions: plan.Options{MaxConcurrentRollouts: 1, Recheck: time.Second}}
 	first := startReroll(t, ns, opts)
 	for _, d := range ds {
 		recorded(t, d)

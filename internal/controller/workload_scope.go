@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
@@ -59,8 +60,15 @@ func (s Scope) CacheOptions() cache.Options {
 			o.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	// Pods keep only what a restart by eviction reads.
-	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: eviction.TransformPod}}
+	// Pods keep only what a restart by eviction reads, and long env values
+	// as a digest: Reroll never writes a pod.
+	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: func(obj any) (any, error) {
+		out, err := eviction.TransformPod(obj)
+		if p, ok := out.(*corev1.Pod); ok {
+			envtrim.Values(&p.Spec)
+		}
+		return out, err
+	}}}
 	if len(s.IgnoredNamespaces) > 0 {
 		sels := make([]fields.Selector, 0, len(s.IgnoredNamespaces))
 		for _, ns := range s.IgnoredNamespaces {

@@ -32,7 +32,7 @@ func TestWorkloadReconciler_ForgedStateHoldsNoRollout(t *testing.T) {
 	api := deployment(victim, "api", autoOn, podSpec(envFrom("cfg")))
 	create(t, web, api)
 
-	startReroll(t, victim, Options{Key: testKey(t, 9), MaxConcurrentRollouts: 1, Recheck: time.Second,
+	startReroll(t, victim, Options{PlanOptions: plan.Options{Key: testKey(t, 9), MaxConcurrentRollouts: 1, Recheck: time.Second},
 		Scope: Scope{Namespaces: []string{tenant, victim}}})
 	for _, d := range []*appsv1.Deployment{web, api} {
 		recorded(t, d)

@@ -63,7 +63,7 @@ func TestWorkloadReconciler_WaveDialect(t *testing.T) {
 	waitFirstReplicaSet(t, switched)
 
 	// Wave's cross-namespace lists need the opt-in.
-	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}, AllowCrossNamespaceReferences: true})
+	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}, PlanOptions: plan.Options{AllowCrossNamespaceReferences: true}})
 	recorded(t, switched)
 	g.Consistently(func() []string { return rolledEvents(t, ns, "switched") }).Should(gomega.BeEmpty())
 	g.Expect(replicaSets(t, ns, "switched")).To(gomega.HaveLen(1), "switching from Wave rolls nothing")
@@ -134,7 +134,7 @@ func TestWorkloadReconciler_WaveHashLeavesIgnoredSecretsOut(t *testing.T) {
 		}}}}
 	}))
 	create(t, d)
-	opts := Options{Annotations: annotation.DefaultConfig()}
+	opts := Options{PlanOptions: plan.Options{Annotations: annotation.DefaultConfig()}}
 	opts.Annotations.IgnoreSecrets = true
 	startReroll(t, ns, opts)
 	recorded(t, d)

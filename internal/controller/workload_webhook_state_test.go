@@ -40,7 +40,7 @@ func TestWebhook_KeepsReroll_sCleanUpWithTheGates(t *testing.T) {
 	ev := evictDeployment(t, ns, "ev", 2, map[string]string{"reroll.dev/auto": "true", eviction.RestartAnnotation: eviction.RestartEvict, plan.RolloutOverrideAnnotation: "true"})
 	pods := watchPods(t, ns, labelsFor("ev"))
 	oldPods := pods.allReady(t, 2)
-	startRerollWithWebhook(t, ns, Options{MaxConcurrentRollouts: 1, Recheck: time.Second, PodEviction: true})
+	startRerollWithWebhook(t, ns, Options{PlanOptions: plan.Options{MaxConcurrentRollouts: 1, Recheck: time.Second}, PodEviction: true})
 	for _, obj := range []*appsv1.Deployment{web, api, late, ev} {
 		recorded(t, obj)
 		g.Eventually(func() map[string]string { return get(t, obj).Labels }).Should(gomega.HaveKey(ManagedLabel), "the webhook sees the writes to %s", obj.Name)

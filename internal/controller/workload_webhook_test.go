@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	rerollwebhook "github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
@@ -613,7 +614,7 @@ func TestWorkloadWebhook_ReplaceKeepsEnvVarTrigger(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	ns := newNamespace(t)
-	_, _ = startRerollWithWebhook(t, ns, Options{Strategy: trigger.EnvVars})
+	_, _ = startRerollWithWebhook(t, ns, Options{PlanOptions: plan.Options{Strategy: trigger.EnvVars}})
 	manifest, d := rolledOnce(t, ns)
 	want := corev1.EnvVar{Name: "STAKATER_CFG_CONFIGMAP", Value: reloaderSHA1("a=2")}
 	before := get(t, d.DeepCopy())

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -46,7 +47,7 @@ func TestWorkloadReconciler_WebhookURLReceivesChangeInsteadOfRollout(t *testing.
 
 	ns := newNamespace(t)
 	// The URL carries a token, as Slack's and most endpoints' do.
-	rr := startReroll(t, ns, Options{WebhookURL: srv.URL + "/hooks/SECRET-IN-PATH?token=SECRET-IN-QUERY"})
+	rr := startReroll(t, ns, Options{PlanOptions: plan.Options{WebhookURL: srv.URL + "/hooks/SECRET-IN-PATH?token=SECRET-IN-QUERY"}})
 	create(t, configMap(ns, "cfg", map[string]string{"a": "1", "b": "1"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)

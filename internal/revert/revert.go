@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/eviction"
 )
 
@@ -60,7 +61,13 @@ type Reverted struct {
 
 // Fingerprint returns the fingerprint of a pod template (see
 // PatchAnnotation).
+//
+// Long env values count by their digest (envtrim.Values), so a template
+// read from the manager's cache, which keeps only that, and the same
+// template read from the API server have the same fingerprint.
 func Fingerprint(t *corev1.PodTemplateSpec) string {
+	t = t.DeepCopy()
+	envtrim.Values(&t.Spec)
 	b, _ := json.Marshal(t) // a PodTemplateSpec always encodes
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
