@@ -362,7 +362,7 @@ func (s *session) locate(ctx context.Context, cmd interface{ Changed(string) boo
 	if !cmd.Changed("change-sets") {
 		// --change-sets lives in the digest key's namespace.
 		ns, _, _ := strings.Cut(c.Config.DigestKeySecret, "/")
-		cs.namespace, cs.configMap = ns, c.Config.ChangeSets
+		cs.namespace, cs.prefix = ns, c.Config.ChangeSets
 	}
 	if lease != nil && !cmd.Changed("lease") {
 		*lease = c.Config.Lease

@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/delivery"
+	haltrecords "github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
 )
 
@@ -24,13 +24,13 @@ import (
 type changeSetFlags struct {
 	// namespace is Reroll's namespace (--reroll-namespace).
 	namespace string
-	// configMap is the ConfigMap of halt records (--change-sets).
-	configMap string
+	// prefix names the ConfigMaps of halt records (--change-sets).
+	prefix string
 }
 
 func (f *changeSetFlags) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.namespace, "reroll-namespace", "reroll-system", "The namespace Reroll runs in; by default the namespace of the Reroll Deployment found by label in any namespace, else reroll-system.")
-	cmd.Flags().StringVar(&f.configMap, "change-sets", "reroll-change-sets", "The ConfigMap, in --reroll-namespace, of the change sets' halt records (Reroll's --change-sets; the chart's <release>-change-sets); by default read from the controller's arguments.")
+	cmd.Flags().StringVar(&f.prefix, "change-sets", "reroll-change-sets", "The prefix of the halt records' ConfigMaps (one per change set, labelled "+haltrecords.LabelKey+"=<prefix>), in --reroll-namespace (Reroll's --change-sets; the chart's <release>-change-sets); by default read from the controller's arguments.")
 }
 
 func newResume(o *Options) *cobra.Command {
@@ -42,8 +42,11 @@ func newResume(o *Options) *cobra.Command {
 		Long: `resume accepts the failure of a halted change set: the next wave starts at once, and
 only rollouts that fail from now on count towards --halt-after-failed-rollouts.
 KIND/NAME is any member of the set: a workload held or rolled for it, or a changed
-ConfigMap or Secret. It writes the set's halt record in Reroll's namespace, so it
-needs get and update on that ConfigMap.`,
+ConfigMap or Secret, in a namespace that the set's halt record names (a failed
+workload's, or a changed object's): a set that a workload's annotation names but
+whose record names no object of its namespace is not resumed. It writes the set's
+halt record, a ConfigMap in Reroll's namespace, so it needs list, get and update on
+ConfigMaps there.`,
 		Example: `  kubectl reroll resume deployment/web -n shop
   kubectl reroll resume configmap/app-config -n canary --reroll-namespace reroll`,
 		Args: cobra.ExactArgs(1),
@@ -74,18 +77,19 @@ needs get and update on that ConfigMap.`,
 	return cmd
 }
 
-// halts reads the halt records; a missing ConfigMap has none.
+// halts reads the halt records, one ConfigMap per set.
 func (s *session) halts(ctx context.Context, f changeSetFlags) (map[string]*delivery.Halt, error) {
-	var cm corev1.ConfigMap
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: f.configMap}, &cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the halt records %s/%s: %w", f.namespace, f.configMap, readError(err))
+	var list corev1.ConfigMapList
+	if err := s.client.List(ctx, &list, client.InNamespace(f.namespace), client.MatchingLabelsSelector{Selector: haltrecords.Selector(f.prefix)}); err != nil {
+		return nil, fmt.Errorf("reading the halt records (ConfigMaps labelled %s=%s in %s): %w", haltrecords.LabelKey, f.prefix, f.namespace, readError(err))
 	}
 	out := map[string]*delivery.Halt{}
-	for id, v := range cm.Data {
-		if h, err := delivery.ParseHalt(v); err == nil {
+	for i := range list.Items {
+		id, ok := haltrecords.ID(f.prefix, &list.Items[i])
+		if !ok {
+			continue
+		}
+		if h, err := delivery.ParseHalt(list.Items[i].Data[haltrecords.DataKey]); err == nil {
 			out[id] = h
 		}
 	}
@@ -127,11 +131,11 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range rec.Sets {
-			if halts[id].Active() {
-				ids = append(ids, id)
-			}
-		}
+		// The annotation only proposes sets: anyone who may edit the
+		// workload may write another namespace's set there. A set is
+		// resumed only when its halt record, which only Reroll and the
+		// operators write, names the workload's namespace.
+		ids = delivery.Resumable(halts, rec.Sets, s.namespace)
 		if _, ok := t.obj.GetAnnotations()[delivery.RolloutsAnnotation]; ok && string(plan.DisplayedPendingReason(t.obj.GetAnnotations())) == delivery.HoldStorm {
 			// Held by the storm breaker: forgetting its latest rollouts
 			// lets it roll at once.
@@ -148,22 +152,23 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 		return nil, fmt.Errorf("%s/%s in %s is in no halted change set", kindName, name, s.namespace)
 	}
 	sort.Strings(ids)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cm corev1.ConfigMap
-		if err := s.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: f.configMap}, &cm); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			h, err := delivery.ParseHalt(cm.Data[id])
+	for _, id := range ids {
+		key := types.NamespacedName{Namespace: f.namespace, Name: haltrecords.Name(f.prefix, id)}
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cm corev1.ConfigMap
+			if err := s.client.Get(ctx, key, &cm); err != nil {
+				return err
+			}
+			h, err := delivery.ParseHalt(cm.Data[haltrecords.DataKey])
 			if err != nil {
 				return err
 			}
-			cm.Data[id] = h.Resume(now).String()
+			cm.Data[haltrecords.DataKey] = h.Resume(now).String()
+			return s.client.Update(ctx, &cm)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("writing the halt record %s: %w", key, err)
 		}
-		return s.client.Update(ctx, &cm)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("writing the halt records %s/%s: %w", f.namespace, f.configMap, err)
 	}
 	out := make([]string, len(ids))
 	for i, id := range ids {

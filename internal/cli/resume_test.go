@@ -10,9 +10,11 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/delivery"
+	haltrecords "github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
 )
 
@@ -28,16 +30,18 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	halt := func(objects ...string) string {
 		return delivery.Halt{Halted: halted, Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded", Objects: objects}.String()
 	}
-	records := configMap(own, "reroll-change-sets", nil, map[string]string{
-		"set-a": halt("ConfigMap/" + app + "/cfg"),
-		"set-b": halt("Secret/" + app + "/creds"),
-	})
+	record := func(id, h string) *corev1.ConfigMap {
+		cm := configMap(own, haltrecords.Name("reroll-change-sets", id), nil, map[string]string{haltrecords.DataKey: h})
+		cm.Labels = map[string]string{haltrecords.LabelKey: "reroll-change-sets"}
+		return cm
+	}
+	records := []client.Object{record("set-a", halt("ConfigMap/"+app+"/cfg")), record("set-b", halt("Secret/"+app+"/creds"))}
 	held := deployment(app, "web", map[string]string{
 		"reroll.dev/auto":         "true",
 		delivery.MemberAnnotation: delivery.Record{Sets: []string{"set-a"}, Wave: 2}.String(),
 		plan.PendingAnnotation:    halted.Format(time.RFC3339) + " " + delivery.HoldHalted,
 	}, pod(container(envFromConfigMap("cfg"))))
-	create(t, records, held)
+	create(t, append(records, held)...)
 
 	out, err := kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own, "-o", "json")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -52,16 +56,32 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(table).To(gomega.ContainSubstring("set-a halted 2026-01-01T12:00:00Z"))
 
+	// A tenant writes set-a, whose record names only app's objects and the
+	// canary, on a workload of its own namespace, and asks for a resume:
+	// the record does not name that namespace, nothing is resumed.
+	tenant := newNamespace(t)
+	create(t, deployment(tenant, "web", map[string]string{
+		"reroll.dev/auto":         "true",
+		delivery.MemberAnnotation: delivery.Record{Sets: []string{"set-a", "set-b"}}.String(),
+	}, pod(container(envFromConfigMap("cfg")))))
+	_, err = kubectlReroll(t, "-n", tenant, "resume", "deployment/web", "--reroll-namespace", own)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("in no halted change set")))
+	readHalt := func(id string) *delivery.Halt {
+		var cm corev1.ConfigMap
+		g.Expect(k8s.Get(t.Context(), types.NamespacedName{Namespace: own, Name: haltrecords.Name("reroll-change-sets", id)}, &cm)).To(gomega.Succeed())
+		h, err := delivery.ParseHalt(cm.Data[haltrecords.DataKey])
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		return h
+	}
+	g.Expect(readHalt("set-a").Active()).To(gomega.BeTrue(), "the forged annotation resumed nothing")
+
 	out, err = kubectlReroll(t, "-n", app, "resume", "deployment/web", "--reroll-namespace", own)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(out).To(gomega.Equal("Resumed change set set-a\n"))
-	var cm corev1.ConfigMap
-	g.Expect(k8s.Get(t.Context(), types.NamespacedName{Namespace: own, Name: "reroll-change-sets"}, &cm)).To(gomega.Succeed())
-	a, err := delivery.ParseHalt(cm.Data["set-a"])
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	a := readHalt("set-a")
 	g.Expect(a.Active()).To(gomega.BeFalse())
 	g.Expect(a.Resumed).To(gomega.BeTemporally(">", halted))
-	b, err := delivery.ParseHalt(cm.Data["set-b"])
+	b := readHalt("set-b")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(b.Active()).To(gomega.BeTrue(), "the other set stays halted")
 

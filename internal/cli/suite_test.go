@@ -102,7 +102,11 @@ func newNamespace(t *testing.T) string {
 
 // startReroll runs Reroll's controller, as cmd/reroll builds it, on
 // namespace ns until the test ends; mutate may change the manager's
-// options (leader election, metrics).
+// options (leader election, metrics). Unlike Reroll as it ships, it runs as
+// the plane's admin and with opts as given (safe delivery and the storm
+// breaker off unless set): these tests are about what the plugin shows and
+// writes, and the plugin runs as the admin too; the chart's RBAC is tested
+// in test/e2e. The key is a real one, as cmd/reroll loads.
 func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*ctrl.Options)) {
 	t.Helper()
 	g := newT(t)

@@ -135,6 +135,21 @@ type reroll struct {
 // startReroll runs Reroll's manager, as cmd/reroll builds it, watching only
 // namespace ns (unless opts.Scope names namespaces), until the test ends or
 // stop is called.
+//
+// It differs from Reroll as it ships (issue #30 lists each difference, and
+// why a test may keep it):
+//   - the identity is the plane's admin (system:masters), not the chart's
+//     RBAC: these tests are about behaviour; what the chart grants is tested
+//     in test/e2e, where Reroll runs with its ServiceAccount's token
+//     (startRerollAs takes another identity where a test is about a
+//     permission);
+//   - opts is taken as given, so a zero opts.Key digests with the zero key,
+//     which binds no digest to its place: a test that compares digests or
+//     change sets across namespaces (every delivery test: deliveryOptions)
+//     must set a real key (testKey), as cmd/reroll always does;
+//   - the zero Options leave safe delivery (--change-sets) and the storm
+//     breaker (--storm-max-rollouts) off, which the binary turns on by
+//     default: a test of either turns it on itself (deliveryOptions, Storm).
 func startReroll(t *testing.T, ns string, opts Options) *reroll {
 	t.Helper()
 	return startRerollAs(t, plane.Config, ns, opts)

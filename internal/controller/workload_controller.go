@@ -111,10 +111,10 @@ type Options struct {
 	// EvictOwners are kinds of pod owners whose pods Reroll restarts by
 	// eviction (--evict-owner); read only with PodEviction.
 	EvictOwners []workload.PodOwner
-	// ChangeSets is the ConfigMap, in Reroll's own namespace, that keeps the
-	// halt record of each change set the circuit breaker halted
-	// (--change-sets); an empty Name turns safe delivery (waves, bake time,
-	// the breaker) off.
+	// ChangeSets are Reroll's own namespace and the prefix of the
+	// ConfigMaps that keep the halt record of each change set the circuit
+	// breaker halted, one per set (--change-sets, internal/halts); an empty
+	// Name turns safe delivery (waves, bake time, the breaker) off.
 	ChangeSets types.NamespacedName
 	// ChangeSetWindow is how long after a change set's first member was
 	// seen its later waves wait for members to join (--change-set-window);

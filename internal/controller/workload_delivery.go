@@ -23,6 +23,7 @@ import (
 
 	"github.com/reroll/reroll/internal/change"
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
@@ -41,8 +42,9 @@ const waveIndex = "reroll.dev/rollout-wave"
 
 // changeSets is what the controller keeps for safe delivery: the halt
 // records (halts.Records, from a watch: `kubectl reroll resume` writes them,
-// and a change must cost no GET), and the lowest wave in use, computed from
-// the cache at most every wavesTTL. Shared by every kind's reconciler.
+// and a change must cost no GET), and the order of rollouts (the waves of
+// Namespaces and workloads), computed from the cache at most every
+// wavesTTL. Shared by every kind's reconciler.
 type changeSets struct {
 	records *halts.Records
 	// reader is the manager's cache (Namespaces, workloads).
@@ -52,59 +54,189 @@ type changeSets struct {
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations may set waves.
 	readNamespaces bool
+	// key verifies the workloads' records (the metric counts only sets a
+	// record signed by Reroll names).
+	key digest.Key
 
-	mu      sync.Mutex
-	minWave int
-	inUse   bool
-	waveAt  time.Time
+	mu     sync.Mutex
+	order  safe.Order
+	waveAt time.Time
+
+	// unrecorded are the halts whose record could not be written (the
+	// API refused it): they hold the set's workloads from memory, and
+	// are written again at most every unrecordedRetry, until recorded.
+	unrecordedMu sync.Mutex
+	unrecorded   map[string]unrecordedHalt
+}
+
+// unrecordedHalt is a halt kept in memory, and when its write was last
+// tried.
+type unrecordedHalt struct {
+	halt  safe.Halt
+	tried time.Time
+}
+
+// unrecordedRetry is how often the record of a halt kept in memory is
+// written again.
+const unrecordedRetry = 10 * time.Second
+
+// haltsExpireEvery is how often the halt records of sets that no workload
+// names any more are deleted.
+const haltsExpireEvery = time.Minute
+
+// halts returns the halt records by set ID with the halts kept in memory
+// that are not yet recorded; with write, it writes those again, at most
+// every unrecordedRetry. The map is shared, read-only.
+func (c *changeSets) halts(ctx context.Context, write bool) (map[string]*safe.Halt, error) {
+	recorded, err := c.records.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.unrecordedMu.Lock()
+	defer c.unrecordedMu.Unlock()
+	if len(c.unrecorded) == 0 {
+		return recorded, nil
+	}
+	out := make(map[string]*safe.Halt, len(recorded)+len(c.unrecorded))
+	for id, h := range recorded {
+		out[id] = h
+	}
+	for id, u := range c.unrecorded {
+		if h := recorded[id]; h.Active() && !h.Halted.Before(u.halt.Halted) {
+			delete(c.unrecorded, id)
+			continue
+		}
+		if write && time.Since(u.tried) >= unrecordedRetry {
+			u.tried = time.Now()
+			c.unrecorded[id] = u
+			if _, err := c.records.Record(ctx, id, u.halt); err == nil {
+				delete(c.unrecorded, id)
+			} else {
+				ctrl.LoggerFrom(ctx).Error(err, "Writing a halt record again; the halt holds from memory meanwhile", "changeSet", id)
+			}
+		}
+		h := u.halt
+		out[id] = &h
+	}
+	return out, nil
+}
+
+// keep holds halt h of set id from memory until it is recorded; it reports
+// whether the set was not held so yet (the caller tells of the halt).
+func (c *changeSets) keep(id string, h safe.Halt) bool {
+	c.unrecordedMu.Lock()
+	defer c.unrecordedMu.Unlock()
+	if c.unrecorded == nil {
+		c.unrecorded = map[string]unrecordedHalt{}
+	}
+	_, had := c.unrecorded[id]
+	if !had {
+		c.unrecorded[id] = unrecordedHalt{halt: h, tried: time.Now()}
+	}
+	return !had
+}
+
+// named reports whether a workload whose record Reroll signed names set
+// id, from the cache. The index is unverified: a tenant's forged record
+// naming a set must neither keep its alert on nor its record alive.
+func (c *changeSets) named(ctx context.Context, id string) (bool, error) {
+	for _, pk := range c.kinds {
+		list := pk.Kind.NewList()
+		if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
+			return false, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
+		}
+		named := false
+		_ = eachObject(list, func(obj client.Object) {
+			v, ok := plan.Verified(c.key, string(obj.GetUID()), safe.MemberAnnotation, obj.GetAnnotations())
+			if rec, err := safe.ParseRecord(v); ok && err == nil && rec.Of(id) {
+				named = true
+			}
+		})
+		if named {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// expire writes again, every unrecordedRetry until ctx ends, the halts
+// held from memory, and deletes, every haltsExpireEvery, the halt records
+// of the sets no workload names any more (superseded by a newer content,
+// or resumed and rolled on). Run by the leader only (manager.Runnable).
+func (c *changeSets) expire(ctx context.Context) error {
+	t := time.NewTicker(unrecordedRetry)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := c.halts(ctx, true); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the halt records")
+		}
+		if time.Since(last) < haltsExpireEvery {
+			continue
+		}
+		last = time.Now()
+		n, err := c.records.Expire(ctx, func(id string) (bool, error) { return c.named(ctx, id) })
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Deleting the halt records of superseded change sets")
+			continue
+		}
+		if n > 0 {
+			ctrl.LoggerFrom(ctx).Info("Deleted the halt records of change sets no workload names", "count", n)
+		}
+	}
 }
 
 // kindDeadlineGrace is how long after a kind's own progress deadline
 // Reroll waits for the kind to report the failure before calling it itself.
 const kindDeadlineGrace = 30 * time.Second
 
-// wavesTTL is how stale the lowest wave in use may be.
+// wavesTTL is how stale the order may be.
 const wavesTTL = time.Second
 
-// waves returns the lowest wave of any workload or watched Namespace, and
-// whether any sets one.
-func (c *changeSets) waves(ctx context.Context, now time.Time) (int, bool, error) {
+// waves returns the order of rollouts: the places of the watched
+// Namespaces that set a wave, and the lowest wave of the workloads of each
+// namespace where one sets a wave.
+func (c *changeSets) waves(ctx context.Context, now time.Time) (safe.Order, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.waveAt.IsZero() && now.Sub(c.waveAt) < wavesTTL && !now.Before(c.waveAt) {
-		return c.minWave, c.inUse, nil
+		return c.order, nil
 	}
-	lowest, inUse := 0, false
-	see := func(a map[string]string) {
-		if _, ok := a[safe.WaveAnnotation]; !ok {
-			return
-		}
-		inUse = true
-		if w, err := safe.Wave(a, nil); err == nil && w < lowest {
-			lowest = w
-		}
-	}
+	o := safe.Order{Places: map[string]int{}, Lowest: map[string]int{}}
 	if c.readNamespaces {
 		nss := &metav1.PartialObjectMetadataList{}
 		nss.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
 		if err := c.reader.List(ctx, nss, client.UnsafeDisableDeepCopy); err != nil {
-			return 0, false, fmt.Errorf("listing namespaces for their waves: %w", err)
+			return safe.Order{}, fmt.Errorf("listing namespaces for their waves: %w", err)
 		}
 		for i := range nss.Items {
-			if c.scope.watches(nss.Items[i].Name) {
-				see(nss.Items[i].Annotations)
+			if !c.scope.watches(nss.Items[i].Name) {
+				continue
+			}
+			if w, ok := safe.NamespaceWave(nss.Items[i].Annotations); ok {
+				o.Places[nss.Items[i].Name] = w
 			}
 		}
 	}
 	for _, pk := range c.kinds {
 		list := pk.Kind.NewList()
 		if err := c.reader.List(ctx, list, client.MatchingFields{waveIndex: "set"}, client.UnsafeDisableDeepCopy); err != nil {
-			return 0, false, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), waveIndex, err)
+			return safe.Order{}, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), waveIndex, err)
 		}
-		_ = eachObject(list, func(obj client.Object) { see(obj.GetAnnotations()) })
+		_ = eachObject(list, func(obj client.Object) {
+			w, _ := safe.Wave(obj.GetAnnotations(), nil) // malformed: 0
+			if lowest, ok := o.Lowest[obj.GetNamespace()]; !ok || w < lowest {
+				o.Lowest[obj.GetNamespace()] = min(w, 0)
+			}
+		})
 	}
-	c.minWave, c.inUse, c.waveAt = lowest, inUse, now
-	return lowest, inUse, nil
+	c.order, c.waveAt = o, now
+	return o, nil
 }
 
 // indexWave is the waveIndex function.
@@ -153,27 +285,37 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 		r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error()+"; replacing it")
 		old = safe.Record{}
 	}
-	minWave, inUse, err := cs.waves(ctx, in.Now)
+	order, err := cs.waves(ctx, in.Now)
 	if err != nil {
 		return err
 	}
-	halts, err := cs.records.Get(ctx)
+	halts, err := cs.halts(ctx, true)
 	if err != nil {
 		return err
 	}
+	ns := obj.GetNamespace()
 	rec := old
 	if rolling {
-		sets, objects := r.setsOf(ctx, obj, p)
-		if !inUse && !opts.Bounded(in) && !member && !anyActive(halts, sets) {
-			// Today's fast path: nothing waits for a wave, nothing is
-			// tracked; only a recorded halt holds.
+		if !order.Tracked(ns) && !opts.Bounded(in) && !member && !anyActive(halts, nil) {
+			// Today's fast path: nothing waits for a wave here, nothing is
+			// tracked, no halt is recorded.
 			return nil
 		}
-		wave, werr := safe.Wave(in.Annotations, in.NamespaceAnnotations)
+		sets, objects := r.setsOf(ctx, obj, order.Scope(ns), p)
+		if !order.Tracked(ns) && !opts.Bounded(in) && !member && !anyActive(halts, sets) {
+			// Only a recorded halt of one of its sets holds.
+			return nil
+		}
+		pos, werr := safe.PositionOf(in.Annotations, in.NamespaceAnnotations)
 		if werr != nil {
 			p.Warnings = append(p.Warnings, plan.Event{Type: corev1.EventTypeWarning, Reason: ReasonInvalidAnnotation, Note: "Ignoring " + werr.Error()})
 		}
-		rec = old.Join(sets, objects, wave)
+		if !order.Shared(ns) {
+			// The Namespace's wave counts only where the operator set it
+			// and Reroll read it (order): elsewhere all is place 0.
+			pos.Place = 0
+		}
+		rec = old.Join(sets, objects, pos)
 	}
 	if len(rec.Sets) == 0 {
 		return nil
@@ -182,7 +324,7 @@ func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Objec
 	if err != nil {
 		return err
 	}
-	o := safe.Options{Window: r.Options.ChangeSetWindow, BakeTime: r.Options.BakeTime, HaltAfter: r.Options.HaltAfterFailedRollouts, MinWave: minWave, Recheck: r.Options.Recheck}
+	o := safe.Options{Window: r.Options.ChangeSetWindow, BakeTime: r.Options.BakeTime, HaltAfter: r.Options.HaltAfterFailedRollouts, First: order.First(ns), Recheck: r.Options.Recheck}
 	var hold safe.Decision
 	for _, id := range rec.Sets {
 		set := safe.Set{ID: id, Halt: halts[id]}
@@ -228,8 +370,9 @@ func (r *WorkloadReconciler) progressKind() (rollout.Kind, bool) {
 }
 
 // setsOf returns the change sets of p's changes (sorted, without
-// duplicates) and the changed objects, "Kind/namespace/name".
-func (r *WorkloadReconciler) setsOf(ctx context.Context, obj client.Object, p *plan.Plan) ([]string, []string) {
+// duplicates) in scope (safe.Order.Scope of obj's namespace), and the
+// changed objects, "Kind/namespace/name".
+func (r *WorkloadReconciler) setsOf(ctx context.Context, obj client.Object, scope string, p *plan.Plan) ([]string, []string) {
 	var sets, objects []string
 	for _, c := range p.Changes {
 		ns := c.Ref.Namespace
@@ -237,17 +380,21 @@ func (r *WorkloadReconciler) setsOf(ctx context.Context, obj client.Object, p *p
 			ns = obj.GetNamespace()
 		}
 		objects = append(objects, string(c.Ref.Kind)+"/"+ns+"/"+c.Ref.Name)
-		var keys map[string]string
+		// The content: the digest of the whole object that the store keeps
+		// (Reloader's SHA-1, never written anywhere unkeyed). Not the
+		// per-key digests: under a real key they are bound to their
+		// namespace, and the copies would be as many sets.
+		content := ""
 		deleted := c.Deleted
 		if c.Ref.Kind == reference.ConfigMap || c.Ref.Kind == reference.Secret {
 			o, ok, err := r.Options.Store.Get(ctx, c.Ref.Kind, ns, c.Ref.Name)
 			if err == nil && ok {
-				keys = o.Data().Keys
+				content = o.Data().ReloaderSHA1
 			} else {
 				deleted = true
 			}
 		}
-		sets = append(sets, safe.SetID(string(c.Ref.Kind), c.Ref.Name, keys, deleted))
+		sets = append(sets, safe.SetID(r.Options.Key, scope, string(c.Ref.Kind), c.Ref.Name, content, deleted))
 	}
 	sort.Strings(sets)
 	sort.Strings(objects)
@@ -340,9 +487,17 @@ func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt
 	sort.Strings(objects)
 	h.Objects = slices.Compact(objects)
 	wrote, err := r.changeSets.records.Record(ctx, set.ID, h)
-	if err != nil || !wrote {
+	if err != nil {
+		// The halt holds all the same, from memory, and is told: a halt
+		// that cannot be recorded must not let the set roll on silently.
+		ctrl.LoggerFrom(ctx).Error(err, "Recording a halt; holding the change set from memory until it is recorded", "changeSet", set.ID)
+		if wrote = r.changeSets.keep(set.ID, h); !wrote {
+			return nil
+		}
+	}
+	if !wrote {
 		// Told once, by the reconcile that wrote the halt.
-		return err
+		return nil
 	}
 	note := fmt.Sprintf("Halted change set %s after %d failed rollout(s): %s; workloads not yet rolled keep their pods (pending: halted) until kubectl reroll resume, or a newer content supersedes it", set.ID, len(h.Failed), h.Signal)
 	ctrl.LoggerFrom(ctx).Info("Halted change set", "changeSet", set.ID, "failed", strings.Join(h.Failed, ","), "signal", h.Signal)
@@ -434,8 +589,17 @@ func toUnstructured(obj client.Object, scheme *runtime.Scheme) (*unstructured.Un
 	return u, nil
 }
 
-// anyActive reports whether any of sets is halted.
+// anyActive reports whether any of sets is halted; with sets nil, whether
+// any set is.
 func anyActive(halts map[string]*safe.Halt, sets []string) bool {
+	if sets == nil {
+		for _, h := range halts {
+			if h.Active() {
+				return true
+			}
+		}
+		return false
+	}
 	for _, id := range sets {
 		if halts[id].Active() {
 			return true
@@ -476,10 +640,10 @@ func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(changeSetsHaltedDesc, prometheus.GaugeValue, float64(n))
 }
 
-// halted counts the halted sets that some workload names, from the watch
-// and the cache.
+// halted counts the halted sets that some workload names (a record signed
+// by Reroll), recorded or held from memory, from the watch and the cache.
 func (c *changeSets) halted(ctx context.Context) (int, error) {
-	halts, err := c.records.Get(ctx)
+	halts, err := c.halts(ctx, false)
 	if err != nil {
 		return 0, err
 	}
@@ -488,15 +652,12 @@ func (c *changeSets) halted(ctx context.Context) (int, error) {
 		if !h.Active() {
 			continue
 		}
-		for _, pk := range c.kinds {
-			list := pk.Kind.NewList()
-			if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
-				return 0, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
-			}
-			if meta.LenList(list) > 0 {
-				n++
-				break
-			}
+		named, err := c.named(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if named {
+			n++
 		}
 	}
 	return n, nil

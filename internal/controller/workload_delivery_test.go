@@ -2,10 +2,12 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,16 +36,21 @@ import (
 )
 
 // deliveryOptions are the options of a Reroll that delivers safely, its
-// halt records in namespace own: a short window and bake time, so a test
-// sees every step in seconds.
-func deliveryOptions(own string, namespaces ...string) Options {
+// halt records in namespace own, under a real installation key, as it
+// ships; unlike the defaults (5s, 1m, 5s), a short window, bake time and
+// recheck, so a test sees every step in seconds (the e2e test of the
+// worked example runs the defaults but for the canary's bake time).
+func deliveryOptions(t *testing.T, own string, namespaces ...string) Options {
+	t.Helper()
 	return Options{
 		Scope:                   Scope{Namespaces: namespaces},
 		ChangeSets:              types.NamespacedName{Namespace: own, Name: "reroll-change-sets"},
 		ChangeSetWindow:         2 * time.Second,
 		BakeTime:                3 * time.Second,
 		HaltAfterFailedRollouts: 1,
-		PlanOptions:             plan.Options{Recheck: time.Second},
+		// As every install runs: under a real installation key, which binds
+		// each value's digest to its namespace (the zero key binds nothing).
+		PlanOptions: plan.Options{Key: testKey(t, 30), Recheck: time.Second},
 	}
 }
 
@@ -116,10 +123,10 @@ func newFleet(t *testing.T) fleet {
 // none).
 func newFleetWith(t *testing.T, mutate func(*Options)) fleet {
 	t.Helper()
-	f := fleet{own: newNamespace(t), canaryNS: waveNamespace(t, "-1"), prodNS: newNamespace(t)}
+	f := fleet{own: newNamespace(t), canaryNS: waveNamespace(t, "-1"), prodNS: waveNamespace(t, "0")}
 	ds := replicated(t, map[string]string{"level": "info"}, f.canaryNS, f.prodNS)
 	f.canary, f.prod = ds[0], ds[1]
-	f.opts = deliveryOptions(f.own, f.own, f.canaryNS, f.prodNS)
+	f.opts = deliveryOptions(t, f.own, f.own, f.canaryNS, f.prodNS)
 	if mutate != nil {
 		mutate(&f.opts)
 	}
@@ -163,12 +170,52 @@ func TestDelivery_WavesRollAReplicatedConfigMapCanaryFirst(t *testing.T) {
 	g.Consistently(func() int { return len(rolledEvents(t, canaryNS, "web")) + len(rolledEvents(t, prodNS, "web")) }).Should(gomega.Equal(2), "each rolled once")
 }
 
+// A tenant's namespace, which the operator did not place in the order (no
+// wave on its Namespace), holds a copy of the same replicated ConfigMap; its
+// workload asks for wave -1000 and its rollout never becomes healthy (a
+// quota refuses its surge pod, and its deadline is far away). The canary
+// and production, placed by the operator, are one change set, which rolls
+// canary first and production after the bake time; the tenant's copy is a
+// set of its own, which holds nothing of theirs.
+func TestDelivery_ATenantNamespaceHoldsNothingOfTheSharedSet(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, canaryNS, prodNS, tenantNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0"), newNamespace(t)
+	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS, tenantNS)
+	canary, prod, tenant := ds[0], ds[1], ds[2]
+	update(t, tenant, func(d *appsv1.Deployment) {
+		d.Annotations[safe.WaveAnnotation] = "-1000"
+		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](3600)
+	})
+	startReroll(t, own, deliveryOptions(t, own, own, canaryNS, prodNS, tenantNS))
+	for _, d := range ds {
+		recorded(t, d)
+		waitRolledOut(t, d)
+	}
+	blockSurge(t, tenantNS)
+
+	replicate(t, map[string]string{"level": "debug"}, canaryNS, prodNS, tenantNS)
+	// The tenant's rollout starts (the lowest wave of its own set) and
+	// never completes.
+	g.Eventually(func() []string { return rolledEvents(t, tenantNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldWave), "production waits for the canary")
+	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1), "and only for the canary")
+	c, p, tr := member(t, canary), member(t, prod), member(t, tenant)
+	g.Expect(c.Sets).To(gomega.Equal(p.Sets), "the placed namespaces share one change set")
+	g.Expect(tr.Sets).NotTo(gomega.Equal(p.Sets), "the tenant's copy is a set of its own")
+	g.Expect(p.Rolled).NotTo(gomega.BeTemporally("<", c.Healthy.Add(3*time.Second)), "production rolled only after the canary baked")
+	g.Expect(tr.Healthy.IsZero()).To(gomega.BeTrue(), "the tenant's rollout never became healthy")
+	g.Expect(tr.Wave).To(gomega.Equal(-1000))
+	g.Expect(tr.Place).To(gomega.BeZero())
+}
+
 func TestDelivery_NoWavesNothingWaits(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	own, a, b := newNamespace(t), newNamespace(t), newNamespace(t)
 	ds := replicated(t, map[string]string{"level": "info"}, a, b)
-	startReroll(t, own, deliveryOptions(own, own, a, b))
+	startReroll(t, own, deliveryOptions(t, own, own, a, b))
 	for _, d := range ds {
 		recorded(t, d)
 	}
@@ -210,9 +257,9 @@ func TestDelivery_AFailedCanaryHaltsTheRestAcrossARestart(t *testing.T) {
 	g.Eventually(func() []string { return eventsWithReason(t, prodNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "cfg", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
-	halts := get(t, configMap(own, "reroll-change-sets", nil)).Data
-	g.Expect(halts).To(gomega.HaveKey(member(t, prod).Sets[0]))
-	g.Expect(halts[member(t, prod).Sets[0]]).To(gomega.ContainSubstring("Deployment/" + canaryNS + "/web"))
+	h := haltRecord(t, own, member(t, prod).Sets[0])
+	g.Expect(h.Active()).To(gomega.BeTrue())
+	g.Expect(h.Failed).To(gomega.ContainElement("Deployment/" + canaryNS + "/web"))
 
 	// A restarted Reroll keeps the halt: production keeps its pods.
 	first.stop(t)
@@ -222,12 +269,7 @@ func TestDelivery_AFailedCanaryHaltsTheRestAcrossARestart(t *testing.T) {
 	g.Expect(rolledEvents(t, prodNS, "web")).To(gomega.BeEmpty())
 
 	// Positive control: resumed, the held wave rolls, once.
-	id := member(t, prod).Sets[0]
-	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) {
-		h, err := safe.ParseHalt(cm.Data[id])
-		g.Expect(err).NotTo(gomega.HaveOccurred())
-		cm.Data[id] = h.Resume(time.Now()).String()
-	})
+	resumeSet(t, own, member(t, prod).Sets[0])
 	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
 	g.Consistently(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
 	g.Expect(strings.Join(rolledEvents(t, canaryNS, "web"), ";")).To(gomega.ContainSubstring("ConfigMap/cfg"))
@@ -240,7 +282,7 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, PlanOptions: plan.Options{Recheck: time.Second}})
+	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, PlanOptions: plan.Options{Key: testKey(t, 30), Recheck: time.Second}})
 	recorded(t, d)
 
 	// A flapping certificate: the first two changes roll.
@@ -279,7 +321,7 @@ func TestDelivery_OnDeleteStatefulSetRestartsPodByPodHighestOrdinalFirst(t *test
 	create(t, sts)
 	l := watchPods(t, ns, labelsFor("db"))
 	old := l.allReady(t, 3)
-	startReroll(t, ns, Options{PodEviction: true})
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: testKey(t, 30)}, PodEviction: true})
 	recorded(t, sts)
 
 	l.arm()
@@ -357,7 +399,7 @@ func TestDelivery_NoWavesNoHaltsAChangeCostsOnePatch(t *testing.T) {
 	create(t, configMap(ns, "cfg", map[string]string{"level": "info"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, d)
-	counter := startCountedReroll(t, own, deliveryOptions(own, own, ns))
+	counter := startCountedReroll(t, own, deliveryOptions(t, own, own, ns))
 	recorded(t, d)
 	before := settled(t, counter)
 
@@ -374,15 +416,44 @@ func TestDelivery_NoWavesNoHaltsAChangeCostsOnePatch(t *testing.T) {
 	}
 }
 
+// haltRecord reads the halt record of set id in namespace own, as an
+// operator would with kubectl get configmap.
+func haltRecord(t *testing.T, own, id string) *safe.Halt {
+	t.Helper()
+	h, err := safe.ParseHalt(get(t, configMap(own, halts.Name("reroll-change-sets", id), nil)).Data[halts.DataKey])
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return h
+}
+
+// resumeSet resumes set id as kubectl reroll resume does: its record
+// rewritten, resumed now.
+func resumeSet(t *testing.T, own, id string) {
+	t.Helper()
+	update(t, configMap(own, halts.Name("reroll-change-sets", id), nil), func(cm *corev1.ConfigMap) {
+		h, err := safe.ParseHalt(cm.Data[halts.DataKey])
+		newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+		cm.Data[halts.DataKey] = h.Resume(time.Now()).String()
+	})
+}
+
+// haltConfigMap is the ConfigMap of a halt record of set id, as Reroll
+// writes it.
+func haltConfigMap(own, id string, h safe.Halt) *corev1.ConfigMap {
+	cm := configMap(own, halts.Name("reroll-change-sets", id), map[string]string{halts.DataKey: h.String()})
+	cm.Labels = map[string]string{halts.LabelKey: "reroll-change-sets"}
+	return cm
+}
+
 // The halt records are read from a watch that needs no more than list and
-// watch on their one ConfigMap, granted by name: the watch selects it by
-// metadata.name, which RBAC checks against resourceNames.
-func TestHaltRecords_ReadFromAWatchGrantedByName(t *testing.T) {
+// watch on the ConfigMaps of Reroll's namespace (the chart's Role grants
+// them there, and only there): the watch selects the records by their
+// label, and ignores every other ConfigMap.
+func TestHaltRecords_ReadFromAWatchOfTheirLabel(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
 	own := newNamespace(t)
 	cfg := serviceAccountConfig(t, own, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"reroll-change-sets"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
 	})
 	key := types.NamespacedName{Namespace: own, Name: "reroll-change-sets"}
 	// Writes (never made here) go through the admin's client.
@@ -390,12 +461,14 @@ func TestHaltRecords_ReadFromAWatchGrantedByName(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	go func() { _ = records.Start(t.Context()) }()
 
-	// Absent: no record, and no error (the watch synced with that permission).
+	// None: no record, and no error (the watch synced with that permission).
 	hs, err := records.Get(t.Context())
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(hs).To(gomega.BeEmpty())
 
-	create(t, configMap(own, "other", map[string]string{"set-b": "{}"}), configMap(own, "reroll-change-sets", map[string]string{"set-a": `{"halted":"2026-01-02T03:04:05Z"}`}))
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	unlabelled := configMap(own, halts.Name("reroll-change-sets", "set-b"), map[string]string{halts.DataKey: safe.Halt{Halted: at}.String()})
+	create(t, unlabelled, haltConfigMap(own, "set-a", safe.Halt{Halted: at}))
 	ids := func(g gomega.Gomega) []string {
 		hs, err := records.Get(t.Context())
 		g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -405,10 +478,13 @@ func TestHaltRecords_ReadFromAWatchGrantedByName(t *testing.T) {
 				out = append(out, id)
 			}
 		}
+		sort.Strings(out)
 		return out
 	}
 	g.Eventually(ids).Should(gomega.Equal([]string{"set-a"}))
-	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"set-c": `{"halted":"2026-01-02T03:04:05Z"}`} })
+	create(t, haltConfigMap(own, "set-c", safe.Halt{Halted: at}))
+	g.Eventually(ids).Should(gomega.Equal([]string{"set-a", "set-c"}))
+	resumeSet(t, own, "set-a")
 	g.Eventually(ids).Should(gomega.Equal([]string{"set-c"}))
 }
 
@@ -454,10 +530,10 @@ func TestDelivery_ForgedStormStateHoldsNothing(t *testing.T) {
 func TestDelivery_ForgedChangeSetRecordHaltsNothing(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), newNamespace(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0")
 	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
 	canary, prod := ds[0], ds[1]
-	opts := deliveryOptions(own, own, canaryNS, prodNS)
+	opts := deliveryOptions(t, own, own, canaryNS, prodNS)
 	opts.Key = testKey(t, 8)
 	// Long enough to forge the record before production may roll.
 	opts.BakeTime = 20 * time.Second
@@ -513,12 +589,7 @@ func TestDelivery_HaltedGaugeCountsHeldSetsUntilResumedOrSuperseded(t *testing.T
 	g.Eventually(halted).Should(gomega.Equal(1.0))
 
 	// Resumed: 0, and production rolls.
-	id := member(t, prod).Sets[0]
-	update(t, configMap(own, "reroll-change-sets", nil), func(cm *corev1.ConfigMap) {
-		h, err := safe.ParseHalt(cm.Data[id])
-		g.Expect(err).NotTo(gomega.HaveOccurred())
-		cm.Data[id] = h.Resume(time.Now()).String()
-	})
+	resumeSet(t, own, member(t, prod).Sets[0])
 	g.Eventually(halted).Should(gomega.BeZero())
 	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(1))
 
@@ -526,22 +597,25 @@ func TestDelivery_HaltedGaugeCountsHeldSetsUntilResumedOrSuperseded(t *testing.T
 	replicate(t, map[string]string{"level": "worse"}, canaryNS, prodNS)
 	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
 	g.Eventually(halted).Should(gomega.Equal(1.0))
+	g.Expect(activeHalts(t, own)).To(gomega.Equal(1))
 
-	// The fix supersedes it: 0, while its halt record stays behind.
+	// The fix supersedes it: 0, and its halt record expires.
 	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: canaryNS, Name: "one-pod"}})).To(gomega.Succeed())
 	update(t, canary, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
 	replicate(t, map[string]string{"level": "good"}, canaryNS, prodNS)
 	g.Eventually(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.HaveLen(2))
 	g.Eventually(halted).Should(gomega.BeZero())
-	g.Expect(activeHalts(t, own)).To(gomega.Equal(1), "the superseded set's halt record is still there")
+	g.Eventually(func() int { return activeHalts(t, own) }).Should(gomega.BeZero(), "the superseded set's halt record expires")
 }
 
 // activeHalts counts the active halt records in namespace own.
 func activeHalts(t *testing.T, own string) int {
 	t.Helper()
+	var list corev1.ConfigMapList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(own), client.MatchingLabelsSelector{Selector: halts.Selector("reroll-change-sets")})).To(gomega.Succeed())
 	n := 0
-	for _, v := range get(t, configMap(own, "reroll-change-sets", nil)).Data {
-		h, err := safe.ParseHalt(v)
+	for i := range list.Items {
+		h, err := safe.ParseHalt(list.Items[i].Data[halts.DataKey])
 		newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 		if h.Active() {
 			n++
@@ -556,12 +630,12 @@ func activeHalts(t *testing.T, own string) int {
 func TestDelivery_ACrashLoopDuringTheBakeTimeHaltsTheRest(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
-	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), newNamespace(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0")
 	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
 	canary, prod := ds[0], ds[1]
 	// A bake time far longer than the test needs to break the pod.
 	update(t, canary, func(d *appsv1.Deployment) { d.Annotations[safe.BakeTimeAnnotation] = "10m" })
-	startReroll(t, own, deliveryOptions(own, own, canaryNS, prodNS))
+	startReroll(t, own, deliveryOptions(t, own, own, canaryNS, prodNS))
 	for _, d := range ds {
 		recorded(t, d)
 		waitRolledOut(t, d)
@@ -656,4 +730,64 @@ func TestDelivery_AHaltIsAlerted(t *testing.T) {
 		gomega.ContainSubstring("ConfigMap/cfg changed"),
 		gomega.ContainSubstring("ConfigMap/"+f.prodNS+"/cfg changed"),
 		gomega.ContainSubstring(") after 1 failed rollout(s): Deployment/"+f.canaryNS+"/web: ")))
+}
+
+// One tenant's sets halted many times over, each record as large as
+// Reroll writes one (more than the 1 MiB of one ConfigMap in all): another
+// set's halt is still recorded, in its own ConfigMap, and told.
+func TestDelivery_OneTenantsHaltRecordsLeaveRoomForAnothersHalt(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	f := newFleet(t)
+	long := make([]string, 64)
+	for i := range long {
+		long[i] = fmt.Sprintf("Deployment/tenant/%0600d", i)
+	}
+	for i := range 30 {
+		h := safe.Halt{Halted: time.Now().UTC().Truncate(time.Second), Failed: long, Objects: long, Signal: strings.Repeat("x", 4096)}.Bounded()
+		create(t, haltConfigMap(f.own, fmt.Sprintf("tenant%02d", i), h))
+	}
+	g.Expect(activeHalts(t, f.own)).To(gomega.Equal(30))
+
+	f.failNextCanaryRollout(t)
+	replicate(t, map[string]string{"level": "bad"}, f.canaryNS, f.prodNS)
+	g.Eventually(func() string { return pendingReason(t, f.prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Eventually(func() []string { return eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
+	h := haltRecord(t, f.own, member(t, f.prod).Sets[0])
+	g.Expect(h.Active()).To(gomega.BeTrue())
+	g.Expect(h.Failed).To(gomega.Equal([]string{"Deployment/" + f.canaryNS + "/web"}))
+	g.Expect(activeHalts(t, f.own)).To(gomega.Equal(31))
+}
+
+// The API refuses the halt record (a quota on ConfigMaps in Reroll's
+// namespace, as a full namespace would): the halt still holds production,
+// is told with ChangeHalted Events, and is recorded once the API accepts
+// it again.
+func TestDelivery_AHaltThatCannotBeRecordedStillHoldsAndIsTold(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	f := newFleet(t)
+	var cms corev1.ConfigMapList
+	g.Expect(k8s.List(t.Context(), &cms, client.InNamespace(f.own))).To(gomega.Succeed())
+	n := resource.MustParse(strconv.Itoa(len(cms.Items)))
+	create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.own, Name: "full"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/configmaps": n}}})
+	g.Eventually(func() corev1.ResourceList {
+		return get(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.own, Name: "full"}}).Status.Used
+	}).Should(gomega.HaveKeyWithValue(corev1.ResourceName("count/configmaps"), n), "the quota is in force")
+	// The positive control of the quota: it refuses a ConfigMap.
+	g.Expect(k8s.Create(t.Context(), configMap(f.own, "probe", nil))).To(gomega.MatchError(gomega.ContainSubstring("exceeded quota")))
+	template := get(t, f.prod).Spec.Template
+
+	f.failNextCanaryRollout(t)
+	replicate(t, map[string]string{"level": "bad"}, f.canaryNS, f.prodNS)
+	g.Eventually(func() []string { return eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
+	g.Eventually(func() string { return pendingReason(t, f.prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Expect(activeHalts(t, f.own)).To(gomega.BeZero(), "the record could not be written")
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
+
+	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.own, Name: "full"}})).To(gomega.Succeed())
+	g.Eventually(func() int { return activeHalts(t, f.own) }).Should(gomega.Equal(1), "recorded once the API accepts it")
+	g.Expect(haltRecord(t, f.own, member(t, f.prod).Sets[0]).Active()).To(gomega.BeTrue())
+	g.Expect(rolledEvents(t, f.prodNS, "web")).To(gomega.BeEmpty())
 }

@@ -137,7 +137,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := mgr.Add(records); err != nil {
 			return fmt.Errorf("adding the watch of the halt records: %w", err)
 		}
-		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces}
+		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
+		// The records of superseded sets go; the leader deletes them.
+		if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
+			return fmt.Errorf("adding the expiry of the halt records: %w", err)
+		}
 	}
 	kinds := opts.Kinds
 	if kinds == nil {
@@ -523,6 +527,6 @@ func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
 // write dropped, at the cost of one rollout.
 func (r *WorkloadReconciler) admissionHandler() http.Handler {
 	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
-		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces}
+		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key}
 	return admissionlimit.Limit(&ctrlwebhook.Admission{Handler: h}, 0, admissionlimit.Allow, "reroll's webhook of "+r.Kind.Name()+"s")
 }

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	rerollwebhook "github.com/reroll/reroll/internal/webhook"
@@ -666,4 +667,39 @@ func TestWorkloadWebhook_ReplaceKeepsTriggerOfCustomResource(t *testing.T) {
 	g.Expect(after.Object["spec"]).To(gomega.HaveKeyWithValue("analysis", map[string]any{"successfulRunHistoryLimit": int64(3)}))
 	g.Expect(after.Object["spec"]).To(gomega.HaveKeyWithValue("minReadySeconds", int64(7)))
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1))
+}
+
+// A replace (Argo CD Replace=true) writes the manifest without Reroll's
+// state: the webhook puts back the workload's part of its change set and
+// the times of its latest rollouts (both signed by Reroll), so the circuit
+// breaker still counts a failure and the storm breaker its rollouts. A
+// write that keeps the record and removes one of them on purpose (kubectl
+// reroll resume removes reroll.dev/rollouts) stands.
+func TestWorkloadWebhook_ReplaceKeepsDeliveryState(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := waveNamespace(t, "0")
+	opts := deliveryOptions(t, ns, ns)
+	opts.Storm = safe.Storm{Max: 10, Period: time.Hour}
+	_, _ = startRerollWithWebhook(t, ns, opts)
+	manifest, d := rolledOnce(t, ns)
+	g.Eventually(func() map[string]string { return get(t, d).Annotations }).Should(gomega.And(
+		gomega.HaveKey(safe.MemberAnnotation), gomega.HaveKey(safe.RolloutsAnnotation)), "the state to lose")
+	// Its last change: the rollout healthy.
+	g.Eventually(func() bool { return member(t, d).Healthy.IsZero() }).Should(gomega.BeFalse())
+	before := get(t, d.DeepCopy())
+	g.Expect(manifest.Annotations).NotTo(gomega.HaveKey(safe.MemberAnnotation))
+
+	// kubectl replace: the manifest whole, without a resourceVersion.
+	g.Expect(k8s.Update(t.Context(), manifest.DeepCopy())).To(gomega.Succeed())
+	after := get(t, d.DeepCopy())
+	for _, k := range []string{safe.MemberAnnotation, safe.RolloutsAnnotation} {
+		g.Expect(after.Annotations).To(gomega.HaveKeyWithValue(k, before.Annotations[k]), k)
+	}
+	expectNothingRolled(t, d, before)
+
+	// As kubectl reroll resume does: the record stays, the times go.
+	update(t, d, func(d *appsv1.Deployment) { delete(d.Annotations, safe.RolloutsAnnotation) })
+	g.Consistently(func() map[string]string { return get(t, d).Annotations }).ShouldNot(gomega.HaveKey(safe.RolloutsAnnotation))
+	g.Expect(get(t, d).Annotations).To(gomega.HaveKey(safe.MemberAnnotation))
 }

@@ -9,10 +9,12 @@ import (
 
 // Annotations of safe delivery.
 const (
-	// WaveAnnotation on a workload or its Namespace (the workload's wins):
-	// the wave, an integer (negative allowed, default 0), in which the
-	// workload rolls for a change set; lower waves roll first, as Argo CD's
-	// sync waves.
+	// WaveAnnotation: the wave, an integer from -1000 to 1000 (default 0),
+	// in which a workload rolls for a change set; lower waves roll first, as
+	// Argo CD's sync waves. On a Namespace (which only the operator may
+	// update) it places the namespace in the order and lets it share change
+	// sets with the other namespaces so placed; on a workload it orders the
+	// workload within its namespace's place (Position, Order).
 	WaveAnnotation = "reroll.dev/rollout-wave"
 	// BakeTimeAnnotation on a workload or its Namespace (the workload's
 	// wins): how long its rollout must stay healthy before the next wave
@@ -81,9 +83,9 @@ type Options struct {
 	// was last resumed (--halt-after-failed-rollouts); 0 turns the breaker
 	// off.
 	HaltAfter int
-	// MinWave is the lowest wave of any workload or Namespace: a member of
-	// that wave can have no earlier wave and starts at once.
-	MinWave int
+	// First is the lowest position a member of the set can have
+	// (Order.First): a member there has no earlier wave and starts at once.
+	First Position
 	// Recheck is how soon a running or waiting member is decided again; 0
 	// means DefaultRecheck.
 	Recheck time.Duration
@@ -214,8 +216,8 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 		d.Detail = fmt.Sprintf("change set %s is halted: %d rollout(s) failed (%s); resume it with kubectl reroll resume, or supersede it with a new content", s.ID, len(halt.Failed), halt.Signal)
 		return d
 	}
-	wave := self.Wave
-	if wave <= o.MinWave {
+	pos := d.Record.Position()
+	if !o.First.Less(pos) {
 		return d
 	}
 	first := d.Record.Seen
@@ -233,21 +235,22 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 	var waiting []string
 	var until time.Time
 	for _, m := range members {
-		if m.Wave >= wave {
+		mp := m.Position()
+		if !mp.Less(pos) {
 			continue
 		}
 		switch {
 		case m.Rolled.IsZero():
-			waiting = append(waiting, m.Workload+" (wave "+fmt.Sprint(m.Wave)+", not rolled)")
+			waiting = append(waiting, m.Workload+" ("+mp.String()+", not rolled)")
 		case halt != nil && !halt.Resumed.IsZero() && !m.Rolled.After(halt.Resumed):
 			// Rolled before a resume: the operator accepted it as it is.
 		case m.Failed != "":
 			// The breaker is off (or has not reached its count): a failed
 			// rollout no longer holds later waves.
 		case m.Healthy.IsZero():
-			waiting = append(waiting, m.Workload+" (wave "+fmt.Sprint(m.Wave)+", rolling)")
+			waiting = append(waiting, m.Workload+" ("+mp.String()+", rolling)")
 		case now.Before(m.Healthy.Add(m.BakeTime)):
-			waiting = append(waiting, m.Workload+" (wave "+fmt.Sprint(m.Wave)+", baking)")
+			waiting = append(waiting, m.Workload+" ("+mp.String()+", baking)")
 			if e := m.Healthy.Add(m.BakeTime); e.After(until) {
 				until = e
 			}
@@ -258,7 +261,7 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 	}
 	sort.Strings(waiting)
 	d.Hold = HoldWave
-	d.Detail = fmt.Sprintf("change set %s waits for wave %s: %s", s.ID, "< "+fmt.Sprint(wave), strings.Join(waiting, ", "))
+	d.Detail = fmt.Sprintf("change set %s waits for the waves before %s: %s", s.ID, pos, strings.Join(waiting, ", "))
 	d.Recheck = recheck
 	if !until.IsZero() {
 		d.Recheck = min(recheck, until.Sub(now)+time.Second)

@@ -4,14 +4,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reroll/reroll/internal/digest"
 )
 
 func TestDecide(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	opts := Options{Window: 5 * time.Second, HaltAfter: 1, MinWave: -1, Recheck: 5 * time.Second}
+	opts := Options{Window: 5 * time.Second, HaltAfter: 1, First: Position{Place: -1}, Recheck: 5 * time.Second}
 	canary := func(r Record, st State) Member {
-		r.Sets, r.Wave = []string{"s"}, -1
+		r.Sets, r.Place = []string{"s"}, -1
 		return Member{Workload: "Deployment/canary/web", Record: r, State: st, Signal: "ProgressDeadlineExceeded", BakeTime: 30 * time.Second}
 	}
 	prod := func(r Record) Member {
@@ -76,6 +78,16 @@ func TestDecide(t *testing.T) {
 			self: prod(Record{Seen: at(0)}), now: at(10),
 			seen: at(0),
 		},
+		"a workload's own wave never moves it before an earlier namespace": {
+			opts: opts, set: Set{ID: "s", Members: []Member{canary(Record{Seen: at(0), Rolled: at(0)}, InProgress)}},
+			self: prod(Record{Seen: at(0), Wave: -1000}), now: at(10),
+			hold: HoldWave, seen: at(0), recheck: true,
+		},
+		"a later wave of the same namespace waits for its earlier wave": {
+			opts: Options{Window: 5 * time.Second, First: Position{Wave: -2}}, set: Set{ID: "s", Members: []Member{{Workload: "Deployment/prod/db", Record: Record{Sets: []string{"s"}, Wave: -2, Seen: at(0), Rolled: at(0)}, State: InProgress}}},
+			self: prod(Record{Seen: at(0)}), now: at(10),
+			hold: HoldWave, seen: at(0), recheck: true,
+		},
 		"a rolled member records when its rollout became healthy": {
 			opts: opts, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0)}, Current), now: at(12),
 			seen: at(0), healthy: at(12),
@@ -109,12 +121,12 @@ func TestDecide(t *testing.T) {
 			seen: at(0), failed: "ProgressDeadlineExceeded", halt: []string{"Deployment/canary/web"},
 		},
 		"with the breaker off a failure halts nothing and holds no later wave": {
-			opts: Options{Window: 5 * time.Second, MinWave: -1}, set: Set{ID: "s", Members: []Member{canary(Record{Seen: at(0), Rolled: at(0), Failed: "x"}, Failed)}},
+			opts: Options{Window: 5 * time.Second, First: Position{Place: -1}}, set: Set{ID: "s", Members: []Member{canary(Record{Seen: at(0), Rolled: at(0), Failed: "x"}, Failed)}},
 			self: prod(Record{Seen: at(0)}), now: at(30),
 			seen: at(0),
 		},
 		"under the count the breaker waits": {
-			opts: Options{Window: 5 * time.Second, MinWave: -1, HaltAfter: 2}, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0)}, Failed), now: at(30),
+			opts: Options{Window: 5 * time.Second, First: Position{Place: -1}, HaltAfter: 2}, set: Set{ID: "s"}, self: canary(Record{Seen: at(0), Rolled: at(0)}, Failed), now: at(30),
 			seen: at(0), failed: "ProgressDeadlineExceeded",
 		},
 		"a member of a set failed elsewhere is held as halted": {
@@ -169,22 +181,99 @@ func TestDecide(t *testing.T) {
 }
 
 func TestSetID(t *testing.T) {
-	a := SetID("ConfigMap", "cfg", map[string]string{"k": "d1", "l": "d2"}, false)
+	key, err := digest.NewKey([]byte(strings.Repeat("k", digest.MinKeyBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := digest.NewKey([]byte(strings.Repeat("o", digest.MinKeyBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sum = "d3486ae9136e7856bc42212385ea797094475802"
+	a := SetID(key, "", "ConfigMap", "cfg", sum, false)
 	cases := map[string]struct {
 		// id is computed from other inputs; same says whether it equals a.
 		id   string
 		same bool
 	}{
-		"the same content in another namespace": {SetID("ConfigMap", "cfg", map[string]string{"l": "d2", "k": "d1"}, false), true},
-		"another value":                         {SetID("ConfigMap", "cfg", map[string]string{"k": "d1", "l": "d3"}, false), false},
-		"another name":                          {SetID("ConfigMap", "other", map[string]string{"k": "d1", "l": "d2"}, false), false},
-		"another kind":                          {SetID("Secret", "cfg", map[string]string{"k": "d1", "l": "d2"}, false), false},
-		"deleted":                               {SetID("ConfigMap", "cfg", nil, true), false},
+		"the same content, in another shared namespace": {SetID(key, "", "ConfigMap", "cfg", sum, false), true},
+		"the same content, in a namespace of its own":   {SetID(key, "tenant", "ConfigMap", "cfg", sum, false), false},
+		"another content":      {SetID(key, "", "ConfigMap", "cfg", "0"+sum[1:], false), false},
+		"another name":         {SetID(key, "", "ConfigMap", "other", sum, false), false},
+		"another kind":         {SetID(key, "", "Secret", "cfg", sum, false), false},
+		"deleted":              {SetID(key, "", "ConfigMap", "cfg", sum, true), false},
+		"another installation": {SetID(other, "", "ConfigMap", "cfg", sum, false), false},
 	}
 	for name, c := range cases {
 		if (c.id == a) != c.same || len(c.id) != 16 {
 			t.Errorf("%s: %s vs %s, want same %v", name, c.id, a, c.same)
 		}
+	}
+}
+
+func TestOrder(t *testing.T) {
+	o := Order{
+		Places: map[string]int{"canary": -1, "prod": 0, "late": 2},
+		Lowest: map[string]int{"canary": -3, "prod": -5, "tenant": -1000},
+	}
+	cases := map[string]struct {
+		// order and namespace are the input.
+		order     Order
+		namespace string
+		// scope, tracked and first are the expected answers.
+		scope   string
+		tracked bool
+		first   Position
+	}{
+		"a shared namespace's sets are shared; the first place is the lowest Namespace's, with its lowest workload wave": {
+			order: o, namespace: "prod", scope: "", tracked: true, first: Position{Place: -1, Wave: -3},
+		},
+		"a tenant namespace keeps its sets to itself, ordered by its own waves": {
+			order: o, namespace: "tenant", scope: "tenant", tracked: true, first: Position{Wave: -1000},
+		},
+		"a namespace with no wave anywhere is not tracked, whatever other namespaces set": {
+			order: o, namespace: "quiet", scope: "quiet", tracked: false, first: Position{},
+		},
+		"no wave at all": {
+			order: Order{}, namespace: "prod", scope: "prod", tracked: false, first: Position{},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if s := c.order.Scope(c.namespace); s != c.scope {
+				t.Errorf("scope %q, want %q", s, c.scope)
+			}
+			if tr := c.order.Tracked(c.namespace); tr != c.tracked {
+				t.Errorf("tracked %v, want %v", tr, c.tracked)
+			}
+			if f := c.order.First(c.namespace); f != c.first {
+				t.Errorf("first %v, want %v", f, c.first)
+			}
+		})
+	}
+}
+
+func TestPositionOf(t *testing.T) {
+	cases := map[string]struct {
+		// workload and namespace are the annotations.
+		workload, namespace map[string]string
+		want                Position
+		err                 bool
+	}{
+		"nothing set":                       {},
+		"the Namespace's wave is its place": {namespace: map[string]string{WaveAnnotation: "-1"}, want: Position{Place: -1}},
+		"the workload's wave orders within": {workload: map[string]string{WaveAnnotation: "-1000"}, namespace: map[string]string{WaveAnnotation: "2"}, want: Position{Place: 2, Wave: -1000}},
+		"a malformed wave counts as 0":      {workload: map[string]string{WaveAnnotation: "first"}, namespace: map[string]string{WaveAnnotation: "-1"}, want: Position{Place: -1}, err: true},
+		"a malformed Namespace wave too":    {namespace: map[string]string{WaveAnnotation: "soon"}, err: true},
+	}
+	for name, c := range cases {
+		p, err := PositionOf(c.workload, c.namespace)
+		if p != c.want || (err != nil) != c.err {
+			t.Errorf("%s: %v (%v), want %v, error %v", name, p, err, c.want, c.err)
+		}
+	}
+	if !(Position{Place: -1, Wave: 5}).Less(Position{Wave: -1000}) {
+		t.Error("an earlier place does not come first")
 	}
 }
 
@@ -220,10 +309,10 @@ func TestRecord(t *testing.T) {
 	if want := `{"sets":["a"],"wave":-1,"seen":"2026-01-01T00:00:00Z"}`; r.String() != want {
 		t.Errorf("encoded %s, want %s", r, want)
 	}
-	if j := r.Join([]string{"a"}, nil, 3); !j.Equal(r) {
+	if j := r.Join([]string{"a"}, nil, Position{Wave: 3}); !j.Equal(r) {
 		t.Errorf("joining the same set changed the record: %s", j)
 	}
-	if j := r.Join([]string{"b"}, []string{"ConfigMap/ns/cfg"}, 0); !j.Seen.IsZero() || j.Sets[0] != "b" {
+	if j := r.Join([]string{"b"}, []string{"ConfigMap/ns/cfg"}, Position{}); !j.Seen.IsZero() || j.Sets[0] != "b" {
 		t.Errorf("a newer set did not start a fresh record: %s", j)
 	}
 	for _, bad := range []string{"{", `{"sets":1}`, strings.Repeat(" ", maxRecordBytes+1)} {
@@ -242,5 +331,53 @@ func TestRecord(t *testing.T) {
 	back, err := ParseHalt(resumed.String())
 	if err != nil || back.String() != resumed.String() {
 		t.Errorf("halt round trip: %v %v", back, err)
+	}
+}
+
+func TestResumable(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	halts := map[string]*Halt{
+		"shared":  {Halted: at, Failed: []string{"Deployment/canary/web"}, Objects: []string{"ConfigMap/canary/ca", "ConfigMap/prod/ca"}},
+		"resumed": {Resumed: at, Failed: []string{"Deployment/prod/web"}, Objects: []string{"ConfigMap/prod/ca"}},
+		"failed":  {Halted: at, Failed: []string{"Deployment/prod-eu/api"}},
+	}
+	cases := map[string]struct {
+		// candidates are the sets the workload's annotation names;
+		// namespace is the workload's.
+		candidates []string
+		namespace  string
+		want       []string
+	}{
+		"a member's namespace, named by the record's objects":     {candidates: []string{"shared"}, namespace: "prod", want: []string{"shared"}},
+		"a failed workload's namespace":                           {candidates: []string{"failed"}, namespace: "prod-eu", want: []string{"failed"}},
+		"another namespace's set, written on a tenant's workload": {candidates: []string{"shared", "failed"}, namespace: "tenant"},
+		"a namespace whose name starts like a named one":          {candidates: []string{"shared"}, namespace: "pro"},
+		"a set no longer halted":                                  {candidates: []string{"resumed"}, namespace: "prod"},
+		"a set with no record":                                    {candidates: []string{"unknown"}, namespace: "prod"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Resumable(halts, c.candidates, c.namespace); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestHalt_Bounded(t *testing.T) {
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = "Deployment/tenant/" + strings.Repeat("x", 700)
+	}
+	h := Halt{Failed: many, Objects: many, Signal: strings.Repeat("s", 1<<20)}.Bounded()
+	if n := len(h.String()); n > 48<<10 {
+		t.Errorf("a bounded record of a tenant's 1000 long names and a 1 MiB signal has %d bytes", n)
+	}
+	if len(h.Failed) != maxHaltNames+1 || h.Failed[maxHaltNames] != "+968 more" {
+		t.Errorf("failed: %d names, last %q", len(h.Failed), h.Failed[len(h.Failed)-1])
+	}
+	small := Halt{Failed: []string{"Deployment/canary/web"}, Objects: []string{"ConfigMap/canary/ca"}, Signal: "ProgressDeadlineExceeded"}
+	if got := small.Bounded(); got.String() != small.String() {
+		t.Errorf("a small record changed: %s", got)
 	}
 }

@@ -1,15 +1,14 @@
 package delivery
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reroll/reroll/internal/digest"
 )
 
 // Record is a workload's part of its change sets, the value of
@@ -18,8 +17,10 @@ type Record struct {
 	// Sets are the IDs of the change sets the workload rolls (or waits to
 	// roll) for, sorted.
 	Sets []string `json:"sets"`
-	// Wave is the workload's wave when it joined.
-	Wave int `json:"wave,omitempty"`
+	// Place and Wave are the workload's Position when it joined: its
+	// Namespace's place in the order and its own wave.
+	Place int `json:"place,omitempty"`
+	Wave  int `json:"wave,omitempty"`
 	// Objects name the changed objects it reads, "Kind/namespace/name",
 	// sorted: where a halt's Events go.
 	Objects []string `json:"objects,omitempty"`
@@ -64,37 +65,32 @@ func (r Record) Equal(o Record) bool { return r.String() == o.String() }
 // Of reports whether r names set id.
 func (r Record) Of(id string) bool { return slices.Contains(r.Sets, id) }
 
+// Position is the record's Position.
+func (r Record) Position() Position { return Position{Place: r.Place, Wave: r.Wave} }
+
 // Join returns the record of a workload that now takes part in sets (sorted
-// IDs) in wave, reading objects: r itself when it names the same sets, else
-// a fresh record (a newer content supersedes the older set).
-func (r Record) Join(sets, objects []string, wave int) Record {
+// IDs) at position p, reading objects: r itself when it names the same sets,
+// else a fresh record (a newer content supersedes the older set).
+func (r Record) Join(sets, objects []string, p Position) Record {
 	if slices.Equal(r.Sets, sets) {
 		return r
 	}
-	return Record{Sets: sets, Objects: objects, Wave: wave}
+	return Record{Sets: sets, Objects: objects, Place: p.Place, Wave: p.Wave}
 }
 
-// SetID is the ID of the change set of one object's change: 16 hex
-// characters of the SHA-256 of its kind, name and content, where content is
-// its per-key digests (already keyed under the installation key, so the ID
-// reveals nothing of the values) or "deleted". Copies of one object in
-// several namespaces that change to the same content share it.
-func SetID(kind, name string, keys map[string]string, deleted bool) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", kind, name)
+// SetID is the ID of the change set of one object's change
+// (digest.Key.ChangeSetID under the installation key k): of its kind and
+// name, its content (a digest of its whole content, made in this process:
+// the object's Reloader SHA-1) or "deleted", and scope (Order.Scope of the
+// workload's namespace: "" where the operator lets copies across
+// namespaces be one set, else the namespace). Copies of one object in the
+// shared namespaces that change to the same content share it, whatever the
+// key.
+func SetID(k digest.Key, scope, kind, name, content string, deleted bool) string {
 	if deleted {
-		h.Write([]byte("deleted"))
-	} else {
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			fmt.Fprintf(h, "%s=%s\x00", k, keys[k])
-		}
+		content = "deleted"
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return k.ChangeSetID(scope, kind, name, content)
 }
 
 // Wave is the wave of a workload with annotations, in a Namespace with
@@ -177,4 +173,82 @@ func (h Halt) Resume(now time.Time) Halt {
 	h.Halted = time.Time{}
 	h.Resumed = now.UTC().Truncate(time.Second)
 	return h
+}
+
+// Names reports whether halt record h names namespace: one of its failed
+// workloads or changed objects ("Kind/namespace/name") is there. `kubectl
+// reroll resume` resumes a set only for an object of a namespace its
+// record names: a workload's reroll.dev/change-set is written where a
+// tenant can forge it, the record where only Reroll and the operators can.
+func (h *Halt) Names(namespace string) bool {
+	if h == nil {
+		return false
+	}
+	prefix := "/" + namespace + "/"
+	for _, names := range [][]string{h.Failed, h.Objects} {
+		for _, n := range names {
+			if _, rest, ok := strings.Cut(n, "/"); ok && strings.HasPrefix("/"+rest, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Resumable returns the IDs, sorted, of the halted sets among candidates
+// (the sets a workload's record names, unverified) whose halt records name
+// namespace (Names).
+func Resumable(halts map[string]*Halt, candidates []string, namespace string) []string {
+	var out []string
+	for _, id := range candidates {
+		if h := halts[id]; h.Active() && h.Names(namespace) && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Bounds of a halt record as written (Bounded): its workloads, objects and
+// signal come from tenants' names and their workloads' status messages.
+const (
+	// maxHaltNames is how many failed workloads, and how many changed
+	// objects, a record names.
+	maxHaltNames = 32
+	// maxHaltSignal is the longest signal kept, in bytes.
+	maxHaltSignal = 1 << 10
+	// maxHaltName is the longest name kept ("Kind/namespace/name": a
+	// namespace and a name are at most 253 bytes each).
+	maxHaltName = 600
+)
+
+// Bounded returns h as written: at most 32 failed workloads and 32 objects
+// (the first in order, then one entry "+N more"), names of at most 600
+// bytes, a signal of at most 1 KiB. A bounded record is at most about
+// 40 KiB, whatever the tenants' names and messages.
+func (h Halt) Bounded() Halt {
+	h.Failed = boundNames(h.Failed)
+	h.Objects = boundNames(h.Objects)
+	if len(h.Signal) > maxHaltSignal {
+		h.Signal = strings.ToValidUTF8(h.Signal[:maxHaltSignal], "") + "..."
+	}
+	return h
+}
+
+func boundNames(names []string) []string {
+	out := make([]string, 0, min(len(names), maxHaltNames+1))
+	for i, n := range names {
+		if i == maxHaltNames {
+			out = append(out, fmt.Sprintf("+%d more", len(names)-maxHaltNames))
+			break
+		}
+		if len(n) > maxHaltName {
+			n = strings.ToValidUTF8(n[:maxHaltName], "")
+		}
+		out = append(out, n)
+	}
+	if len(names) == 0 {
+		return names
+	}
+	return out
 }

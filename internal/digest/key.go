@@ -206,3 +206,34 @@ func (k Key) StateMAC(uid, name, value string) string {
 	}
 	return hex.EncodeToString(m.Sum(nil)[:stateMACBytes])
 }
+
+// changeSetIDBytes is the length of a change set's ID: 64 bits, as hex (16
+// characters). The ID names a set among the changes of one installation;
+// it is no secret and no signature.
+const changeSetIDBytes = 8
+
+// ChangeSetID returns the ID of the change set of one change of the object
+// kind/name (safe delivery, internal/delivery): the first 8 bytes, as
+// lowercase hex (16 characters), of the HMAC-SHA-256 under
+// Derive("change-set") of scope, kind and name, each followed by a NUL
+// byte, then content (a digest of the object's whole content made in this
+// process, or "deleted"). scope is "" for the copies that the operator lets
+// share one set across namespaces, else the namespace, so that the same
+// content elsewhere makes another set.
+//
+// Made for this use only, under its own derived key: unlike Digest it is
+// not bound to the object's namespace (copies of one object in several
+// namespaces share it), and it can never equal a value's digest, a
+// compatibility value or a signature. Whoever reads it (a workload's
+// reroll.dev/change-set annotation, a halt record) learns when two objects
+// of one name hold the same content, and when an object returns to an
+// earlier content; without the key they cannot test a guess of the content.
+func (k Key) ChangeSetID(scope, kind, name, content string) string {
+	m := hmac.New(sha256.New, k.Derive("change-set"))
+	for _, s := range []string{scope, kind, name} {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	m.Write([]byte(content))
+	return hex.EncodeToString(m.Sum(nil)[:changeSetIDBytes])
+}

@@ -173,3 +173,38 @@ func TestKey_CompatBoundToPlace(t *testing.T) {
 	// The unbound value of before, which any namespace could reproduce.
 	g.Expect(k.Value([]byte(sha1))).To(gomega.Equal("33c6f385370d747ccaee422d2f3d2279524164b02208fe0a9c5da4061f2e2181"))
 }
+
+// The expected IDs were computed outside Go, with K the key's 32 bytes of
+// 0x07 in hex (K=$(printf '07%.0s' $(seq 32))):
+//
+//	D=$(printf 'reroll.dev derived key: change-set' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K -r | cut -d' ' -f1)
+//	printf '\0ConfigMap\0ca-bundle\0d3486ae9136e7856bc42212385ea797094475802' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$D -r | cut -c1-16
+//
+// (the scope first: "" for shared, "tenant" for a namespace's own set).
+func TestKey_ChangeSetID(t *testing.T) {
+	g := gomega.NewWithT(t)
+	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	other, err := NewKey(bytes.Repeat([]byte{8}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	const content = "d3486ae9136e7856bc42212385ea797094475802"
+	cases := map[string]struct {
+		// key and scope, kind, name, content are the input.
+		key                        Key
+		scope, kind, name, content string
+		// want is the ID.
+		want string
+	}{
+		"copies shared across namespaces": {key: k, kind: "ConfigMap", name: "ca-bundle", content: content, want: "e442db4b6b312d28"},
+		"a namespace's own set":           {key: k, scope: "tenant", kind: "ConfigMap", name: "ca-bundle", content: content, want: "e8e5f9317296ffbe"},
+		"a deletion":                      {key: k, kind: "ConfigMap", name: "ca-bundle", content: "deleted", want: "2b603054e1363a0a"},
+		"another installation's key":      {key: other, kind: "ConfigMap", name: "ca-bundle", content: content, want: "7627742fe0dac8cf"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gomega.NewWithT(t).Expect(tc.key.ChangeSetID(tc.scope, tc.kind, tc.name, tc.content)).To(gomega.Equal(tc.want))
+		})
+	}
+	// Domain-separated: never a value's digest (of any length) under k.
+	g.Expect(k.Value([]byte(content))).NotTo(gomega.HavePrefix("e442db4b6b312d28"))
+}

@@ -3,13 +3,14 @@ package halts
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -22,6 +23,13 @@ import (
 	"github.com/reroll/reroll/internal/delivery"
 )
 
+// LabelKey labels each ConfigMap of halt records with its prefix
+// (--change-sets): the watch selects them by it.
+const LabelKey = "reroll.dev/halt-records"
+
+// DataKey is the data key of a record's JSON (delivery.Halt).
+const DataKey = "halt"
+
 // SyncTimeout bounds how long a read waits for the watch's first list:
 // without the permission it never comes, and the read fails with an error
 // that says so instead of hanging.
@@ -29,47 +37,61 @@ const SyncTimeout = 30 * time.Second
 
 // writtenTTL bounds how long what this process wrote stands in for the
 // watch's copy: the watch sees a write within a second; an operator who
-// deletes the ConfigMap meanwhile must not be overruled for long.
+// deletes a record meanwhile must not be overruled for long.
 const writtenTTL = time.Minute
 
-// Records are the halt records in ConfigMap Key. Start runs their watch
-// (manager.Runnable, in every replica); Get reads them from it; Record
-// writes one.
+// Name is the name of the ConfigMap of set id's halt record, under prefix.
+func Name(prefix, id string) string { return prefix + "-" + id }
+
+// Selector selects the ConfigMaps of halt records under prefix.
+func Selector(prefix string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelKey: prefix})
+}
+
+// Records are the halt records under one prefix in one namespace. Start
+// runs their watch (manager.Runnable, in every replica); Get reads them from
+// it; Record writes one; Expire deletes those no longer needed.
 type Records struct {
 	// c writes; r reads from the API server before a write (the watch may
 	// lag).
 	c            client.Client
 	r            client.Reader
-	key          types.NamespacedName
+	namespace    string
+	prefix       string
 	fieldManager string
 	inf          toolscache.SharedIndexInformer
 
 	mu sync.Mutex
-	// halts are the records parsed from the watched ConfigMap at version
-	// rv ("" when there is none); parsed says they were.
-	halts  map[string]*delivery.Halt
-	rv     string
-	parsed bool
-	// written is what this process last wrote, at resourceVersion
-	// writtenRV, at writtenAt.
-	written   map[string]*delivery.Halt
-	writtenRV string
-	writtenAt time.Time
+	// parsed are the records parsed from the watch, by ConfigMap name.
+	parsed map[string]parsedRecord
+	// written are what this process last wrote, by set ID.
+	written map[string]writtenRecord
 }
 
-// New returns the records of ConfigMap key, watched through cfg, written
-// with c (as fieldManager) after a read with r (the API server).
-func New(cfg *rest.Config, c client.Client, r client.Reader, key types.NamespacedName, fieldManager string) (*Records, error) {
+type parsedRecord struct {
+	rv   string
+	halt *delivery.Halt
+}
+
+type writtenRecord struct {
+	halt *delivery.Halt
+	rv   string
+	at   time.Time
+}
+
+// New returns the records of the ConfigMaps labelled LabelKey=at.Name in
+// namespace at.Namespace, watched through cfg, written with c (as
+// fieldManager) after a read with r (the API server).
+func New(cfg *rest.Config, c client.Client, r client.Reader, at types.NamespacedName, fieldManager string) (*Records, error) {
 	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", key, err)
+		return nil, fmt.Errorf("client for the halt records %s: %w", at, err)
 	}
-	byName := func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
-	}
-	lw := toolscache.NewFilteredListWatchFromClient(cs.RESTClient(), "configmaps", key.Namespace, byName)
+	byLabel := func(o *metav1.ListOptions) { o.LabelSelector = Selector(at.Name).String() }
+	lw := toolscache.NewFilteredListWatchFromClient(cs.RESTClient(), "configmaps", at.Namespace, byLabel)
 	inf := toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
-	return &Records{c: c, r: r, key: key, fieldManager: fieldManager, inf: inf}, nil
+	return &Records{c: c, r: r, namespace: at.Namespace, prefix: at.Name, fieldManager: fieldManager, inf: inf,
+		parsed: map[string]parsedRecord{}, written: map[string]writtenRecord{}}, nil
 }
 
 // Start runs the watch until ctx is done (manager.Runnable).
@@ -83,53 +105,79 @@ func (s *Records) Start(ctx context.Context) error {
 // metric reads them).
 func (s *Records) NeedLeaderElection() bool { return false }
 
-// Get returns the halt records by set ID, shared (read-only), from the
-// watch: no API request. It waits for the watch's first list, at most
-// SyncTimeout.
-func (s *Records) Get(ctx context.Context) (map[string]*delivery.Halt, error) {
-	cm, err := s.configMap(ctx)
-	if err != nil {
-		return nil, err
+// synced waits for the watch's first list, at most SyncTimeout.
+func (s *Records) synced(ctx context.Context) error {
+	if s.inf.HasSynced() {
+		return nil
 	}
-	rv := ""
-	if cm != nil {
-		rv = cm.ResourceVersion
+	wait, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(wait.Done(), s.inf.HasSynced) {
+		return fmt.Errorf("the watch of the halt records (ConfigMaps labelled %s=%s in %s) has not synced (list and watch on ConfigMaps there allowed?): %w", LabelKey, s.prefix, s.namespace, context.Cause(wait))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written != nil {
-		if !seen(rv, s.writtenRV) && time.Since(s.writtenAt) < writtenTTL {
-			return s.written, nil
-		}
-		s.written, s.writtenRV = nil, ""
-	}
-	if s.parsed && rv == s.rv {
-		return s.halts, nil
-	}
-	var data map[string]string
-	if cm != nil {
-		data = cm.Data
-	}
-	s.halts, s.rv, s.parsed = parse(ctx, data), rv, true
-	return s.halts, nil
+	return nil
 }
 
-// configMap returns the watched ConfigMap, shared with the informer, or nil
-// when it does not exist.
-func (s *Records) configMap(ctx context.Context) (*corev1.ConfigMap, error) {
-	if !s.inf.HasSynced() {
-		wait, cancel := context.WithTimeout(ctx, SyncTimeout)
-		defer cancel()
-		if !toolscache.WaitForCacheSync(wait.Done(), s.inf.HasSynced) {
-			return nil, fmt.Errorf("the watch of the halt records %s has not synced (list and watch on that ConfigMap allowed?): %w", s.key, context.Cause(wait))
-		}
-	}
-	item, ok, err := s.inf.GetStore().GetByKey(s.key.Namespace + "/" + s.key.Name)
-	if err != nil || !ok {
+// ID returns the set ID of the halt record in cm, and whether cm is one of
+// prefix's.
+func ID(prefix string, cm *corev1.ConfigMap) (string, bool) {
+	id, ok := strings.CutPrefix(cm.Name, prefix+"-")
+	return id, ok && id != "" && cm.Labels[LabelKey] == prefix
+}
+
+// Get returns the halt records by set ID, shared (read-only), from the
+// watch: no API request. It waits for the watch's first list, at most
+// SyncTimeout. A damaged record is skipped with a log line.
+func (s *Records) Get(ctx context.Context) (map[string]*delivery.Halt, error) {
+	if err := s.synced(ctx); err != nil {
 		return nil, err
 	}
-	cm, _ := item.(*corev1.ConfigMap)
-	return cm, nil
+	items := s.inf.GetStore().List()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*delivery.Halt, len(items))
+	rvs := make(map[string]string, len(items))
+	live := make(map[string]bool, len(items))
+	for _, item := range items {
+		cm, ok := item.(*corev1.ConfigMap)
+		if !ok {
+			continue
+		}
+		id, ok := ID(s.prefix, cm)
+		if !ok {
+			continue
+		}
+		live[cm.Name] = true
+		rvs[id] = cm.ResourceVersion
+		if p, ok := s.parsed[cm.Name]; ok && p.rv == cm.ResourceVersion {
+			if p.halt != nil {
+				out[id] = p.halt
+			}
+			continue
+		}
+		h, err := delivery.ParseHalt(cm.Data[DataKey])
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("Ignoring a damaged halt record", "changeSet", id, "configMap", cm.Name, "error", err.Error())
+			h = nil
+		}
+		s.parsed[cm.Name] = parsedRecord{rv: cm.ResourceVersion, halt: h}
+		if h != nil {
+			out[id] = h
+		}
+	}
+	for name := range s.parsed {
+		if !live[name] {
+			delete(s.parsed, name)
+		}
+	}
+	for id, w := range s.written {
+		if seen(rvs[id], w.rv) || time.Since(w.at) >= writtenTTL {
+			delete(s.written, id)
+			continue
+		}
+		out[id] = w.halt
+	}
+	return out, nil
 }
 
 // seen reports whether the watch's copy at resourceVersion rv ("" for
@@ -149,77 +197,89 @@ func seen(rv, written string) bool {
 	return err != nil || n >= 0
 }
 
-// parse reads the halt records of data, skipping (with a log line) the
-// damaged ones.
-func parse(ctx context.Context, data map[string]string) map[string]*delivery.Halt {
-	halts := map[string]*delivery.Halt{}
-	for id, v := range data {
-		h, err := delivery.ParseHalt(v)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Info("Ignoring a damaged halt record", "changeSet", id, "error", err.Error())
-			continue
-		}
-		halts[id] = h
-	}
-	return halts
-}
-
-// Record writes halt h of set id, unless the set is halted already, and
-// keeps what it wrote until the watch has seen it; it reports whether it
-// wrote.
+// Record writes halt h of set id, bounded (delivery.Halt.Bounded), in the
+// set's own ConfigMap, unless the set is halted already, and keeps what it
+// wrote until the watch has seen it; it reports whether it wrote.
 func (s *Records) Record(ctx context.Context, id string, h delivery.Halt) (bool, error) {
+	h = h.Bounded()
+	key := types.NamespacedName{Namespace: s.namespace, Name: Name(s.prefix, id)}
 	wrote := false
-	var data map[string]string
-	rv, err := s.update(ctx, func(d map[string]string) {
-		wrote = false
-		if old, ok := d[id]; ok {
-			if o, err := delivery.ParseHalt(old); err == nil && o.Active() {
-				return // another reconcile halted it first
-			}
-		}
-		d[id] = h.String()
-		wrote, data = true, d
-	})
-	if err != nil || !wrote {
-		return false, err
-	}
-	s.mu.Lock()
-	s.written, s.writtenRV, s.writtenAt = parse(ctx, data), rv, time.Now()
-	s.mu.Unlock()
-	return true, nil
-}
-
-// update applies change to the ConfigMap's data, creating the ConfigMap
-// when it is absent and retrying on conflicts (every write is guarded by
-// resourceVersion); it returns the resourceVersion written.
-func (s *Records) update(ctx context.Context, change func(map[string]string)) (string, error) {
 	var rv string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		wrote = false
 		var cm corev1.ConfigMap
-		err := s.r.Get(ctx, s.key, &cm)
+		err := s.r.Get(ctx, key, &cm)
 		if apierrors.IsNotFound(err) {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.key.Namespace, Name: s.key.Name}, Data: map[string]string{}}
-			change(cm.Data)
+			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelKey: s.prefix}},
+				Data: map[string]string{DataKey: h.String()}}
 			err := s.c.Create(ctx, &cm, client.FieldOwner(s.fieldManager))
 			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), s.key.Name, err)
+				return apierrors.NewConflict(corev1.Resource("configmaps"), key.Name, err)
 			}
-			rv = cm.ResourceVersion
+			wrote, rv = err == nil, cm.ResourceVersion
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
+		if old, err := delivery.ParseHalt(cm.Data[DataKey]); err == nil && old.Active() {
+			return nil // another reconcile halted it first
 		}
-		change(cm.Data)
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels[LabelKey] = s.prefix
+		cm.Data = map[string]string{DataKey: h.String()}
 		err = s.c.Update(ctx, &cm, client.FieldOwner(s.fieldManager))
-		rv = cm.ResourceVersion
+		wrote, rv = err == nil, cm.ResourceVersion
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("writing the change sets' halt records %s: %w", s.key, err)
+		return false, fmt.Errorf("writing the halt record %s of change set %s: %w", key, id, err)
 	}
-	return rv, nil
+	if wrote {
+		s.mu.Lock()
+		s.written[id] = writtenRecord{halt: &h, rv: rv, at: time.Now()}
+		s.mu.Unlock()
+	}
+	return wrote, nil
+}
+
+// Expire deletes the records of the sets that live reports no workload
+// names any more (superseded by a newer content, or resumed and rolled
+// on), as seen by the watch; each delete is guarded by the record's
+// resourceVersion, so a record written meanwhile stays. It returns how many
+// it deleted.
+func (s *Records) Expire(ctx context.Context, live func(id string) (bool, error)) (int, error) {
+	if err := s.synced(ctx); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, item := range s.inf.GetStore().List() {
+		cm, ok := item.(*corev1.ConfigMap)
+		if !ok {
+			continue
+		}
+		id, ok := ID(s.prefix, cm)
+		if !ok {
+			continue
+		}
+		named, err := live(id)
+		if err != nil {
+			return n, err
+		}
+		if named {
+			continue
+		}
+		err = s.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}},
+			client.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("deleting the halt record %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/reroll/reroll/internal/annotation"
+	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -50,6 +52,9 @@ type WorkloadAdmission struct {
 	// workloads get plan.ManagedLabel (--namespaces); IgnoredNamespaces
 	// never get it (--namespaces-to-ignore).
 	Namespaces, IgnoredNamespaces []string
+	// Key is the installation key: only state Reroll signed under it is
+	// put back (restoreState).
+	Key digest.Key
 }
 
 // Handle never denies a write: on any error it allows it unchanged, with a
@@ -105,6 +110,30 @@ func (h *WorkloadAdmission) handle(ctx context.Context, req admission.Request) (
 	return admission.PatchResponseFromRaw(before, after), nil
 }
 
+// replaceKept are the state annotations of safe delivery that a replace
+// must not reset: the workload's part of its change sets (a Failed in it is
+// what the circuit breaker counts) and the times of its latest rollouts
+// (what the storm breaker counts).
+var replaceKept = []string{safe.MemberAnnotation, safe.RolloutsAnnotation}
+
+// restoreState copies replaceKept from old to obj, when obj lacks them and
+// old's value is signed by Reroll, for a write that also dropped the record
+// (a replace with a manifest that never held Reroll's fields). A write
+// that keeps the record and drops one of them is Reroll's own or an
+// operator's on purpose (kubectl reroll resume removes reroll.dev/rollouts;
+// Reroll removes a forged value), and stands. A forged value is not put
+// back.
+func (h *WorkloadAdmission) restoreState(old, obj client.Object) {
+	for _, k := range replaceKept {
+		if _, has := obj.GetAnnotations()[k]; has {
+			continue
+		}
+		if _, ok := plan.Verified(h.Key, string(old.GetUID()), k, old.GetAnnotations()); ok {
+			setAnnotation(obj, k, old.GetAnnotations()[k])
+		}
+	}
+}
+
 func (h *WorkloadAdmission) decode(raw []byte) (client.Object, error) {
 	obj := h.Kind.New()
 	if err := json.Unmarshal(raw, obj); err != nil {
@@ -137,12 +166,16 @@ func (h *WorkloadAdmission) restore(old, obj client.Object) error {
 		// in the bound's queue and a pause period long over in force. A
 		// replace that drops them costs at most a deferred change's place
 		// in the queue (the record still holds the change, so it rolls).
+		_, hadRecord := obj.GetAnnotations()[plan.RecordAnnotation]
 		for _, k := range []string{plan.RecordAnnotation, plan.KeyAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				if _, has := obj.GetAnnotations()[k]; !has {
 					setAnnotation(obj, k, v)
 				}
 			}
+		}
+		if !hadRecord {
+			h.restoreState(old, obj)
 		}
 		if v, ok := old.GetLabels()[plan.ManagedLabel]; ok {
 			if _, has := obj.GetLabels()[plan.ManagedLabel]; !has {

@@ -828,11 +828,9 @@ func TestHelmChart_DigestKeyRole(t *testing.T) {
 		g.Expect(roles[0].Rules).To(gomega.ConsistOf(
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-digest-key"}, Verbs: []string{"get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			// One signed ConfigMap per journal or record entry.
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
-			// The watch of the change sets' halt records, by name.
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"r-reroll-change-sets"}, Verbs: []string{"watch"}},
-			// The metrics bearer token (metrics.secure, metrics.auth=token).
+			// One ConfigMap per journal or record entry, and per halted
+			// change set (watched by their label).
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"r-reroll-metrics-token"}, Verbs: []string{"get"}},
 		))
 		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--metrics-token-secret=r-reroll-metrics-token"))

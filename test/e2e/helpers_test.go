@@ -270,7 +270,11 @@ type process struct {
 // startReroll runs the built reroll binary with the kubeconfig and args, as
 // a pod would with env (POD_NAMESPACE, POD_NAME), metrics and probes on free
 // local ports. It waits until /readyz answers and stops the process, by its
-// pid, when the test ends.
+// pid, when the test ends. As it ships when kubeconfig is a ServiceAccount's
+// of the chart (serviceAccountKubeconfig) and args are the chart's pod's
+// (podArgs); the tests that pass the plane's admin kubeconfig and args of
+// their own (HA, metrics) are about leader election and the metrics
+// endpoint, not about permissions, and say which flags they change.
 //
 // The metrics are served plainly, whatever args say, for scrape and sample;
 // startRerollAsShipped keeps the args' metrics settings.
