@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	safe "github.com/reroll/reroll/internal/delivery"
-	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
@@ -282,7 +281,8 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	create(t, configMap(ns, "cert", map[string]string{"tls.crt": "0"}))
 	d := deployment(ns, "web", autoOn, podSpec(envFrom("cert")))
 	create(t, d)
-	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, PlanOptions: plan.Options{Key: testKey(t, 30), Recheck: time.Second}})
+	key := testKey(t, 30)
+	rr := startReroll(t, ns, Options{Storm: safe.Storm{Max: 2, Period: time.Hour}, PlanOptions: plan.Options{Key: key, Recheck: time.Second}})
 	recorded(t, d)
 
 	// A flapping certificate: the first two changes roll.
@@ -295,8 +295,9 @@ func TestDelivery_StormBreakerHoldsAFlappingWorkload(t *testing.T) {
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", safe.ReasonRolloutStorm) }).Should(gomega.HaveLen(1))
 	g.Expect(pendingReason(t, d)).To(gomega.Equal(safe.HoldStorm))
 	g.Consistently(func() corev1.PodTemplateSpec { return get(t, d).Spec.Template }).Should(gomega.Equal(template))
-	// The gauge the chart's alert RerollRolloutStormHeld reads.
-	gauges := rollout.NewTracker(0, digest.Key{}, rr.cache, time.Now)
+	// The gauge the chart's alert RerollRolloutStormHeld reads; it counts
+	// only state signed under Reroll's key.
+	gauges := rollout.NewTracker(0, key, rr.cache, time.Now)
 	gauges.Add(rollout.Kind{Kind: workload.Deployment{}, Progress: workload.Deployment{}})
 	g.Eventually(func() map[string]float64 { return collect(t, gauges) }).Should(gomega.And(
 		gomega.HaveKeyWithValue("reroll_rollouts_held_by_storm", 1.0),
