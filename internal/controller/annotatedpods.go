@@ -251,7 +251,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		next = map[string]string{}
 	}
 	for k, v := range p.Annotations {
-		next = withKey(next, k, v)
+		next = workload.WithKey(next, k, v)
 	}
 	switch p.Outcome {
 	case plan.NotOptedIn:
@@ -289,7 +289,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	in.Desired, _ = strconv.Atoi(next[podsAnnotation])
 	d := eviction.Decide(in)
-	next = withKey(next, eviction.ProgressAnnotation, d.Progress.String())
+	next = workload.WithKey(next, eviction.ProgressAnnotation, d.Progress.String())
 	// The record first: a kill after the evictions below finds the evicted
 	// pods terminating or gone and never evicts them again. An unchanged
 	// record is not written again.
@@ -371,7 +371,7 @@ func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pod
 			break
 		}
 	}
-	if err := a.write(ctx, req, withKey(rec, eviction.ProgressAnnotation, progress.String())); err != nil {
+	if err := a.write(ctx, req, workload.WithKey(rec, eviction.ProgressAnnotation, progress.String())); err != nil {
 		return ctrl.Result{}, err
 	}
 	if failure != nil {

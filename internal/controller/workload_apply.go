@@ -23,10 +23,10 @@ import (
 func (r *WorkloadReconciler) apply(ctx context.Context, obj client.Object, p plan.Plan) error {
 	desired := obj.DeepCopyObject().(client.Object)
 	for k, v := range p.Annotations {
-		setAnnotation(desired, k, v)
+		workload.SetAnnotation(desired, k, v)
 	}
 	for k, v := range p.Labels {
-		setLabel(desired, k, v)
+		workload.SetLabel(desired, k, v)
 	}
 	if pz, ok := r.Kind.(workload.Pausable); ok && (p.Pause.Pause || p.Pause.Resume) {
 		pz.SetPaused(desired, p.Pause.Pause)
@@ -120,28 +120,4 @@ func (r *WorkloadReconciler) setTrigger(ctx context.Context, tr plan.Trigger, t 
 // patch writes desired over obj (workload.Patch).
 func (r *WorkloadReconciler) patch(ctx context.Context, obj, desired client.Object) error {
 	return workload.Patch(ctx, r.Client, obj, desired)
-}
-
-// setAnnotation sets a metadata annotation, or removes it when value is "".
-func setAnnotation(obj client.Object, key, value string) {
-	obj.SetAnnotations(withKey(obj.GetAnnotations(), key, value))
-}
-
-// setLabel sets a metadata label, or removes it when value is "".
-func setLabel(obj client.Object, key, value string) {
-	obj.SetLabels(withKey(obj.GetLabels(), key, value))
-}
-
-// withKey returns m with key set to value, or without key when value is "";
-// it allocates a map only when m is nil and a value is set.
-func withKey(m map[string]string, key, value string) map[string]string {
-	if value == "" {
-		delete(m, key)
-		return m
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	m[key] = value
-	return m
 }

@@ -250,7 +250,7 @@ func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d evi
 		}
 	}
 	desired := obj.DeepCopyObject().(client.Object)
-	setAnnotation(desired, eviction.ProgressAnnotation, progress.String())
+	workload.SetAnnotation(desired, eviction.ProgressAnnotation, progress.String())
 	if err := r.patch(ctx, obj, desired); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -307,8 +307,8 @@ func (r *WorkloadReconciler) keepBaseline(ctx context.Context, obj client.Object
 			}
 			if errors.Is(err, errBaselineFull) {
 				desired := obj.DeepCopyObject().(client.Object)
-				setAnnotation(desired, plan.RecordAnnotation, rec)
-				setAnnotation(desired, plan.KeyAnnotation, r.Options.Key.ID())
+				workload.SetAnnotation(desired, plan.RecordAnnotation, rec)
+				workload.SetAnnotation(desired, plan.KeyAnnotation, r.Options.Key.ID())
 				if err := workload.PatchGuarded(ctx, r.Client, obj, desired); err != nil {
 					return err
 				}

@@ -98,6 +98,6 @@ func (r *WorkloadReconciler) recordPatch(obj, desired client.Object, now time.Ti
 	}
 	p := revert.Patch{Before: revert.Fingerprint(before), After: revert.Fingerprint(after), At: now}
 	if p.Before != p.After {
-		setAnnotation(desired, revert.PatchAnnotation, p.String())
+		workload.SetAnnotation(desired, revert.PatchAnnotation, p.String())
 	}
 }

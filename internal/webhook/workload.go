@@ -129,7 +129,7 @@ func (h *WorkloadAdmission) restoreState(old, obj client.Object) {
 			continue
 		}
 		if _, ok := plan.Verified(h.Key, string(old.GetUID()), k, old.GetAnnotations()); ok {
-			setAnnotation(obj, k, old.GetAnnotations()[k])
+			workload.SetAnnotation(obj, k, old.GetAnnotations()[k])
 		}
 	}
 }
@@ -170,7 +170,7 @@ func (h *WorkloadAdmission) restore(old, obj client.Object) error {
 		for _, k := range []string{plan.RecordAnnotation, plan.KeyAnnotation} {
 			if v, ok := old.GetAnnotations()[k]; ok {
 				if _, has := obj.GetAnnotations()[k]; !has {
-					setAnnotation(obj, k, v)
+					workload.SetAnnotation(obj, k, v)
 				}
 			}
 		}
@@ -179,7 +179,7 @@ func (h *WorkloadAdmission) restore(old, obj client.Object) error {
 		}
 		if v, ok := old.GetLabels()[plan.ManagedLabel]; ok {
 			if _, has := obj.GetLabels()[plan.ManagedLabel]; !has {
-				setLabel(obj, plan.ManagedLabel, v)
+				workload.SetLabel(obj, plan.ManagedLabel, v)
 			}
 		}
 	}
@@ -254,35 +254,10 @@ func (h *WorkloadAdmission) label(obj client.Object) error {
 		return err
 	}
 	if optIn, _ := h.Annotations.Parse(obj.GetAnnotations(), t.Annotations); optIn.Enabled() {
-		setLabel(obj, plan.ManagedLabel, "true")
+		workload.SetLabel(obj, plan.ManagedLabel, "true")
 	}
 	return nil
 }
 
 // Ensure the handler matches controller-runtime's interface.
 var _ admission.Handler = (*WorkloadAdmission)(nil)
-
-// setAnnotation sets a metadata annotation, or removes it when value is "",
-// as the reconciler's writes do.
-func setAnnotation(obj client.Object, key, value string) {
-	obj.SetAnnotations(withKey(obj.GetAnnotations(), key, value))
-}
-
-// setLabel sets a metadata label, or removes it when value is "".
-func setLabel(obj client.Object, key, value string) {
-	obj.SetLabels(withKey(obj.GetLabels(), key, value))
-}
-
-// withKey returns m with key set to value, or without key when value is "";
-// it allocates a map only when m is nil and a value is set.
-func withKey(m map[string]string, key, value string) map[string]string {
-	if value == "" {
-		delete(m, key)
-		return m
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	m[key] = value
-	return m
-}
