@@ -32,18 +32,19 @@ const (
 	EvaluationTimeout = time.Second
 )
 
-// Condition reasons of a Validator's Ready condition and of a CompileError.
+// Reasons of a Validator's Ready condition (condition reasons, not Events) and
+// of a CompileError.
 const (
-	// ReasonCompiled: every rule compiled within the cost budget.
-	ReasonCompiled = "Compiled"
-	// ReasonInvalidRule: a rule does not compile (a CEL syntax or type
+	// CondCompiled: every rule compiled within the cost budget.
+	CondCompiled = "Compiled"
+	// CondInvalidRule: a rule does not compile (a CEL syntax or type
 	// error, a schema that is not a schema, a format that cannot take a
 	// schema).
-	ReasonInvalidRule = "InvalidRule"
-	// ReasonCostExceeded: a CEL expression's estimated cost exceeds
+	CondInvalidRule = "InvalidRule"
+	// CondCostExceeded: a CEL expression's estimated cost exceeds
 	// PerCallLimit, or the Validator's expressions together exceed
 	// PerEvaluationLimit.
-	ReasonCostExceeded = "CostBudgetExceeded"
+	CondCostExceeded = "CostBudgetExceeded"
 )
 
 // Object is the content of one ConfigMap or Secret, as Evaluate reads it.
@@ -122,12 +123,12 @@ func (f Finding) String() string {
 }
 
 // CompileError is why a Validator's rules do not compile: the rule, and a
-// Reason for the Ready condition (ReasonInvalidRule or ReasonCostExceeded).
+// Reason for the Ready condition (CondInvalidRule or CondCostExceeded).
 type CompileError struct {
 	// Rule is the name of the rule that failed; empty for the Validator as
 	// a whole (its selector, or its total cost).
 	Rule string
-	// Reason is ReasonInvalidRule or ReasonCostExceeded.
+	// Reason is CondInvalidRule or CondCostExceeded.
 	Reason string
 	// Err says why.
 	Err error
@@ -183,7 +184,7 @@ type rule struct {
 func Compile(v *rerollv1.Validator) (*Validator, error) {
 	out := &Validator{Namespace: v.Namespace, Name: v.Name, Kind: v.Spec.Kind, names: map[string]bool{}}
 	if out.Kind != rerollv1.KindConfigMap && out.Kind != rerollv1.KindSecret {
-		return nil, &CompileError{Reason: ReasonInvalidRule, Err: fmt.Errorf("kind %q is neither ConfigMap nor Secret", v.Spec.Kind)}
+		return nil, &CompileError{Reason: CondInvalidRule, Err: fmt.Errorf("kind %q is neither ConfigMap nor Secret", v.Spec.Kind)}
 	}
 	for _, n := range v.Spec.Names {
 		out.names[n] = true
@@ -191,14 +192,14 @@ func Compile(v *rerollv1.Validator) (*Validator, error) {
 	if v.Spec.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(v.Spec.Selector)
 		if err != nil {
-			return nil, &CompileError{Reason: ReasonInvalidRule, Err: fmt.Errorf("selector: %w", err)}
+			return nil, &CompileError{Reason: CondInvalidRule, Err: fmt.Errorf("selector: %w", err)}
 		}
 		out.selector = sel
 	}
 	seen := map[string]bool{}
 	for _, spec := range v.Spec.Rules {
 		if seen[spec.Name] {
-			return nil, &CompileError{Rule: spec.Name, Reason: ReasonInvalidRule, Err: errors.New("the name is used by another rule")}
+			return nil, &CompileError{Rule: spec.Name, Reason: CondInvalidRule, Err: errors.New("the name is used by another rule")}
 		}
 		seen[spec.Name] = true
 		r, err := compileRule(spec)
@@ -209,7 +210,7 @@ func Compile(v *rerollv1.Validator) (*Validator, error) {
 		out.rules = append(out.rules, r)
 	}
 	if out.Cost > PerEvaluationLimit {
-		return nil, &CompileError{Reason: ReasonCostExceeded, Err: fmt.Errorf(
+		return nil, &CompileError{Reason: CondCostExceeded, Err: fmt.Errorf(
 			"the expressions' estimated cost together, %d, exceeds the budget of one object's evaluation, %d", out.Cost, PerEvaluationLimit)}
 	}
 	return out, nil
@@ -217,7 +218,7 @@ func Compile(v *rerollv1.Validator) (*Validator, error) {
 
 func compileRule(spec rerollv1.ValidationRule) (rule, error) {
 	invalid := func(format string, a ...any) error {
-		return &CompileError{Rule: spec.Name, Reason: ReasonInvalidRule, Err: fmt.Errorf(format, a...)}
+		return &CompileError{Rule: spec.Name, Reason: CondInvalidRule, Err: fmt.Errorf(format, a...)}
 	}
 	r := rule{
 		name: spec.Name, admission: spec.Admission,
@@ -275,7 +276,7 @@ func compileRule(spec rerollv1.ValidationRule) (rule, error) {
 		if err != nil {
 			var ce *costError
 			if errors.As(err, &ce) {
-				return r, &CompileError{Rule: spec.Name, Reason: ReasonCostExceeded, Err: err}
+				return r, &CompileError{Rule: spec.Name, Reason: CondCostExceeded, Err: err}
 			}
 			return r, invalid("expression: %w", err)
 		}

@@ -380,50 +380,50 @@ func TestCompile_RefusesBadRules(t *testing.T) {
 		},
 		"a CEL syntax error": {
 			rule:   rerollv1.ValidationRule{Name: "r", Expression: "data['a'] =="},
-			reason: ReasonInvalidRule, err: "rule r: expression: ERROR",
+			reason: CondInvalidRule, err: "rule r: expression: ERROR",
 		},
 		"a CEL expression that is not a bool": {
 			rule:   rerollv1.ValidationRule{Name: "r", Expression: "data['a']"},
-			reason: ReasonInvalidRule, err: "is a string, not a bool",
+			reason: CondInvalidRule, err: "is a string, not a bool",
 		},
 		"an unknown CEL variable": {
 			rule:   rerollv1.ValidationRule{Name: "r", Expression: "object.name == 'a'"},
-			reason: ReasonInvalidRule, err: "undeclared reference to 'object'",
+			reason: CondInvalidRule, err: "undeclared reference to 'object'",
 		},
 		"a CEL rule over the cost limit": {
 			rule:   rerollv1.ValidationRule{Name: "r", Expression: deep},
-			reason: ReasonCostExceeded, err: "exceeds the per-expression budget of 1000000",
+			reason: CondCostExceeded, err: "exceeds the per-expression budget of 1000000",
 		},
 		"a schema that refers to a file": {
 			rule:   rerollv1.ValidationRule{Name: "r", Key: "a", Schema: schema(`{"$ref": "file:///etc/passwd"}`)},
-			reason: ReasonInvalidRule, err: "outside the schema",
+			reason: CondInvalidRule, err: "outside the schema",
 		},
 		"a schema that refers to a URL": {
 			rule:   rerollv1.ValidationRule{Name: "r", Key: "a", Schema: schema(`{"$ref": "https://example.com/s.json"}`)},
-			reason: ReasonInvalidRule, err: "outside the schema",
+			reason: CondInvalidRule, err: "outside the schema",
 		},
 		"a schema that refers to itself compiles": {
 			rule: rerollv1.ValidationRule{Name: "r", Key: "a", Schema: schema(`{"$defs": {"p": {"type": "integer"}}, "properties": {"port": {"$ref": "#/$defs/p"}}}`)},
 		},
 		"a schema that is not a schema": {
 			rule:   rerollv1.ValidationRule{Name: "r", Key: "a", Schema: schema(`{"type": 12}`)},
-			reason: ReasonInvalidRule, err: "rule r: schema:",
+			reason: CondInvalidRule, err: "rule r: schema:",
 		},
 		"a schema on a format that has no document": {
 			rule:   rerollv1.ValidationRule{Name: "r", Key: "a", Format: rerollv1.FormatURL, Schema: schema(`{}`)},
-			reason: ReasonInvalidRule, err: "a schema needs format JSON, YAML or TOML, not URL",
+			reason: CondInvalidRule, err: "a schema needs format JSON, YAML or TOML, not URL",
 		},
 		"a margin on a format that is not a certificate": {
 			rule:   rerollv1.ValidationRule{Name: "r", Key: "a", Format: rerollv1.FormatJSON, NotExpiringWithin: duration(time.Hour)},
-			reason: ReasonInvalidRule, err: "notExpiringWithin needs format PEMCertificate",
+			reason: CondInvalidRule, err: "notExpiringWithin needs format PEMCertificate",
 		},
 		"a format without a key": {
 			rule:   rerollv1.ValidationRule{Name: "r", Format: rerollv1.FormatJSON},
-			reason: ReasonInvalidRule, err: "need key",
+			reason: CondInvalidRule, err: "need key",
 		},
 		"a rule with no check": {
 			rule:   rerollv1.ValidationRule{Name: "r"},
-			reason: ReasonInvalidRule, err: "set at least one check",
+			reason: CondInvalidRule, err: "set at least one check",
 		},
 	}
 	for name, tc := range cases {
@@ -471,8 +471,8 @@ func TestCompile_RefusesAValidatorOverTheEvaluationBudget(t *testing.T) {
 	// Eleven do not.
 	_, err = Compile(validator(rerollv1.KindConfigMap, append(rules, rule(10))...))
 	var ce *CompileError
-	if !errors.As(err, &ce) || ce.Reason != ReasonCostExceeded {
-		t.Fatalf("eleven rules: %v, want %s", err, ReasonCostExceeded)
+	if !errors.As(err, &ce) || ce.Reason != CondCostExceeded {
+		t.Fatalf("eleven rules: %v, want %s", err, CondCostExceeded)
 	}
 }
 
