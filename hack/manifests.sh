@@ -20,7 +20,7 @@ controller_gen="$(hack/tools.sh --dir controller-gen)/controller-gen"
 # The base role: every package with markers but internal/eviction, whose
 # markers are --enable-pod-eviction's (off by default). A package that gains
 # markers must be listed here; the check below fails until it is.
-base_rbac_packages=(internal/controller internal/projection internal/workload)
+base_rbac_packages=(internal/controller internal/projection internal/validator internal/workload)
 unlisted=$(grep -rl --include='*.go' '+kubebuilder:rbac' internal | xargs -r -n1 dirname | sort -u |
   grep -vxF -e internal/eviction "${base_rbac_packages[@]/#/-e}" || true)
 if [[ -n "$unlisted" ]]; then
@@ -35,8 +35,11 @@ paths=$(printf './%s/...;' "${base_rbac_packages[@]}")
 "$controller_gen" rbac:roleName=pod-eviction-role paths=./internal/eviction/... output:rbac:artifacts:config=config/components/pod-eviction
 "$controller_gen" object paths=./api/...
 "$controller_gen" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+# The Validator CRD is installed by default (config/default), apart from
+# the Projection CRD, which config/components/projections installs.
+mv config/crd/bases/reroll.dev_validators.yaml config/crd/validators/
 mkdir -p charts/reroll/files
-cp config/crd/bases/reroll.dev_projections.yaml charts/reroll/files/
+cp config/crd/bases/reroll.dev_projections.yaml config/crd/validators/reroll.dev_validators.yaml charts/reroll/files/
 
 # The kubectl built beside the control plane when there is one, else the
 # machine's; both embed kustomize v5.5.0.

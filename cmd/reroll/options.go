@@ -73,6 +73,7 @@ type flags struct {
 	pprofAddr             string
 	enableCSI             bool
 	podEviction           bool
+	validation            bool
 	// reloaderOnly holds the values of reloaderOnlyFlags, which are
 	// accepted and ignored.
 	reloaderOnly map[string]*string
@@ -141,6 +142,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.Var(newReloaderBool(&f.isArgoRollouts), "is-Argo-Rollouts", `"true" requires Argo Rollouts (argoproj.io/v1alpha1 Rollout); otherwise they are handled when the API server serves them (a string, as in Reloader).`)
 	fs.StringArrayVar(&f.workloads, "workload", nil, "An extra workload kind, repeatable: '<group>/<version>/<Kind>:<pod template path>' (e.g. 'apps.kruise.io/v1alpha1/CloneSet:spec.template'), or '<group>/<version>/<Kind>:annotations=<path>' for operators that copy an annotations map onto their pods.")
 	fs.StringArrayVar(&f.evictOwners, "evict-owner", nil, "With --enable-pod-eviction: a kind of pod owner whose pods Reroll restarts by eviction, honouring PodDisruptionBudgets, repeatable: '<group>/<version>/<Kind>' (e.g. 'kafka.strimzi.io/v1beta2/StrimziPodSet'). Reroll reads references from the pods and needs get, list, watch and patch on the kind.")
+	fs.BoolVar(&f.validation, "enable-validation", true, "Check the new content of every changed ConfigMap and Secret against the reroll.dev/v1alpha1 Validators of its namespace before anything rolls for it: content that fails a rule rolls nothing (hold reason invalid, Warning Event InvalidContent; see docs/validation.md). Needs the Validator CRD (without it, validation is off) and list and watch on validators.")
 	fs.BoolVar(&f.podEviction, "enable-pod-eviction", false, "Restart by eviction the workloads annotated reroll.dev/restart: evict, the --evict-owner kinds and annotated pods (--pod-records). Reroll then watches and caches pods and needs list and watch on pods and create on pods/eviction; off, it never reads pods, and a workload that asks for eviction gets an EvictionDisabled Warning Event.")
 	fs.StringVar(&f.cronJobTrigger, "cronjob-trigger", "", `What a change consumed by a CronJob does: "none" (its next scheduled Job reads the new data) or "job" (create a Job from its jobTemplate at once). Unset: "job" for CronJobs opted in with Reloader's annotations, as Reloader does, "none" for reroll.dev ones. The annotation reroll.dev/cronjob-trigger overrides it per CronJob.`)
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
@@ -262,6 +264,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		Kinds:       kinds,
 		EvictOwners: owners,
 		PodEviction: f.podEviction,
+		Validate:    f.validation,
 		PlanOptions: plan.Options{
 			Strategy:                          strategy,
 			ReloadOnCreate:                    f.reloadOnCreate.on(),

@@ -26,6 +26,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -64,6 +65,11 @@ type Options struct {
 	// plan.Decide as they are. Setup sets Managed (from Admission) and
 	// NoEviction (when restarts by eviction are off or not permitted).
 	PlanOptions
+	// Validate checks the new content of a change against the Validators
+	// (reroll.dev/v1alpha1) of its namespace before anything rolls for it
+	// (--enable-validation); content that fails a rule holds the rollout
+	// (internal/validator). Without the Validator CRD it is off.
+	Validate bool
 	// Kinds are the workload kinds to handle; nil means the built-in
 	// Deployment, StatefulSet and DaemonSet.
 	Kinds []workload.Kind
@@ -208,6 +214,9 @@ type WorkloadReconciler struct {
 	// changeSets holds the halt records and the waves in use, for safe
 	// delivery; nil when it is off (Options.ChangeSets).
 	changeSets *changeSets
+	// validation checks new content against the Validators; nil when it is
+	// off (Options.Validate).
+	validation *validator.Gate
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
 	journal *jobJournal
@@ -356,6 +365,9 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	}
 	p, err := r.decide(ctx, opts, in)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.holdInvalid(ctx, obj, in, opts, &p); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.deliverSafely(ctx, obj, in, opts, &p); err != nil {

@@ -39,6 +39,7 @@ import (
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/webhook"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -143,6 +144,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the expiry of the halt records: %w", err)
 		}
 	}
+	var validation *validator.Gate
+	if opts.Validate {
+		if validation, err = setupValidation(mgr, opts); err != nil {
+			return err
+		}
+	}
 	kinds := opts.Kinds
 	if kinds == nil {
 		kinds = workload.Builtin()
@@ -192,6 +199,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			slotFreed:  wake,
 			changeSets: sets,
 			baselines:  baselines,
+			validation: validation,
 
 			readNamespaces: readNamespaces,
 		}

@@ -1,0 +1,79 @@
+package validator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	rerollv1 "github.com/reroll/reroll/api/v1alpha1"
+	"github.com/reroll/reroll/internal/validate"
+)
+
+// ConditionReady is the Validator's condition: True (reason Compiled) when
+// every rule compiled within the cost budget, else False with the reason
+// (validate.CondInvalidRule, validate.CondCostExceeded) and the rule.
+const ConditionReady = "Ready"
+
+// Reconciler compiles each Validator when its spec changes and writes its
+// Ready condition and observedGeneration. A Validator that does not
+// compile is not used by the Gate.
+type Reconciler struct {
+	Client client.Client
+	// Gate drops its compiled copy of a deleted Validator.
+	Gate *Gate
+}
+
+// SetupWithManager registers the Validator controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("validator").
+		// The spec decides the condition; Reroll's own status writes do not.
+		For(&rerollv1.Validator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// Reroll's rules for Validators: read them, write their status.
+// +kubebuilder:rbac:groups=reroll.dev,resources=validators,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reroll.dev,resources=validators/status,verbs=patch
+
+// Reconcile compiles the Validator and records the outcome on it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	v := &rerollv1.Validator{}
+	if err := r.Client.Get(ctx, req.NamespacedName, v); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if v.DeletionTimestamp != nil {
+		if r.Gate != nil {
+			r.Gate.forget(v.UID)
+		}
+		return ctrl.Result{}, nil
+	}
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: validate.CondCompiled,
+		ObservedGeneration: v.Generation}
+	c, err := validate.Compile(v)
+	if err != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, validate.CondInvalidRule
+		var ce *validate.CompileError
+		if errors.As(err, &ce) {
+			cond.Reason = ce.Reason
+		}
+		cond.Message = err.Error() + "; none of this Validator's rules is used until it is fixed"
+		ctrl.LoggerFrom(ctx).Info("Validator does not compile", "validator", req.String(), "reason", cond.Reason, "error", err.Error())
+	} else {
+		cond.Message = fmt.Sprintf("%d rules compiled, estimated worst-case CEL cost %d of %d", len(c.Rules()), c.Cost, validate.PerEvaluationLimit)
+	}
+	orig := v.DeepCopy()
+	meta.SetStatusCondition(&v.Status.Conditions, cond)
+	v.Status.ObservedGeneration = v.Generation
+	if err := r.Client.Status().Patch(ctx, v, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the status of Validator %s: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
