@@ -80,6 +80,7 @@ func run(args []string) error {
 		return err
 	}
 	projectionOpts.IgnoreSecrets, projectionOpts.IgnoreConfigMaps = opts.Annotations.IgnoreSecrets, opts.Annotations.IgnoreConfigMaps
+	projectionOpts.Fairness = opts.Fairness
 	for _, name := range unimplemented(f.set) {
 		warn(logger, "Ignoring a Reloader flag that Reroll does not implement", "flag", name)
 	}
