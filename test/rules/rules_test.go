@@ -38,7 +38,16 @@ func renderRules(t *testing.T) []byte {
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("%s is missing: run `make test-e2e` (hack/tools.sh helm builds it)", helm)
 	}
+	// The Kubernetes version of the tests' control plane (bin/kube-vX.Y.Z):
+	// helm 3.16 assumes 1.31 unless told, which the chart's kubeVersion
+	// refuses.
+	kubeDir, err := exec.Command(filepath.Join(root, "hack", "tools.sh"), "--dir", "kube").Output()
+	if err != nil {
+		t.Fatalf("hack/tools.sh --dir kube: %v", err)
+	}
+	kubeVersion := strings.TrimPrefix(filepath.Base(strings.TrimSpace(string(kubeDir))), "kube-")
 	cmd := exec.Command(helm, "template", "r", filepath.Join(root, "charts", "reroll"), "--namespace", "reroll-system",
+		"--kube-version", kubeVersion,
 		"--show-only", "templates/prometheusrule.yaml",
 		"--set", "prometheusRule.enabled=true", "--set", "webhook.enabled=true", "--set", "projections.enabled=true")
 	tmp := t.TempDir()
