@@ -26,7 +26,7 @@ var root = filepath.Join("..", "..")
 var promql = parser.NewParser(parser.Options{})
 
 // renderRules renders the chart's PrometheusRule with every alert on
-// (webhook and Projections enabled) and returns its spec, the rule groups
+// (webhook, Projections and restarts by eviction enabled) and returns its spec, the rule groups
 // in Prometheus' rule file format.
 func renderRules(t *testing.T) []byte {
 	t.Helper()
@@ -49,7 +49,7 @@ func renderRules(t *testing.T) []byte {
 	cmd := exec.Command(helm, "template", "r", filepath.Join(root, "charts", "reroll"), "--namespace", "reroll-system",
 		"--kube-version", kubeVersion,
 		"--show-only", "templates/prometheusrule.yaml",
-		"--set", "prometheusRule.enabled=true", "--set", "webhook.enabled=true", "--set", "projections.enabled=true")
+		"--set", "prometheusRule.enabled=true", "--set", "webhook.enabled=true", "--set", "projections.enabled=true", "--set", "podEviction.enabled=true")
 	tmp := t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+tmp, "HELM_CONFIG_HOME="+tmp, "HELM_DATA_HOME="+tmp)
 	var stderr bytes.Buffer
@@ -167,7 +167,7 @@ func TestPrometheusRule_ParsesNamesServedMetricsAndHasRunbooks(t *testing.T) {
 	// The cases a team expects, each with its alert.
 	want := []string{"RerollDown", "RerollReconcileErrors", "RerollRolloutsFailing", "RerollRolloutStormHeld",
 		"RerollRolloutWaitingTooLong", "RerollChangeSetHalted", "RerollAlertSinkFailing", "RerollProjectionsFailing",
-		"RerollWebhookCertificateExpiring"}
+		"RerollWebhookCertificateExpiring", "RerollEvictionsBlocked", "RerollEvictionsFailing"}
 	slices.Sort(want)
 	slices.Sort(alerts)
 	if !slices.Equal(alerts, want) {
