@@ -327,6 +327,16 @@ func startRerollAsShipped(t *testing.T, kubeconfig string, args []string, env ma
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}).Should(gomega.Equal(http.StatusOK))
+	// Ready is not yet listening for metrics: the secure metrics server
+	// first generates its self-signed certificate, seconds on a loaded
+	// machine (a scrape right after readiness was refused).
+	g.Eventually(func() error {
+		c, err := net.Dial("tcp", metricsAddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}).Should(gomega.Succeed())
 	return p
 }
 
