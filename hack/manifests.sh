@@ -39,7 +39,7 @@ paths=$(printf './%s/...;' "${base_rbac_packages[@]}")
 # the Projection CRD, which config/components/projections installs.
 mv config/crd/bases/reroll.dev_validators.yaml config/crd/validators/
 mkdir -p charts/reroll/files
-cp config/crd/bases/reroll.dev_projections.yaml config/crd/validators/reroll.dev_validators.yaml charts/reroll/files/
+cp config/crd/bases/reroll.dev_projections.yaml charts/reroll/files/
 
 # The kubectl built beside the control plane when there is one, else the
 # machine's; both embed kustomize v5.5.0.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -27,6 +28,7 @@ var rerollReasons = []string{
 	plan.ReasonRolled, plan.ReasonNotRolled, plan.ReasonNotified,
 	plan.ReasonPaused, plan.ReasonResumed, plan.ReasonRollFailed,
 	plan.ReasonInvalidAnnotation, plan.ReasonInvalidWorkload, plan.ReasonEvictionDisabled,
+	validator.ReasonInvalidContent,
 }
 
 // rolloutReasons are the Events that report a change Reroll acted on.
@@ -244,6 +246,19 @@ func (s *session) blocks(t target, p plan.Plan, evs []corev1.Event) []string {
 	}
 	for _, u := range p.Unreadable {
 		out = append(out, "could not read "+u+" (forbidden): counted as Reroll last recorded it; its own ignore and match annotations are unknown here")
+	}
+	// A hold for content that fails a Validator (reroll.dev/pending
+	// invalid): the newest InvalidContent Event names the rule and the key
+	// (docs/validation.md).
+	if string(plan.DisplayedPendingReason(t.obj.GetAnnotations())) == validator.HoldInvalid {
+		msg := "the new content fails a Validator's rule"
+		for _, e := range evs {
+			if e.Reason == validator.ReasonInvalidContent {
+				msg = strings.TrimPrefix(e.Message, "Held, nothing rolls: ")
+				break
+			}
+		}
+		out = append(out, "held (pending invalid): "+msg)
 	}
 	// A failed rollout newer than the last success is still being retried.
 	for _, e := range evs {

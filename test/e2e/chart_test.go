@@ -501,7 +501,7 @@ func projectionRules(t *testing.T) []string {
 }
 
 func isProjectionRule(triple string) bool {
-	return strings.HasPrefix(triple, "reroll.dev|") || strings.HasPrefix(triple, "|serviceaccounts|")
+	return strings.HasPrefix(triple, "reroll.dev|projections") || strings.HasPrefix(triple, "|serviceaccounts|")
 }
 
 // allGeneratedRules reads config/rbac/role.yaml as group|resource|verb triples.

@@ -167,7 +167,7 @@ func TestPrometheusRule_ParsesNamesServedMetricsAndHasRunbooks(t *testing.T) {
 	// The cases a team expects, each with its alert.
 	want := []string{"RerollDown", "RerollReconcileErrors", "RerollRolloutsFailing", "RerollRolloutStormHeld",
 		"RerollRolloutWaitingTooLong", "RerollChangeSetHalted", "RerollAlertSinkFailing", "RerollProjectionsFailing",
-		"RerollWebhookCertificateExpiring", "RerollEvictionsBlocked", "RerollEvictionsFailing"}
+		"RerollWebhookCertificateExpiring", "RerollEvictionsBlocked", "RerollEvictionsFailing", "RerollInvalidContent"}
 	slices.Sort(want)
 	slices.Sort(alerts)
 	if !slices.Equal(alerts, want) {

@@ -237,6 +237,15 @@ aggregate-to-admin roles). Reroll watches them only where served. */}}
   resources: ["secretproviderclasspodstatuses"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+{{- if .Values.validation.enabled }}
+{{- /* Validators (docs/validation.md): read them, write their status. */}}
+- apiGroups: ["reroll.dev"]
+  resources: ["validators"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["reroll.dev"]
+  resources: ["validators/status"]
+  verbs: ["patch"]
+{{- end }}
 {{- if .Values.projections.enabled }}
 {{- /* Projections: Reroll reads and writes targets only by impersonating
 the Projection's ServiceAccount (docs/projections.md#security). */}}
