@@ -18,8 +18,8 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
-	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/trigger"
+	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/workload"
 )
 

@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -261,4 +263,42 @@ func TestValidation_AnInvalidCopyHoldsTheWholeChangeSetBeforeItsFirstWave(t *tes
 	g.Consistently(func() []string {
 		return append(rolledEvents(t, f.canaryNS, "web"), rolledEvents(t, f.prodNS, "web")...)
 	}).Should(gomega.HaveLen(2))
+}
+
+// TestValidation_TheDocsFirstExampleAsItIs applies examples/validate.yaml
+// (docs/validation.md's first example) in a namespace, as a user would.
+func TestValidation_TheDocsFirstExampleAsItIs(t *testing.T) {
+	t.Parallel()
+	installValidatorCRD(t)
+	g := newT(t)
+	ns := newNamespace(t)
+	startReroll(t, ns, validationOptions(t))
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "validate.yaml"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var kinds []string
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(gomega.Succeed())
+		g.Expect(u.GetNamespace()).To(gomega.BeEmpty(), "the example names no namespace")
+		u.SetNamespace(ns)
+		g.Expect(k8s.Create(t.Context(), u)).To(gomega.Succeed())
+		kinds = append(kinds, u.GetKind())
+	}
+	g.Expect(kinds).To(gomega.ConsistOf("Validator", "ConfigMap", "Deployment"))
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	recorded(t, d)
+	g.Eventually(readyCondition(t, &rerollv1alpha1.Validator{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-config"}})).
+		Should(gomega.HaveField("Reason", validate.CondCompiled))
+
+	// Invalid JSON: nothing rolls, the Event says why.
+	update(t, configMap(ns, "app-config", nil), func(cm *corev1.ConfigMap) { cm.Data["config.json"] = `{"logLevel": "debug",}` })
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "app", validator.ReasonInvalidContent) }).Should(gomega.ContainElement(
+		gomega.ContainSubstring(`app-config/config-json: key "config.json" is not valid JSON`)))
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "app-config", validator.ReasonInvalidContent) }).ShouldNot(gomega.BeEmpty())
+	g.Consistently(func() []string { return rolledEvents(t, ns, "app") }).Should(gomega.BeEmpty())
+
+	// Other valid JSON: app rolls once.
+	update(t, configMap(ns, "app-config", nil), func(cm *corev1.ConfigMap) { cm.Data["config.json"] = `{"logLevel": "debug"}` })
+	g.Eventually(func() []string { return rolledEvents(t, ns, "app") }).Should(gomega.HaveLen(1))
+	g.Consistently(func() []string { return rolledEvents(t, ns, "app") }).Should(gomega.HaveLen(1))
 }
