@@ -147,7 +147,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var validation *validator.Gate
 	if opts.Validate {
-		if validation, err = setupValidation(mgr, opts); err != nil {
+		if validation, err = setupValidation(ctx, mgr, opts); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,8 +22,9 @@ import (
 
 // setupValidation adds the Validator controller and returns the Gate the
 // workload reconcilers ask before a rollout; nil, with a log line, when
-// the API server serves no Validator (the CRD is not installed).
-func setupValidation(mgr ctrl.Manager, opts Options) (*validator.Gate, error) {
+// the API server serves no Validator (the CRD is not installed) or Reroll
+// may not list and watch them (the chart's namespace scope).
+func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*validator.Gate, error) {
 	gk := rerollv1alpha1.GroupVersion.WithKind("Validator").GroupKind()
 	if _, err := mgr.GetRESTMapper().RESTMapping(gk, rerollv1alpha1.GroupVersion.Version); err != nil {
 		if apimeta.IsNoMatchError(err) {
@@ -30,6 +32,18 @@ func setupValidation(mgr ctrl.Manager, opts Options) (*validator.Gate, error) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("looking up the Validator API: %w", err)
+	}
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: rerollv1alpha1.GroupVersion.Group, Resource: "validators"},
+		}}
+		if err := mgr.GetClient().Create(ctx, review); err != nil {
+			return nil, fmt.Errorf("checking permission to %s validators: %w", verb, err)
+		}
+		if !review.Status.Allowed {
+			ctrl.Log.Info("Not validating new content: no permission to list and watch reroll.dev validators (the chart grants it in cluster scope only)", "verb", verb)
+			return nil, nil
+		}
 	}
 	gate := &validator.Gate{
 		Reader:    mgr.GetClient(),

@@ -237,8 +237,9 @@ aggregate-to-admin roles). Reroll watches them only where served. */}}
   resources: ["secretproviderclasspodstatuses"]
   verbs: ["get", "list", "watch"]
 {{- end }}
-{{- if .Values.validation.enabled }}
-{{- /* Validators (docs/validation.md): read them, write their status. */}}
+{{- if and .Values.validation.enabled $clusterScope }}
+{{- /* Validators (docs/validation.md): read them, write their status.
+Cluster scope only: a namespace admin holds no right on them to grant. */}}
 - apiGroups: ["reroll.dev"]
   resources: ["validators"]
   verbs: ["get", "list", "watch"]
