@@ -89,7 +89,9 @@ func (s *session) halts(ctx context.Context, f changeSetFlags) (map[string]*deli
 		if !ok {
 			continue
 		}
-		if h, err := delivery.ParseHalt(list.Items[i].Data[haltrecords.DataKey]); err == nil {
+		// Unverified: the plugin cannot read the installation key; Reroll
+		// itself ignores a record it did not sign.
+		if h, err := haltrecords.Read(&list.Items[i]); err == nil {
 			out[id] = h
 		}
 	}
@@ -159,11 +161,11 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 			if err := s.client.Get(ctx, key, &cm); err != nil {
 				return err
 			}
-			h, err := delivery.ParseHalt(cm.Data[haltrecords.DataKey])
-			if err != nil {
+			// Beside the signed record, which the plugin cannot sign:
+			// the resume of that one halt (haltrecords.Resume).
+			if err := haltrecords.Resume(&cm, now); err != nil {
 				return err
 			}
-			cm.Data[haltrecords.DataKey] = h.Resume(now).String()
 			return s.client.Update(ctx, &cm)
 		})
 		if err != nil {

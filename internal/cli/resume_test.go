@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	haltrecords "github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
 )
@@ -27,13 +29,15 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	g := newT(t)
 	own, app := newNamespace(t), newNamespace(t)
 	halted := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	halt := func(objects ...string) string {
-		return delivery.Halt{Halted: halted, Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded", Objects: objects}.String()
+	halt := func(objects ...string) delivery.Halt {
+		return delivery.Halt{Halted: halted, Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded", Objects: objects}
 	}
-	record := func(id, h string) *corev1.ConfigMap {
-		cm := configMap(own, haltrecords.Name("reroll-change-sets", id), nil, map[string]string{haltrecords.DataKey: h})
-		cm.Labels = map[string]string{haltrecords.LabelKey: "reroll-change-sets"}
-		return cm
+	// Signed as Reroll signs them, under an installation key the plugin
+	// never reads.
+	key, err := digest.NewKey(bytes.Repeat([]byte{30}, digest.MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	record := func(id string, h delivery.Halt) *corev1.ConfigMap {
+		return haltrecords.ConfigMap(key, own, "reroll-change-sets", id, h)
 	}
 	records := []client.Object{record("set-a", halt("ConfigMap/"+app+"/cfg")), record("set-b", halt("Secret/"+app+"/creds"))}
 	held := deployment(app, "web", map[string]string{
@@ -69,7 +73,9 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	readHalt := func(id string) *delivery.Halt {
 		var cm corev1.ConfigMap
 		g.Expect(k8s.Get(t.Context(), types.NamespacedName{Namespace: own, Name: haltrecords.Name("reroll-change-sets", id)}, &cm)).To(gomega.Succeed())
-		h, err := delivery.ParseHalt(cm.Data[haltrecords.DataKey])
+		// As the controller reads it: signed by Reroll, with the resume
+		// the plugin wrote beside it.
+		h, err := haltrecords.Verify(key, &cm)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		return h
 	}

@@ -128,10 +128,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var sets *changeSets
 	if opts.ChangeSets.Name != "" {
-		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager)
+		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager, opts.Key)
 		if err != nil {
 			return err
 		}
+		records.Recorder = boundedRecorder{mgr.GetEventRecorderFor(FieldManager)} //nolint:staticcheck // see WorkloadReconciler.Recorder
 		// The halt records, read at each change that rolls: from a watch of
 		// their one ConfigMap, never from the API server per change.
 		if err := mgr.Add(records); err != nil {
