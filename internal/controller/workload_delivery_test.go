@@ -823,9 +823,9 @@ func TestDelivery_AHaltRecordRerollDidNotSignHoldsNothing(t *testing.T) {
 	replay.Data = get(t, signed).Data
 	create(t, replay)
 	replicate(t, third, f.canaryNS, f.prodNS)
-	g.Eventually(func() []string { return eventsWithReason(t, f.own, replay.Name, halts.ReasonForgedRecord) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return rolledEvents(t, f.canaryNS, "web") }).Should(gomega.HaveLen(1))
 	g.Eventually(func() []string { return rolledEvents(t, f.prodNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return eventsWithReason(t, f.own, replay.Name, halts.ReasonForgedRecord) }).ShouldNot(gomega.BeEmpty())
 	g.Expect(member(t, f.prod).Sets).To(gomega.Equal([]string{setOf(third)}))
 	g.Expect(member(t, f.prod).Rolled).NotTo(gomega.BeTemporally("<", member(t, f.canary).Rolled), "canary first")
 }
