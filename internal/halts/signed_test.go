@@ -63,7 +63,7 @@ func TestVerify(t *testing.T) {
 				cm.Name = Name("reroll-change-sets", "set-a")
 				return cm
 			}},
-		"signed under another installation's key": {cm: signed, k: key(t, 3), wantErr: ErrNotSigned},
+		"signed under another installation's key":  {cm: signed, k: key(t, 3), wantErr: ErrNotSigned},
 		"signed under the key a rotation replaced": {cm: signed, k: rotated, active: true},
 		"resumed by an operator":                   {cm: signed, k: k, edit: resume(halted.Add(time.Minute), halted), resumed: halted.Add(time.Minute)},
 		"resumed by an operator whose clock lags: at the halt, not before": {cm: signed, k: k,
