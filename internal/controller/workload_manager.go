@@ -138,7 +138,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := mgr.Add(records); err != nil {
 			return fmt.Errorf("adding the watch of the halt records: %w", err)
 		}
-		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
+		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key, store: opts.Store}
 		// The records of superseded sets go; the leader deletes them.
 		if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
 			return fmt.Errorf("adding the expiry of the halt records: %w", err)
