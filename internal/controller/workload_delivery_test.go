@@ -786,6 +786,17 @@ func TestDelivery_AHaltThatCannotBeRecordedStillHoldsAndIsTold(t *testing.T) {
 	g.Expect(activeHalts(t, f.own)).To(gomega.BeZero(), "the record could not be written")
 	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
 
+	// Restarted before the record could be written, Reroll derives the halt
+	// again from the failed canary's signed record: production still holds,
+	// and the halt is told again.
+	told := len(eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted))
+	f.reroll.stop(t)
+	startReroll(t, f.own, f.opts)
+	g.Eventually(func() int { return len(eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted)) }).Should(gomega.BeNumerically(">", told))
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
+	g.Expect(pendingReason(t, f.prod)).To(gomega.Equal(safe.HoldHalted))
+	g.Expect(activeHalts(t, f.own)).To(gomega.BeZero(), "the record still could not be written")
+
 	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.own, Name: "full"}})).To(gomega.Succeed())
 	g.Eventually(func() int { return activeHalts(t, f.own) }).Should(gomega.Equal(1), "recorded once the API accepts it")
 	g.Expect(haltRecord(t, f.opts.Key, f.own, member(t, f.prod).Sets[0]).Active()).To(gomega.BeTrue())
