@@ -791,11 +791,24 @@ func TestDelivery_AHaltThatCannotBeRecordedStillHoldsAndIsTold(t *testing.T) {
 	// and the halt is told again.
 	told := len(eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted))
 	f.reroll.stop(t)
-	startReroll(t, f.own, f.opts)
+	f.reroll = startReroll(t, f.own, f.opts)
 	g.Eventually(func() int { return len(eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted)) }).Should(gomega.BeNumerically(">", told))
 	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
 	g.Expect(pendingReason(t, f.prod)).To(gomega.Equal(safe.HoldHalted))
 	g.Expect(activeHalts(t, f.own)).To(gomega.BeZero(), "the record still could not be written")
+
+	// The failed canary goes too, and Reroll restarts again: nothing is
+	// left to derive the halt from but production's own signed record of
+	// the halt that holds it, and production still holds.
+	g.Expect(member(t, f.prod).Halted.IsZero()).To(gomega.BeFalse(), "production keeps the time of the halt that holds it")
+	g.Expect(k8s.Delete(t.Context(), f.canary)).To(gomega.Succeed())
+	// Told on the changed object production reads.
+	told = len(eventsWithReason(t, f.prodNS, "cfg", safe.ReasonChangeHalted))
+	f.reroll.stop(t)
+	f.reroll = startReroll(t, f.own, f.opts)
+	g.Eventually(func() int { return len(eventsWithReason(t, f.prodNS, "cfg", safe.ReasonChangeHalted)) }).Should(gomega.BeNumerically(">", told))
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
+	g.Expect(pendingReason(t, f.prod)).To(gomega.Equal(safe.HoldHalted))
 
 	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.own, Name: "full"}})).To(gomega.Succeed())
 	g.Eventually(func() int { return activeHalts(t, f.own) }).Should(gomega.Equal(1), "recorded once the API accepts it")

@@ -34,6 +34,11 @@ type Record struct {
 	Rolled  time.Time `json:"rolled,omitzero"`
 	Healthy time.Time `json:"healthy,omitzero"`
 	Failed  string    `json:"failed,omitempty"`
+	// Halted, on a workload held by a halt (HoldHalted), is when that halt
+	// tripped: the workload itself keeps it, signed, so a halt that could
+	// not be recorded yet still holds it after a restart, even once the
+	// failures it was derived from are gone (Decide).
+	Halted time.Time `json:"halted,omitzero"`
 }
 
 // maxRecordBytes bounds a MemberAnnotation value read: a tenant with edit
