@@ -258,6 +258,10 @@ func (c *changeSets) named(ctx context.Context, id string) (bool, error) {
 // of the sets no workload names any more (superseded by a newer content,
 // or resumed and rolled on). Run by the leader only (manager.Runnable).
 func (c *changeSets) expire(ctx context.Context) error {
+	// At start, not at the first change: a change costs no GET.
+	if err := c.honourLegacy(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Reading an older Reroll's halt records; read again at the next change")
+	}
 	t := time.NewTicker(unrecordedRetry)
 	defer t.Stop()
 	last := time.Now()
