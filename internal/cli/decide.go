@@ -15,13 +15,13 @@ import (
 )
 
 // decide is Reroll's decision for t: the controller's own planner
-// (plan.Decide), given the objects the session reads (live, or plan's
+// (plan.DecideChange), given the objects the session reads (live, or plan's
 // manifests laid over them) instead of the controller's cache. It fails only
 // when reading an object fails for a reason other than a missing
 // permission.
 func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 	in := plan.NewInput(t.kind, t.obj, t.template, time.Now())
-	p, err := plan.Decide(s.planOptions(), in, planSource{ctx: ctx, objects: s.objects})
+	p, err := plan.DecideChange(s.planOptions(), in, planSource{ctx: ctx, objects: s.objects})
 	if err != nil {
 		return p, fmt.Errorf("deciding for %s: %w", t, err)
 	}
