@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,7 +26,6 @@ import (
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
-	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
@@ -335,42 +335,13 @@ func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pod
 	if d.Progress == nil {
 		return ctrl.Result{}, nil
 	}
-	const kind = "Pod"
-	progress := d.Progress
-	var result ctrl.Result
-	var failure error
-	for _, ref := range d.Evict {
-		err := eviction.Evict(ctx, a.w.Client, req.Namespace, ref)
-		var blocked *eviction.BlockedError
-		switch {
-		case errors.As(err, &blocked):
-			metrics.Eviction(kind, metrics.EvictionBlocked)
-			if progress.BlockedSince == nil {
-				progress = progress.Without()
-				progress.BlockedSince = &now
-				if pod := byName[ref.Name]; pod != nil {
-					a.w.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
-				}
-			}
-			result.RequeueAfter = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
-		case err != nil:
-			metrics.Eviction(kind, metrics.EvictionError)
-			if pod := byName[ref.Name]; pod != nil {
-				a.w.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
-			}
-			failure = err
-		default:
-			metrics.Eviction(kind, metrics.EvictionEvicted)
-			if progress.BlockedSince != nil {
-				metrics.EvictionUnblocked(kind, now.Sub(*progress.BlockedSince))
-			}
-			log.Info(AuditEvicted, "pod", ref.Name)
-			progress = progress.Without(ref.UID)
+	progress, requeue, failure := evictPods(ctx, a.w.Client, a.w.Recorder, "Pod", req.Namespace, d, now, func(name string) runtime.Object {
+		if pod := byName[name]; pod != nil {
+			return pod
 		}
-		if err != nil {
-			break
-		}
-	}
+		return nil
+	})
+	result := ctrl.Result{RequeueAfter: requeue}
 	if err := a.write(ctx, req, workload.WithKey(rec, eviction.ProgressAnnotation, progress.String())); err != nil {
 		return ctrl.Result{}, err
 	}

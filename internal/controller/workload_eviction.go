@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -108,40 +109,8 @@ func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d evi
 	if d.Progress == nil {
 		return ctrl.Result{}, nil
 	}
-	progress := d.Progress
-	var result ctrl.Result
-	var failure error
-	for _, ref := range d.Evict {
-		err := eviction.Evict(ctx, r.Client, obj.GetNamespace(), ref)
-		var blocked *eviction.BlockedError
-		switch {
-		case errors.As(err, &blocked):
-			metrics.Eviction(r.Kind.Name(), metrics.EvictionBlocked)
-			if progress.BlockedSince == nil {
-				progress = progress.Without()
-				progress.BlockedSince = &now
-				log.Info("Eviction blocked by a PodDisruptionBudget", "pod", ref.Name, "detail", blocked.Budget)
-				r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
-			}
-			result.RequeueAfter = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
-		case err != nil:
-			metrics.Eviction(r.Kind.Name(), metrics.EvictionError)
-			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
-			failure = err
-		default:
-			metrics.Eviction(r.Kind.Name(), metrics.EvictionEvicted)
-			if progress.BlockedSince != nil {
-				metrics.EvictionUnblocked(r.Kind.Name(), now.Sub(*progress.BlockedSince))
-			}
-			log.Info(AuditEvicted, "pod", ref.Name)
-			progress = progress.Without(ref.UID)
-		}
-		if err != nil {
-			// One refusal or failure at a time: the next pods wait for the
-			// retry, so that the order stays one by one.
-			break
-		}
-	}
+	progress, requeue, failure := evictPods(ctx, r.Client, r.Recorder, r.Kind.Name(), obj.GetNamespace(), d, now, func(string) runtime.Object { return obj })
+	result := ctrl.Result{RequeueAfter: requeue}
 	desired := obj.DeepCopyObject().(client.Object)
 	workload.SetAnnotation(desired, eviction.ProgressAnnotation, progress.String())
 	if err := r.patch(ctx, obj, desired); err != nil {
@@ -157,6 +126,57 @@ func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d evi
 		log.V(1).Info("Restart by eviction waiting", "reason", d.Waiting)
 	}
 	return result, nil
+}
+
+// evictPods is the one eviction loop, of workloads and of groups of
+// annotated pods: it evicts d's pods in order, one refusal or failure at a
+// time (the next pods wait for the retry, so that the order stays one by
+// one), counts each in the metrics of kind, and tells of a blocked or
+// failed eviction in an Event on the object on names for the pod (none
+// when nil). It returns the progress left to record (d.Progress without
+// the pods evicted, blocked since now at the first refusal), how soon to
+// retry a refused eviction (0 when none was), and the error of a failed
+// one.
+func evictPods(ctx context.Context, c client.Client, rec record.EventRecorder, kind, namespace string, d eviction.Decision, now time.Time, on func(pod string) runtime.Object) (*eviction.Progress, time.Duration, error) {
+	log := ctrl.LoggerFrom(ctx)
+	progress := d.Progress
+	var requeue time.Duration
+	var failure error
+	tell := func(pod, eventtype, reason, messageFmt string, args ...any) {
+		if obj := on(pod); obj != nil {
+			rec.Eventf(obj, eventtype, reason, messageFmt, args...)
+		}
+	}
+	for _, ref := range d.Evict {
+		err := eviction.Evict(ctx, c, namespace, ref)
+		var blocked *eviction.BlockedError
+		switch {
+		case errors.As(err, &blocked):
+			metrics.Eviction(kind, metrics.EvictionBlocked)
+			if progress.BlockedSince == nil {
+				progress = progress.Without()
+				progress.BlockedSince = &now
+				log.Info("Eviction blocked by a PodDisruptionBudget", "pod", ref.Name, "detail", blocked.Budget)
+				tell(ref.Name, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
+			}
+			requeue = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
+		case err != nil:
+			metrics.Eviction(kind, metrics.EvictionError)
+			tell(ref.Name, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
+			failure = err
+		default:
+			metrics.Eviction(kind, metrics.EvictionEvicted)
+			if progress.BlockedSince != nil {
+				metrics.EvictionUnblocked(kind, now.Sub(*progress.BlockedSince))
+			}
+			log.Info(AuditEvicted, "pod", ref.Name)
+			progress = progress.Without(ref.UID)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return progress, requeue, failure
 }
 
 // blockerOf names what refused an eviction, for the Event.
