@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -359,18 +358,6 @@ func (r *WorkloadReconciler) namespaceBound(opts plan.Options) rollout.Namespace
 // planOptions are the planner's share of the options.
 func (r *WorkloadReconciler) planOptions() plan.Options {
 	return r.Options.PlanOptions
-}
-
-// podTemplate returns the pod template obj's pods run: its own, or the one
-// of the object it refers to (workload.TemplateReader).
-func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object) (*corev1.PodTemplateSpec, error) {
-	if o, ok := r.Kind.(workload.PodOwner); ok {
-		return o.ReadPodTemplate(ctx, r.Client, obj)
-	}
-	if tr, ok := r.Kind.(workload.TemplateReader); ok {
-		return tr.ReadPodTemplate(ctx, r.Client, obj)
-	}
-	return r.Kind.PodTemplate(obj)
 }
 
 // minPositive is the smaller of two durations, ignoring those not positive.

@@ -16,6 +16,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -28,7 +29,7 @@ import (
 // kind's template path.
 func (r *WorkloadReconciler) observe(ctx context.Context, obj client.Object, burstEnded bool) (plan.Input, plan.Options, error) {
 	opts := r.planOptions()
-	template, err := r.podTemplate(ctx, obj)
+	template, err := workload.ReadPodTemplate(ctx, r.Client, r.Kind, obj)
 	if err != nil {
 		return plan.Input{}, opts, err
 	}
@@ -170,4 +171,9 @@ func (v workloadView) Member(rec safe.Record) (safe.Member, error) {
 // Members implements plan.View, from the cache.
 func (v workloadView) Members(id string) ([]safe.Member, error) {
 	return v.r.members(v.ctx, id, v.obj.GetUID())
+}
+
+// WaveHash implements plan.View: read from the API server (waveHash).
+func (v workloadView) WaveHash(namespace string, refs []reference.Reference) (string, error) {
+	return v.r.waveHash(v.ctx, namespace, refs)
 }

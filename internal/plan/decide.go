@@ -19,7 +19,8 @@ import (
 //  5. the notification step (Outcome Notify);
 //  6. the restart (in.Restart): a restart by eviction, or the check for a
 //     revert of Reroll's last template change;
-//  7. Requeue.
+//  7. the value of a deferred trigger (Wave's hash, View.WaveHash);
+//  8. Requeue.
 //
 // It reads only in and v, v lazily (see View), and writes nothing. It
 // returns an error when a read of v fails.
@@ -54,8 +55,28 @@ func Decide(o Options, in Input, v View) (Plan, error) {
 			return Plan{}, err
 		}
 	}
+	if err := p.waveHash(o, v); err != nil {
+		return Plan{}, err
+	}
 	p.Requeue = minPositive(p.Pause.RequeueAfter, p.Recheck)
 	return p, nil
+}
+
+// waveHash computes the value of a rollout's deferred trigger: Wave's hash
+// of the values its references consume (Options.Compat of it), which only
+// the API server holds. The writer then sets a trigger whose value is
+// known.
+func (p *Plan) waveHash(o Options, v View) error {
+	tr := &p.Roll.Trigger
+	if p.Outcome != Roll || tr.Deferred != DeferredWaveHash {
+		return nil
+	}
+	h, err := v.WaveHash(tr.Namespace, tr.Wave)
+	if err != nil {
+		return err
+	}
+	tr.Value = o.Compat(tr.WorkloadKind, tr.Namespace, tr.WorkloadName, h)
+	return nil
 }
 
 // hold sets Hold and Requeue when the plan is held back now, and reports

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -66,6 +68,10 @@ func (v view) Member(rec delivery.Record) (delivery.Member, error) {
 func (v view) Members(id string) ([]delivery.Member, error) {
 	v.called("Members")
 	return v.members[id], nil
+}
+func (v view) WaveHash(string, []reference.Reference) (string, error) {
+	v.called("WaveHash")
+	return "wave-hash-of-values", nil
 }
 
 // TestDecide_WholePlan checks what Decide adds to DecideChange's plan: safe
@@ -349,6 +355,35 @@ func TestDecide_WholePlan(t *testing.T) {
 			check: func(t *testing.T, p Plan) {
 				if p.Reverted || hasEvent(p.Events, ReasonTemplateReverted) {
 					t.Errorf("reverted %v, events %+v", p.Reverted, p.Events)
+				}
+			},
+		},
+		"a Wave workload that rolls reads its values for the hash": {
+			changed: true,
+			extra:   map[string]string{"wave.pusher.com/update-on-config-change": "true"},
+			input:   func(in *Input) { delete(in.Annotations, "reroll.dev/auto") },
+			want:    Roll,
+			reads:   []string{"WaveHash"},
+			check: func(t *testing.T, p Plan) {
+				if tr := p.Roll.Trigger; tr.Deferred != DeferredWaveHash || tr.Value != "wave-hash-of-values" {
+					t.Errorf("trigger = %+v", tr)
+				}
+				if err := p.Roll.Trigger.Set(&corev1.PodTemplateSpec{}); err != nil {
+					t.Errorf("the writer sets a computed trigger: %v", err)
+				}
+			},
+		},
+		"a Wave workload held by the coalescing window reads no value": {
+			changed: true,
+			extra:   map[string]string{"wave.pusher.com/update-on-config-change": "true"},
+			input: func(in *Input) {
+				delete(in.Annotations, "reroll.dev/auto")
+				in.Coalesce.Held = true
+			},
+			want: Roll,
+			check: func(t *testing.T, p Plan) {
+				if p.Hold != HoldCoalescing || p.Roll.Trigger.Deferred != DeferredWaveHash || p.Roll.Trigger.Value != "" {
+					t.Errorf("hold %q, trigger %+v", p.Hold, p.Roll.Trigger)
 				}
 			},
 		},

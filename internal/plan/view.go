@@ -8,6 +8,7 @@ import (
 	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/reference"
 )
 
 // View is what Decide may read of one workload's surroundings beyond
@@ -51,6 +52,11 @@ type View interface {
 	// Members returns the other workloads of change set id whose record
 	// Reroll signed, with their health.
 	Members(id string) ([]delivery.Member, error)
+	// WaveHash returns Wave's hash of the values refs consume (each in
+	// namespace unless it names its own), read from the API server (the
+	// cache holds no values): asked only when a Wave workload rolls
+	// (DeferredWaveHash).
+	WaveHash(namespace string, refs []reference.Reference) (string, error)
 }
 
 // KeyedSource is a Source that can also digest ConfigMaps and Secrets

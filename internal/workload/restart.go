@@ -1,7 +1,10 @@
 package workload
 
 import (
+	"context"
+
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/eviction"
@@ -49,4 +52,18 @@ func TemplateInObject(k Kind, obj client.Object) bool {
 		}
 	}
 	return true
+}
+
+// ReadPodTemplate returns the pod template obj, of kind k, runs its pods
+// from: for a PodOwner, the one its pods show; for a TemplateReader (an
+// Argo Rollout with spec.workloadRef), the one of the object it refers
+// to, read through c; else obj's own.
+func ReadPodTemplate(ctx context.Context, c client.Reader, k Kind, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if o, ok := k.(PodOwner); ok {
+		return o.ReadPodTemplate(ctx, c, obj)
+	}
+	if tr, ok := k.(TemplateReader); ok {
+		return tr.ReadPodTemplate(ctx, c, obj)
+	}
+	return k.PodTemplate(obj)
 }
