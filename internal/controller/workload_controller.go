@@ -229,11 +229,14 @@ type WorkloadReconciler struct {
 
 // Reconcile compares the data the workload consumes with what Reroll
 // recorded in ObservedAnnotation and writes, in one patch, the new record
-// and, when a consumed key changed, the rollout trigger. It is level-triggered:
-// the result depends only on the current workload and objects, never on which
-// event caused the call. It returns an error (and the request is retried with
-// backoff) only when reading or writing the API, or the webhook, fails; a
-// requeue delay only while a Deployment's pause period runs.
+// and, when a consumed key changed, the rollout trigger (sync: gather,
+// decide, write). A restart by eviction writes the workload a second time,
+// once its pods are evicted (see write). It is level-triggered: the result
+// depends only on the current workload and objects, never on which event
+// caused the call. It returns an error (and the request is retried with
+// backoff) only when reading or writing the API, or the notification
+// endpoint, fails; a requeue delay while something is due later (a pause
+// period, a deferred rollout, a notification on its way, an eviction).
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := r.coalesce.Admit(req)
 	if !a.Run {

@@ -82,13 +82,15 @@ func (p *Plan) waveHash(o Options, v View) error {
 // hold sets Hold and Requeue when the plan is held back now, and reports
 // whether it is. New holds go here, in the order of the Hold constants.
 func (p *Plan) hold(in Input, v View) bool {
-	switch {
-	case len(p.Changes) > 0 && in.Coalesce.Held:
+	if len(p.Changes) > 0 && in.Coalesce.Held {
 		p.Hold = HoldCoalescing
-	case firstSightWait(p, in, v) > 0:
-		p.Hold, p.Requeue = HoldFirstSight, firstSightWait(p, in, v)
+		return true
 	}
-	return p.Hold != ""
+	if wait := firstSightWait(p, in, v); wait > 0 {
+		p.Hold, p.Requeue = HoldFirstSight, wait
+		return true
+	}
+	return false
 }
 
 // firstSightWait is how long a rollout found by the first-sight rule
