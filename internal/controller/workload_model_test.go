@@ -186,6 +186,18 @@ type model struct {
 	writes []modelWrite
 }
 
+// writesOf lists the writes of the burst that touch w, with when each
+// was sent and answered, for the log.
+func (m *model) writesOf(w *modelWorkload) string {
+	var out []string
+	for _, x := range m.writes {
+		if x.id == w.name || slices.Contains(w.reads, x.id) {
+			out = append(out, fmt.Sprintf("%s sent %s answered %s", x.id, x.start.Format("15:04:05.000"), x.end.Format("15:04:05.000")))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // modelWrite is one write of a burst: to object id (or the workload id),
 // at some instant between start and end.
 type modelWrite struct {
@@ -531,7 +543,7 @@ func (m *model) barrier(b int, expected map[string]int) {
 		case got > 0 && want == 0:
 			t.Errorf("burst %d: %s rolled %d times, expected none (spurious)", b, w.name, got)
 		case got > 1:
-			t.Logf("burst %d: %s rolled %d times: its writes were more than the %s window apart %d times", b, w.name, got, m.opts.CoalesceWindow, allowed-1)
+			t.Logf("burst %d: %s rolled %d times: its writes may have been more than the %s window apart %d times (%s)", b, w.name, got, m.opts.CoalesceWindow, allowed-1, m.writesOf(w))
 		}
 		if want == 1 && got >= 1 && got <= allowed {
 			// The rollout's pod template reflects the burst's data.
