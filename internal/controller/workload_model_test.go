@@ -649,3 +649,40 @@ func (rw *rolloutWatch) last(name string) string {
 	}
 	return hs[len(hs)-1]
 }
+
+// The model's notion of a coalescing burst is exact: a split is allowed
+// only where the recorded times leave room for a gap of a whole window.
+func TestModelSplits_AllowsARolloutPerGapTheWriteTimesLeaveRoomFor(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
+	w := &modelWorkload{name: "w0", reads: []string{"ConfigMap/c0", "Secret/s0"}}
+	for name, tc := range map[string]struct {
+		writes []modelWrite
+		want   int
+	}{
+		"writes answered within the window are one burst": {
+			writes: []modelWrite{{"ConfigMap/c0", at(0), at(100)}, {"Secret/s0", at(200), at(1900)}},
+		},
+		"a write answered a window after the previous was sent may be a second burst": {
+			writes: []modelWrite{{"ConfigMap/c0", at(0), at(100)}, {"Secret/s0", at(200), at(2000)}},
+			want:   1,
+		},
+		"writes to objects the workload does not read do not count": {
+			writes: []modelWrite{{"ConfigMap/c0", at(0), at(100)}, {"ConfigMap/c1", at(1500), at(3000)}, {"Secret/s0", at(1600), at(1700)}},
+		},
+		"the workload's own create starts its wait": {
+			writes: []modelWrite{{"w0", at(0), at(100)}, {"ConfigMap/c0", at(2500), at(2600)}, {"Secret/s0", at(2700), at(2800)}},
+			want:   1,
+		},
+		"each gap counts": {
+			writes: []modelWrite{{"ConfigMap/c0", at(0), at(100)}, {"Secret/s0", at(2500), at(2600)}, {"ConfigMap/c0", at(4700), at(4800)}},
+			want:   2,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &model{opts: Options{CoalesceWindow: 2 * time.Second}, writes: tc.writes}
+			if got := m.splits(w); got != tc.want {
+				t.Errorf("splits = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
