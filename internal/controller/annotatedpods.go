@@ -28,6 +28,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -42,7 +43,7 @@ import (
 // Reroll may neither patch such pods nor read their owner, so the record
 // of a group (the annotations a workload would carry: what it consumes and
 // the restart by eviction under way, eviction.ProgressAnnotation) lives in
-// an entryStore in Reroll's own namespace (Options.PodRecords is its
+// state.Entries in Reroll's own namespace (Options.PodRecords is their
 // prefix), one signed entry per group keyed by its namespace and
 // controller UID (the pod's own UID for a bare pod), whose value is the
 // JSON object of those annotations: one ConfigMap per group, so one
@@ -53,7 +54,7 @@ type annotatedPods struct {
 	// w supplies the client, options, planner options and Event recorder.
 	w *WorkloadReconciler
 	// records is the ConfigMap of the records.
-	records *entryStore
+	records *state.Entries
 	// handled are the owner kinds Reroll restarts some other way.
 	handled map[schema.GroupKind]bool
 }
@@ -79,7 +80,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
 			Recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		},
-		records: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
+		records: state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
 		handled: map[schema.GroupKind]bool{},
 	}
 	for _, gk := range builtinOwners {
@@ -171,7 +172,7 @@ func (a *annotatedPods) requestsInNamespace(ctx context.Context, obj client.Obje
 
 // record reads a group's record: nil when there is none.
 func (a *annotatedPods) record(ctx context.Context, req types.NamespacedName) (map[string]string, error) {
-	v, ok, err := a.records.get(ctx, req)
+	v, ok, err := a.records.Get(ctx, req)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -194,7 +195,7 @@ func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec
 		}
 		v = string(b)
 	}
-	return a.records.put(ctx, req, v)
+	return a.records.Put(ctx, req, v)
 }
 
 // Reconcile plans the group of annotated pods req names as it would a

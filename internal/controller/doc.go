@@ -16,5 +16,7 @@
 // (workload_notify.go), the workload in one write step per way of rolling
 // (workload_apply.go), its Events and alerts, and eviction progress. Issue
 // #31 moves these into gather, decide and write steps; the mutating
-// admission webhook already lives in internal/webhook.
+// admission webhook already lives in internal/webhook, Reroll's own records
+// (the digest key, the Job journal, signed entries and baselines) in
+// internal/state.
 package controller

@@ -25,6 +25,7 @@ import (
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -144,7 +145,7 @@ type Options struct {
 	// manager.Runnable, Setup adds it to the manager.
 	Alerter Alerter
 	// LegacyRecordsUntil is the migration deadline of the legacy digest
-	// scheme (LoadLegacyRecordsUntil): records that name it are compared
+	// scheme (state.LoadLegacyRecordsUntil): records that name it are compared
 	// under it only before then. The zero time compares none.
 	LegacyRecordsUntil time.Time
 	// DeferRecord writes no record on a workload before it first rolls
@@ -162,7 +163,7 @@ type Options struct {
 	creations *creations
 	// Baselines is the name prefix, in Reroll's own namespace, of the
 	// ConfigMaps (one per namespace) where DeferRecord keeps the baselines
-	// it must keep durably (baselineStore); an empty Name keeps none there.
+	// it must keep durably (state.Baselines); an empty Name keeps none there.
 	Baselines types.NamespacedName
 }
 
@@ -210,7 +211,7 @@ type WorkloadReconciler struct {
 	changeSets *changeSets
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
-	journal *jobJournal
+	journal *state.JobJournal
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *creations
@@ -219,7 +220,7 @@ type WorkloadReconciler struct {
 	legacyDigests legacyDigests
 	// baselines keeps the baselines DeferRecord must keep durably; nil
 	// without Options.Baselines. Shared by every kind.
-	baselines *baselineStore
+	baselines *state.Baselines
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
 	// asks it first (Debouncer.Admit).
@@ -256,7 +257,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			r.notifications.drop(req.NamespacedName)
 			if r.journal != nil {
 				// A Job Reroll deleted and could not create again yet.
-				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
+				return ctrl.Result{}, r.journal.Recover(ctx, req.NamespacedName)
 			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -27,42 +27,9 @@ import (
 	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/workload"
 )
-
-// InstalledAtAnnotation is the annotation on the digest key Secret that
-// holds Reroll's installation time (plan.InstalledAtAnnotation).
-const InstalledAtAnnotation = plan.InstalledAtAnnotation
-
-// LoadInstalledAt returns Reroll's installation time: InstalledAtAnnotation
-// of the digest key Secret name. A Secret without it (provided by the user,
-// or made by a Reroll before the first-sight rule) gets it now, by an update
-// guarded by the Secret's resourceVersion, so that two replicas starting at
-// once agree on the first write. It returns an error when the Secret cannot
-// be read or written. c must read from the API server.
-func LoadInstalledAt(ctx context.Context, c client.Client, name types.NamespacedName, now time.Time) (time.Time, error) {
-	var at time.Time
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var s corev1.Secret
-		if err := c.Get(ctx, name, &s); err != nil {
-			return err
-		}
-		if t, ok := plan.InstalledAt(s.Annotations); ok {
-			at = t
-			return nil
-		}
-		at = now.UTC().Truncate(time.Second)
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		s.Annotations[InstalledAtAnnotation] = at.Format(time.RFC3339)
-		return c.Update(ctx, &s, client.FieldOwner(FieldManager))
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading or writing the installation time (annotation %s) of the digest key Secret %s: %w", InstalledAtAnnotation, name, err)
-	}
-	return at, nil
-}
 
 // creations remembers the revision at which a workload's creation was seen
 // on the watch, until its first sight is recorded: it orders, within the
@@ -283,7 +250,7 @@ func (r *WorkloadReconciler) storedBaseline(ctx context.Context, obj client.Obje
 	if r.baselines == nil {
 		return "", nil
 	}
-	rec, _, err := r.baselines.get(ctx, obj.GetNamespace(), r.Kind.Name(), obj.GetName(), obj.GetUID())
+	rec, _, err := r.baselines.Get(ctx, obj.GetNamespace(), r.Kind.Name(), obj.GetName(), obj.GetUID())
 	return rec, err
 }
 
@@ -301,11 +268,11 @@ func (r *WorkloadReconciler) keepBaseline(ctx context.Context, obj client.Object
 			return err
 		}
 		if rec != stored {
-			err = errBaselineFull
+			err = state.ErrBaselinesFull
 			if r.baselines != nil {
-				err = r.baselines.put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName(), UID: string(obj.GetUID()), Record: rec})
+				err = r.baselines.Put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName(), UID: string(obj.GetUID()), Record: rec})
 			}
-			if errors.Is(err, errBaselineFull) {
+			if errors.Is(err, state.ErrBaselinesFull) {
 				desired := obj.DeepCopyObject().(client.Object)
 				workload.SetAnnotation(desired, plan.RecordAnnotation, rec)
 				workload.SetAnnotation(desired, plan.KeyAnnotation, r.Options.Key.ID())
@@ -331,7 +298,7 @@ func (r *WorkloadReconciler) keepBaseline(ctx context.Context, obj client.Object
 func (r *WorkloadReconciler) dropBaseline(ctx context.Context, obj client.Object) {
 	stored, err := r.storedBaseline(ctx, obj)
 	if err == nil && stored != "" {
-		err = r.baselines.put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName()})
+		err = r.baselines.Put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName()})
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Removing the baseline of a recorded or opted-out workload")
@@ -344,7 +311,7 @@ func (r *WorkloadReconciler) dropBaseline(ctx context.Context, obj client.Object
 const InstallationInstalledAtData = "installed-at"
 
 // PublishInstalledAt writes at, Reroll's installation time
-// (LoadInstalledAt), into the ConfigMap name (--installation-configmap, in
+// (state.LoadInstalledAt), into the ConfigMap name (--installation-configmap, in
 // Reroll's namespace), creating it when it does not exist: the kubectl
 // plugin reads it there, so that whoever runs `kubectl reroll plan` or
 // `why` needs no access to the digest key Secret (whose readers can sign

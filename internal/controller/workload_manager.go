@@ -37,6 +37,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/webhook"
@@ -86,21 +87,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the alert sender: %w", err)
 		}
 	}
-	var journal *jobJournal
+	var journal *state.JobJournal
 	if opts.JobJournal.Name != "" {
-		journal = &jobJournal{store: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal"),
-			recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}} //nolint:staticcheck // see WorkloadReconciler.Recorder
-		journal.store.maxAge, journal.store.now = JobJournalMaxAge, opts.Now
+		entries := state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")
+		entries.MaxAge, entries.Now = state.JobJournalMaxAge, opts.Now
 		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
-		journal.log = &jl
+		journal = state.NewJobJournal(entries, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, &jl) //nolint:staticcheck // see WorkloadReconciler.Recorder
 		// Once leading, re-create the Jobs a previous leader left deleted.
 		if err := mgr.Add(journal); err != nil {
 			return fmt.Errorf("adding the Job journal: %w", err)
 		}
 	}
-	var baselines *baselineStore
+	var baselines *state.Baselines
 	if opts.DeferRecord && opts.Baselines.Name != "" {
-		baselines = newBaselineStore(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
+		baselines = state.NewBaselines(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
 	}
 	var endpoint *notify.Sender
 	if opts.WebhookURL != "" {

@@ -107,7 +107,7 @@ type Options struct {
 	// sight too.
 	NoEviction bool
 	// InstalledAt is Reroll's installation time, durable and the same for
-	// every replica (controller.LoadInstalledAt): on first sight, only what
+	// every replica (state.LoadInstalledAt): on first sight, only what
 	// happened after it rolls (firstsight.go). The zero time turns the
 	// first-sight rule off: first sight then only records.
 	InstalledAt time.Time
