@@ -144,7 +144,7 @@ func run(args []string) error {
 	}
 	if err == nil && f.installationConfigMap != "" {
 		// Readable without the key: for kubectl reroll plan and why.
-		err = controller.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
+		err = state.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
 	}
 	if err == nil {
 		// Written once: records of the legacy digest scheme are compared

@@ -88,7 +88,7 @@ func (s *session) loadInstalledAt(ctx context.Context) string {
 }
 
 // installedAtData is the data key of the installation ConfigMap
-// (controller.InstallationInstalledAtData; the plugin does not import the
+// (state.InstallationInstalledAtData; the plugin does not import the
 // controller).
 const installedAtData = "installed-at"
 

@@ -3,20 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -303,50 +299,4 @@ func (r *WorkloadReconciler) dropBaseline(ctx context.Context, obj client.Object
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Removing the baseline of a recorded or opted-out workload")
 	}
-}
-
-// InstallationInstalledAtData is the data key of the installation
-// ConfigMap (PublishInstalledAt) that holds Reroll's installation time
-// (RFC 3339, UTC).
-const InstallationInstalledAtData = "installed-at"
-
-// PublishInstalledAt writes at, Reroll's installation time
-// (state.LoadInstalledAt), into the ConfigMap name (--installation-configmap, in
-// Reroll's namespace), creating it when it does not exist: the kubectl
-// plugin reads it there, so that whoever runs `kubectl reroll plan` or
-// `why` needs no access to the digest key Secret (whose readers can sign
-// Reroll's state and test guesses against its digests). The ConfigMap holds
-// nothing else and nothing secret. A ConfigMap that holds the time already
-// is left as it is. c must read from the API server.
-func PublishInstalledAt(ctx context.Context, c client.Client, name types.NamespacedName, at time.Time) error {
-	value := at.UTC().Format(time.RFC3339)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cm corev1.ConfigMap
-		err := c.Get(ctx, name, &cm)
-		if apierrors.IsNotFound(err) {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name,
-				Labels: map[string]string{"app.kubernetes.io/name": "reroll"}},
-				Data: map[string]string{InstallationInstalledAtData: value}}
-			if err := c.Create(ctx, &cm, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), name.Name, err)
-			} else {
-				return err
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if cm.Data[InstallationInstalledAtData] == value {
-			return nil
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[InstallationInstalledAtData] = value
-		return c.Update(ctx, &cm, client.FieldOwner(FieldManager))
-	})
-	if err != nil {
-		return fmt.Errorf("writing the installation time into ConfigMap %s: %w", name, err)
-	}
-	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
-	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -124,38 +123,4 @@ func LoadLegacyRecordsUntil(ctx context.Context, c client.Client, name types.Nam
 		return time.Time{}, fmt.Errorf("reading or writing the legacy digest scheme's deadline (annotation %s) of the digest key Secret %s: %w", LegacyRecordsUntilAnnotation, name, err)
 	}
 	return until, nil
-}
-
-// InstalledAtAnnotation is the annotation on the digest key Secret that
-// holds Reroll's installation time (plan.InstalledAtAnnotation).
-const InstalledAtAnnotation = plan.InstalledAtAnnotation
-
-// LoadInstalledAt returns Reroll's installation time: InstalledAtAnnotation
-// of the digest key Secret name. A Secret without it (provided by the user,
-// or made by a Reroll before the first-sight rule) gets it now, by an update
-// guarded by the Secret's resourceVersion, so that two replicas starting at
-// once agree on the first write. It returns an error when the Secret cannot
-// be read or written. c must read from the API server.
-func LoadInstalledAt(ctx context.Context, c client.Client, name types.NamespacedName, now time.Time) (time.Time, error) {
-	var at time.Time
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var s corev1.Secret
-		if err := c.Get(ctx, name, &s); err != nil {
-			return err
-		}
-		if t, ok := plan.InstalledAt(s.Annotations); ok {
-			at = t
-			return nil
-		}
-		at = now.UTC().Truncate(time.Second)
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		s.Annotations[InstalledAtAnnotation] = at.Format(time.RFC3339)
-		return c.Update(ctx, &s, client.FieldOwner(workload.FieldManager))
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading or writing the installation time (annotation %s) of the digest key Secret %s: %w", InstalledAtAnnotation, name, err)
-	}
-	return at, nil
 }
