@@ -204,7 +204,7 @@ func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec
 // ConfigMap of records. Events go to the pods.
 func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if in, err := a.w.Options.Scope.includes(ctx, a.w.Client, req.Namespace); err != nil || !in {
+	if in, err := a.w.Options.Scope.Includes(ctx, a.w.Client, req.Namespace); err != nil || !in {
 		return ctrl.Result{}, err
 	}
 	var list corev1.PodList

@@ -25,6 +25,7 @@ import (
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/workload"
@@ -72,7 +73,7 @@ type Options struct {
 	// ("deployments", "statefulsets", ...; --ignored-workload-types).
 	IgnoredWorkloads []string
 	// Scope limits the namespaces and objects Reroll sees.
-	Scope Scope
+	Scope scope.Scope
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// CoalesceWindow is the quiet time after the latest change to any
@@ -262,7 +263,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+	if in, err := r.Options.Scope.Includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
 			r.metrics.OutOfScope(req.NamespacedName)
 			r.creations.forget(obj.GetUID())

@@ -19,6 +19,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // Secrets Store CSI Driver integration (--enable-csi-integration), as
@@ -43,7 +44,7 @@ var AddToScheme = csiv1.AddToScheme
 // chart's csiIntegration.enabled, or config/components/csi, grants it): then
 // no workload rolls for CSI volumes, as in Reloader without the CRD, and
 // everything else runs.
-func setupCSI(ctx context.Context, mgr ctrl.Manager, scope Scope) (bool, error) {
+func setupCSI(ctx context.Context, mgr ctrl.Manager, s scope.Scope) (bool, error) {
 	gvk := schema.GroupVersionKind{Group: csiv1.GroupVersion.Group, Version: csiv1.GroupVersion.Version, Kind: "SecretProviderClassPodStatus"}
 	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		if meta.IsNoMatchError(err) {
@@ -52,7 +53,7 @@ func setupCSI(ctx context.Context, mgr ctrl.Manager, scope Scope) (bool, error) 
 		}
 		return false, fmt.Errorf("discovering %s: %w", gvk.String(), err)
 	}
-	if err := permitted(ctx, mgr, scope, gvk.Group, "secretproviderclasspodstatuses", "list", "watch"); err != nil {
+	if err := s.Permitted(ctx, mgr.GetClient(), gvk.Group, "secretproviderclasspodstatuses", "list", "watch"); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Not watching SecretProviderClassPodStatuses")
 		return false, nil
 	}

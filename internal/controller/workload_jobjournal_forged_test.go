@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/state"
 )
 
@@ -64,7 +65,7 @@ func TestJobJournal_ForgedEntriesCreateNothing(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(ok).To(gomega.BeTrue(), "Reroll's own entry verifies")
 
-	startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: Scope{Namespaces: []string{victim}}})
+	startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{Namespaces: []string{victim}}})
 	g.Eventually(func() bool { _, ok := storedEntry(t, journal, entry); return ok }).Should(gomega.BeFalse(), "the forged entry is deleted")
 	g.Eventually(func() bool { _, ok := storedEntry(t, journal, other); return ok }).Should(gomega.BeFalse(), "the moved entry is dropped")
 	g.Consistently(func() bool {
@@ -97,7 +98,7 @@ func TestJobJournal_LegacyEntriesAreReportedNotActedOn(t *testing.T) {
 	s := state.NewEntries(k8s, k8s, journal, key, "the Job journal")
 	g.Expect(s.Put(t.Context(), types.NamespacedName{Namespace: victim, Name: "signed"}, `{"uid":"y","job":`+string(mustJSON(t, job("signed")))+`}`)).To(gomega.Succeed())
 
-	rr := startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: Scope{Namespaces: []string{victim}}})
+	rr := startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{Namespaces: []string{victim}}})
 	g.Eventually(func() error { return k8s.Get(t.Context(), client.ObjectKeyFromObject(job("signed")), &batchv1.Job{}) }).Should(gomega.Succeed())
 	g.Eventually(func() []string { return eventsWithReason(t, home, journal.Name, state.ReasonLegacyJournalEntry) }).Should(
 		gomega.ConsistOf(gomega.ContainSubstring("Job " + victim + "/old: its re-creation, recorded here by an older Reroll, is not resumed")))

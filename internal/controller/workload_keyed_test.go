@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/trigger"
 
 	"github.com/reroll/reroll/internal/plan"
@@ -105,7 +106,7 @@ func TestWorkloadReconciler_KeyedCompatHashes(t *testing.T) {
 		s.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_BAR_CONFIGMAP", Value: oldValue}}
 	}))
 	create(t, webA, webB, old)
-	startReroll(t, a, Options{Scope: Scope{Namespaces: []string{a, b}}, PlanOptions: plan.Options{Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true}})
+	startReroll(t, a, Options{Scope: scope.Scope{Namespaces: []string{a, b}}, PlanOptions: plan.Options{Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true}})
 	recorded(t, webA)
 	recorded(t, webB)
 	recorded(t, old)

@@ -11,13 +11,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -37,6 +34,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
@@ -119,7 +117,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := counted.Register(); err != nil {
 		return fmt.Errorf("registering the rollout metrics: %w", err)
 	}
-	readNamespaces, err := canWatchNamespaces(ctx, mgr.GetClient())
+	readNamespaces, err := scope.CanWatchNamespaces(ctx, mgr.GetClient())
 	if err != nil {
 		return err
 	}
@@ -151,7 +149,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		// No pod informer, no pod in the cache, no pod permission needed.
 		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
 		opts.NoEviction = true
-	} else if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
+	} else if err := opts.Scope.EvictionAllowed(ctx, mgr.GetClient()); err != nil {
 		log.Error(err, "Not restarting any workload by eviction")
 		opts.NoEviction = true
 	} else {
@@ -164,8 +162,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			log.Info("Not handling ignored workload kind", "kind", kind.Name())
 			continue
 		}
-		if err := available(ctx, mgr, kind, opts.Scope); err != nil {
-			if errors.Is(err, errNotServed) {
+		if err := opts.Scope.Available(ctx, mgr, kind); err != nil {
+			if errors.Is(err, scope.ErrNotServed) {
 				log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
 			} else {
 				log.Error(err, "Not handling workload kind", "kind", kind.Name())
@@ -406,75 +404,6 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 		}
 	}
 	return true
-}
-
-// errNotServed marks a kind whose API the cluster does not serve.
-var errNotServed = errors.New("API not served")
-
-// available checks that the API server serves kind and that Reroll may
-// list, watch and patch it (in each namespace of the scope, or cluster-wide),
-// so that one missing CRD or permission costs one log line instead of a
-// controller that never syncs. It returns an error wrapping errNotServed,
-// or one naming the missing permission.
-func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope Scope) error {
-	gvk, err := apiutil.GVKForObject(kind.New(), mgr.GetScheme())
-	if err != nil {
-		return fmt.Errorf("kind %s: %w", kind.Name(), err)
-	}
-	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("%w: %s", errNotServed, gvk.String())
-	}
-	if err != nil {
-		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
-	}
-	return permitted(ctx, mgr, scope, gvk.Group, mapping.Resource.Resource, "list", "watch", "patch")
-}
-
-// permitted checks, with SelfSubjectAccessReviews, that Reroll may use verbs
-// on resource of group in each namespace of the scope (or cluster-wide); the
-// error names the first missing permission. A resource "pods/eviction"
-// names a subresource.
-func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource string, verbs ...string) error {
-	resource, subresource, _ := strings.Cut(resource, "/")
-	namespaces := scope.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{""}
-	}
-	for _, ns := range namespaces {
-		for _, verb := range verbs {
-			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: subresource,
-				},
-			}}
-			if err := mgr.GetClient().Create(ctx, review); err != nil {
-				return fmt.Errorf("checking permission to %s %s: %w", verb, resource, err)
-			}
-			if !review.Status.Allowed {
-				where := "cluster-wide"
-				if ns != "" {
-					where = "in namespace " + ns
-				}
-				name := resource
-				if subresource != "" {
-					name += "/" + subresource
-				}
-				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, name, group, where)
-			}
-		}
-	}
-	return nil
-}
-
-// evictionAllowed checks the permissions a restart by eviction needs: list
-// and watch pods, create pods/eviction. Without them Reroll does not watch
-// pods, and workloads that ask for eviction are told so by an Event.
-func evictionAllowed(ctx context.Context, mgr ctrl.Manager, scope Scope) error {
-	if err := permitted(ctx, mgr, scope, "", "pods", "list", "watch"); err != nil {
-		return err
-	}
-	return permitted(ctx, mgr, scope, "", "pods/eviction", "create")
 }
 
 // controllerName is unique per kind: "deployment" for the built-in kinds,

@@ -66,7 +66,7 @@ func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, ref
 	secrets := map[string]map[string][]byte{}
 	for _, ref := range refs {
 		key := types.NamespacedName{Namespace: plan.RefNamespace(ref, namespace), Name: ref.Name}
-		if !r.Options.Scope.watches(key.Namespace) {
+		if !r.Options.Scope.Watches(key.Namespace) {
 			// The same scope as the watches: outside it, an object counts
 			// as absent, as it does in the cache.
 			continue
@@ -80,7 +80,7 @@ func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, ref
 				}
 				return "", fmt.Errorf("reading Secret %s for Wave's hash: %w", key, err)
 			}
-			if !r.Options.Scope.selects(&s) {
+			if !r.Options.Scope.Selects(&s) {
 				continue
 			}
 			for k, v := range s.Data {
@@ -98,7 +98,7 @@ func (r *WorkloadReconciler) waveHash(ctx context.Context, namespace string, ref
 			}
 			return "", fmt.Errorf("reading ConfigMap %s for Wave's hash: %w", key, err)
 		}
-		if !r.Options.Scope.selects(&cm) {
+		if !r.Options.Scope.Selects(&cm) {
 			continue
 		}
 		for k, v := range cm.Data {
