@@ -276,7 +276,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsFor(kind)))), relevant)
+		src, err := r.Options.Store.Source(kind, r.metrics.TrackChanges(coalesce.Handler(debounce, r.metrics.CountMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
 			return err
 		}
@@ -286,7 +286,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsForProviderClassStatus))),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.metrics.TrackChanges(coalesce.Handler(debounce, r.metrics.CountMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
 	if readsTemplates {
@@ -336,7 +336,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// never hands one workload to two workers), so a wide fan-out is
 	// bounded by the client's QPS rather than by one worker's round trips.
 	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if err := b.Complete(countedReconciler{r}); err != nil {
+	if err := b.Complete(metrics.CountReconciles(r)); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
 	return nil
