@@ -26,6 +26,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/source"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/workload"
@@ -218,7 +219,7 @@ type WorkloadReconciler struct {
 	creations *creations
 	// legacyDigests keeps the digests of objects under an older key, for
 	// records made under it (decide).
-	legacyDigests legacyDigests
+	legacyDigests source.LegacyDigests
 	// baselines keeps the baselines DeferRecord must keep durably; nil
 	// without Options.Baselines. Shared by every kind.
 	baselines *state.Baselines

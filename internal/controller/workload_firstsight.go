@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reroll/reroll/internal/baseline"
-	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
-	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -129,31 +127,6 @@ func (c *creations) forget(uid types.UID) {
 	delete(c.held, uid)
 	delete(c.baseline, uid)
 	c.mu.Unlock()
-}
-
-// history is the first-sight history of a stored object; its
-// resourceVersion bounds the revision of both its creation and its latest
-// data change.
-func history(obj *digest.Object) plan.History {
-	created, changed := obj.History()
-	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	h := plan.History{Created: plan.Happened{At: created, ResourceVersion: rv}}
-	if !changed.IsZero() {
-		h.Changed = plan.Happened{At: changed, ResourceVersion: rv}
-	}
-	return h
-}
-
-// Deleted implements plan.Deletions with the deletions the store saw.
-func (s cacheSource) Deleted(kind reference.Kind, namespace, name string) (plan.Happened, bool) {
-	if s.store == nil || (kind != reference.ConfigMap && kind != reference.Secret) {
-		return plan.Happened{}, false
-	}
-	d, ok := s.store.Deleted(kind, namespace, name)
-	if !ok {
-		return plan.Happened{}, false
-	}
-	return plan.Happened{At: d.At, ResourceVersion: d.ResourceVersion}, true
 }
 
 // firstSightHold returns how long to hold back a rollout of the first-sight
