@@ -51,171 +51,22 @@ const notifiedBuffer = 1024
 // means annotations and zero annotation names mean Reloader's. It returns an
 // error when an index or a controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	// The planner keeps ManagedLabel on the workloads it manages while the
-	// admission webhook selects on it.
-	opts.Managed = opts.Admission.Enabled
-	// ConfigMaps and Secrets live in the store, not in the manager's cache
-	// (internal/store says why). The controllers' sources wait for it.
-	if opts.Store == nil {
-		st, err := store.New(mgr.GetConfig(), opts.StoreOptions())
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(st); err != nil {
-			return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
-		}
-		opts.Store = st
+	if err := opts.complete(ctx, mgr); err != nil {
+		return err
 	}
-	if !opts.Annotations.Ignores(reference.SecretProviderClass) {
-		served, err := setupCSI(ctx, mgr, opts.Scope)
-		if err != nil {
-			return err
-		}
-		opts.Annotations.SecretProviderClasses = served
-	}
-	if opts.Strategy == "" {
-		opts.Strategy = trigger.Annotations
-	}
-	if opts.Annotations.Names == (annotation.Names{}) {
-		opts.Annotations.Names = annotation.DefaultNames()
-	}
-	if run, ok := opts.Alerter.(manager.Runnable); ok {
-		// The sender stops with the manager.
-		if err := mgr.Add(run); err != nil {
-			return fmt.Errorf("adding the alert sender: %w", err)
-		}
-	}
-	var journal *state.JobJournal
-	if opts.JobJournal.Name != "" {
-		entries := state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")
-		entries.MaxAge, entries.Now = state.JobJournalMaxAge, opts.Now
-		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
-		journal = state.NewJobJournal(entries, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, &jl) //nolint:staticcheck // see WorkloadReconciler.Recorder
-		// Once leading, re-create the Jobs a previous leader left deleted.
-		if err := mgr.Add(journal); err != nil {
-			return fmt.Errorf("adding the Job journal: %w", err)
-		}
-	}
-	var baselines *state.Baselines
-	if opts.DeferRecord && opts.Baselines.Name != "" {
-		baselines = state.NewBaselines(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
-	}
-	var endpoint *notify.Sender
-	if opts.WebhookURL != "" {
-		endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
-		// The sender stops with the manager.
-		if err := mgr.Add(endpoint); err != nil {
-			return fmt.Errorf("adding the notification sender: %w", err)
-		}
-	}
-	log := ctrl.LoggerFrom(ctx)
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	counted := rollout.NewTracker(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
-	if err := counted.Register(); err != nil {
-		return fmt.Errorf("registering the rollout metrics: %w", err)
-	}
-	readNamespaces, err := scope.CanWatchNamespaces(ctx, mgr.GetClient())
+	sh, err := newShared(ctx, mgr, opts)
 	if err != nil {
 		return err
 	}
-	if !readNamespaces {
-		log.Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
-	}
-	var sets *changeSets
-	if opts.ChangeSets.Name != "" {
-		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager)
-		if err != nil {
-			return err
-		}
-		// The halt records, read at each change that rolls: from a watch of
-		// their one ConfigMap, never from the API server per change.
-		if err := mgr.Add(records); err != nil {
-			return fmt.Errorf("adding the watch of the halt records: %w", err)
-		}
-		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
-		// The records of superseded sets go; the leader deletes them.
-		if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
-			return fmt.Errorf("adding the expiry of the halt records: %w", err)
-		}
-	}
-	kinds := opts.Kinds
-	if kinds == nil {
-		kinds = workload.Builtin()
-	}
-	if !opts.PodEviction {
-		// No pod informer, no pod in the cache, no pod permission needed.
-		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
-		opts.NoEviction = true
-	} else if err := opts.Scope.EvictionAllowed(ctx, mgr.GetClient()); err != nil {
-		log.Error(err, "Not restarting any workload by eviction")
-		opts.NoEviction = true
-	} else {
-		for _, o := range opts.EvictOwners {
-			kinds = append(kinds, o)
-		}
-	}
+	kinds := opts.handledKinds(ctx, mgr)
 	for _, kind := range kinds {
-		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
-			log.Info("Not handling ignored workload kind", "kind", kind.Name())
-			continue
-		}
-		if err := opts.Scope.Available(ctx, mgr, kind); err != nil {
-			if errors.Is(err, scope.ErrNotServed) {
-				log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
-			} else {
-				log.Error(err, "Not handling workload kind", "kind", kind.Name())
-			}
-			continue
-		}
-		var wake chan event.GenericEvent
-		if p, ok := rollout.ProgressOf(kind); ok {
-			wake = make(chan event.GenericEvent, rollout.WakeBuffer)
-			counted.Add(rollout.Kind{Kind: kind, Progress: p, Wake: wake})
-			if sets != nil {
-				sets.kinds = append(sets.kinds, rollout.Kind{Kind: kind, Progress: p})
-			}
-		}
-		r := &WorkloadReconciler{
-			Client:     mgr.GetClient(),
-			APIReader:  mgr.GetAPIReader(),
-			Recorder:   boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
-			Kind:       kind,
-			Options:    opts,
-			endpoint:   endpoint,
-			metrics:    metrics.NewWorkloads(kind.Name(), nil),
-			rollouts:   counted,
-			slotFreed:  wake,
-			changeSets: sets,
-			baselines:  baselines,
-
-			readNamespaces: readNamespaces,
-		}
-		if _, isJob := kind.(workload.Job); isJob {
-			r.journal = journal
-		}
-		if endpoint != nil {
-			r.notifications = newNotifications()
-			r.notified = make(chan event.GenericEvent, notifiedBuffer)
-		}
-		if !opts.InstalledAt.IsZero() {
-			r.creations = opts.creations
-			if r.creations == nil {
-				r.creations = newCreations()
-			}
-		}
-		if err := r.SetupWithManager(ctx, mgr); err != nil {
+		if err := setupKind(ctx, mgr, opts, kind, sh); err != nil {
 			return err
 		}
-		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
-			r.registerWebhook(mgr)
-		}
 	}
-	if sets != nil {
+	if sh.sets != nil {
 		// Once its kinds are known: a scrape reads them.
-		if err := registerLatest(sets); err != nil {
+		if err := registerLatest(sh.sets); err != nil {
 			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
 	}
@@ -228,34 +79,230 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// SetupWithManager registers r's field index and controller with mgr.
+// complete fills o's defaults and what Setup derives from the cluster: the
+// store (unless given), the CSI integration (when the API serves it), the
+// trigger strategy, the annotation names, and ManagedLabel with the
+// admission webhook.
+func (o *Options) complete(ctx context.Context, mgr ctrl.Manager) error {
+	// The planner keeps ManagedLabel on the workloads it manages while the
+	// admission webhook selects on it.
+	o.Managed = o.Admission.Enabled
+	// ConfigMaps and Secrets live in the store, not in the manager's cache
+	// (internal/store says why). The controllers' sources wait for it.
+	if o.Store == nil {
+		st, err := store.New(mgr.GetConfig(), o.StoreOptions())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(st); err != nil {
+			return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
+		}
+		o.Store = st
+	}
+	if !o.Annotations.Ignores(reference.SecretProviderClass) {
+		served, err := setupCSI(ctx, mgr, o.Scope)
+		if err != nil {
+			return err
+		}
+		o.Annotations.SecretProviderClasses = served
+	}
+	if o.Strategy == "" {
+		o.Strategy = trigger.Annotations
+	}
+	if o.Annotations.Names == (annotation.Names{}) {
+		o.Annotations.Names = annotation.DefaultNames()
+	}
+	return nil
+}
+
+// shared is what the reconcilers of every kind share, built once by Setup.
+type shared struct {
+	journal   *state.JobJournal
+	baselines *state.Baselines
+	endpoint  *notify.Sender
+	// counted is the tracker of the concurrent rollout bound.
+	counted *rollout.Tracker
+	sets    *changeSets
+	// readNamespaces is true when Reroll may list and watch Namespaces.
+	readNamespaces bool
+}
+
+// newShared builds what the reconcilers share, and adds its runnables (the
+// alert and notification senders, the Job journal, the halt records) to
+// mgr.
+func newShared(ctx context.Context, mgr ctrl.Manager, opts Options) (*shared, error) {
+	if run, ok := opts.Alerter.(manager.Runnable); ok {
+		// The sender stops with the manager.
+		if err := mgr.Add(run); err != nil {
+			return nil, fmt.Errorf("adding the alert sender: %w", err)
+		}
+	}
+	sh := &shared{}
+	var err error
+	if sh.journal, err = newJournal(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
+	if opts.DeferRecord && opts.Baselines.Name != "" {
+		sh.baselines = state.NewBaselines(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
+	}
+	if opts.WebhookURL != "" {
+		sh.endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
+		// The sender stops with the manager.
+		if err := mgr.Add(sh.endpoint); err != nil {
+			return nil, fmt.Errorf("adding the notification sender: %w", err)
+		}
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	sh.counted = rollout.NewTracker(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
+	if err := sh.counted.Register(); err != nil {
+		return nil, fmt.Errorf("registering the rollout metrics: %w", err)
+	}
+	if sh.readNamespaces, err = scope.CanWatchNamespaces(ctx, mgr.GetClient()); err != nil {
+		return nil, err
+	}
+	if !sh.readNamespaces {
+		ctrl.LoggerFrom(ctx).Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
+	}
+	if sh.sets, err = newChangeSets(mgr, opts, sh.readNamespaces); err != nil {
+		return nil, err
+	}
+	return sh, nil
+}
+
+// newJournal returns the Job journal (nil without Options.JobJournal),
+// added to mgr: once leading, it re-creates the Jobs a previous leader
+// left deleted.
+func newJournal(ctx context.Context, mgr ctrl.Manager, opts Options) (*state.JobJournal, error) {
+	if opts.JobJournal.Name == "" {
+		return nil, nil
+	}
+	entries := state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")
+	entries.MaxAge, entries.Now = state.JobJournalMaxAge, opts.Now
+	jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
+	journal := state.NewJobJournal(entries, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, &jl) //nolint:staticcheck // see WorkloadReconciler.Recorder
+	if err := mgr.Add(journal); err != nil {
+		return nil, fmt.Errorf("adding the Job journal: %w", err)
+	}
+	return journal, nil
+}
+
+// newChangeSets returns safe delivery's change sets (nil without
+// Options.ChangeSets), with the watch of their halt records and the expiry
+// of superseded ones added to mgr.
+func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*changeSets, error) {
+	if opts.ChangeSets.Name == "" {
+		return nil, nil
+	}
+	records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager)
+	if err != nil {
+		return nil, err
+	}
+	// The halt records, read at each change that rolls: from a watch of
+	// their one ConfigMap, never from the API server per change.
+	if err := mgr.Add(records); err != nil {
+		return nil, fmt.Errorf("adding the watch of the halt records: %w", err)
+	}
+	sets := &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
+	// The records of superseded sets go; the leader deletes them.
+	if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
+		return nil, fmt.Errorf("adding the expiry of the halt records: %w", err)
+	}
+	return sets, nil
+}
+
+// handledKinds returns the workload kinds to set up: o.Kinds (the built-in
+// ones when nil), and the --evict-owner kinds when restarts by eviction are
+// on and permitted; it sets o.NoEviction when they are not.
+func (o *Options) handledKinds(ctx context.Context, mgr ctrl.Manager) []workload.Kind {
+	log := ctrl.LoggerFrom(ctx)
+	kinds := o.Kinds
+	if kinds == nil {
+		kinds = workload.Builtin()
+	}
+	if !o.PodEviction {
+		// No pod informer, no pod in the cache, no pod permission needed.
+		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
+		o.NoEviction = true
+	} else if err := o.Scope.EvictionAllowed(ctx, mgr.GetClient()); err != nil {
+		log.Error(err, "Not restarting any workload by eviction")
+		o.NoEviction = true
+	} else {
+		for _, owner := range o.EvictOwners {
+			kinds = append(kinds, owner)
+		}
+	}
+	return kinds
+}
+
+// setupKind registers the reconciler of kind with mgr, unless the kind is
+// ignored, not served or not permitted (one log line then).
+func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workload.Kind, sh *shared) error {
+	log := ctrl.LoggerFrom(ctx)
+	if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
+		log.Info("Not handling ignored workload kind", "kind", kind.Name())
+		return nil
+	}
+	if err := opts.Scope.Available(ctx, mgr, kind); err != nil {
+		if errors.Is(err, scope.ErrNotServed) {
+			log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
+		} else {
+			log.Error(err, "Not handling workload kind", "kind", kind.Name())
+		}
+		return nil
+	}
+	var wake chan event.GenericEvent
+	if p, ok := rollout.ProgressOf(kind); ok {
+		wake = make(chan event.GenericEvent, rollout.WakeBuffer)
+		sh.counted.Add(rollout.Kind{Kind: kind, Progress: p, Wake: wake})
+		if sh.sets != nil {
+			sh.sets.kinds = append(sh.sets.kinds, rollout.Kind{Kind: kind, Progress: p})
+		}
+	}
+	r := &WorkloadReconciler{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		Kind:       kind,
+		Options:    opts,
+		endpoint:   sh.endpoint,
+		metrics:    metrics.NewWorkloads(kind.Name(), nil),
+		rollouts:   sh.counted,
+		slotFreed:  wake,
+		changeSets: sh.sets,
+		baselines:  sh.baselines,
+
+		readNamespaces: sh.readNamespaces,
+	}
+	if _, isJob := kind.(workload.Job); isJob {
+		r.journal = sh.journal
+	}
+	if sh.endpoint != nil {
+		r.notifications = newNotifications()
+		r.notified = make(chan event.GenericEvent, notifiedBuffer)
+	}
+	if !opts.InstalledAt.IsZero() {
+		r.creations = opts.creations
+		if r.creations == nil {
+			r.creations = newCreations()
+		}
+	}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
+		r.registerWebhook(mgr)
+	}
+	return nil
+}
+
+// SetupWithManager registers r's field indexes and controller with mgr.
 func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
-		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	if err := r.index(ctx, mgr); err != nil {
+		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
-		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
-	}
-	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rollout.Index, rollout.Indexer(p, r.Options.Key)); err != nil {
-			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
-		}
-	}
-	if _, ok := rollout.ProgressOf(r.Kind); ok && r.changeSets != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
-			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
-		}
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), waveIndex, indexWave); err != nil {
-			return fmt.Errorf("indexing %s by wave: %w", r.Kind.Name(), err)
-		}
-	}
-	_, readsTemplates := r.Kind.(workload.TemplateReader)
-	if readsTemplates {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
-			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
-		}
-	}
-	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName(r.Kind)).
 		// The workload itself: a new workload is recorded on first sight; a
@@ -264,6 +311,54 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// filtered out.
 		// The first-sight rule notes each creation seen live first.
 		For(r.Kind.New(), builder.WithPredicates(r.creations.noted(), r.workloadChanges()))
+	b, err := r.watchConsumed(ctx, b)
+	if err != nil {
+		return err
+	}
+	b = r.watchOthers(b).WithOptions(r.controllerOptions())
+	if err := b.Complete(metrics.CountReconciles(r)); err != nil {
+		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
+	}
+	return nil
+}
+
+// index registers r's field indexes: the references, the restarts under
+// way, and, by kind, the rollouts, change sets and waves, and the
+// Deployment whose template a workload runs.
+func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
+		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	}
+	if err := indexer.IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
+	}
+	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
+		if err := indexer.IndexField(ctx, r.Kind.New(), rollout.Index, rollout.Indexer(p, r.Options.Key)); err != nil {
+			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
+		}
+	}
+	if _, ok := rollout.ProgressOf(r.Kind); ok && r.changeSets != nil {
+		if err := indexer.IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
+			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
+		}
+		if err := indexer.IndexField(ctx, r.Kind.New(), waveIndex, indexWave); err != nil {
+			return fmt.Errorf("indexing %s by wave: %w", r.Kind.Name(), err)
+		}
+	}
+	if _, ok := r.Kind.(workload.TemplateReader); ok {
+		if err := indexer.IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
+			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
+		}
+	}
+	return nil
+}
+
+// watchConsumed adds to b the watches of what workloads consume:
+// ConfigMaps, Secrets and SecretProviderClassPodStatuses, through one
+// debounce.
+func (r *WorkloadReconciler) watchConsumed(ctx context.Context, b *builder.Builder) (*builder.Builder, error) {
+	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	// ConfigMaps and Secrets: a data change maps through the reference
 	// index to the workloads that may consume the object. Updates of
 	// other metadata are dropped here, before any work. A kind in
@@ -278,7 +373,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		}
 		src, err := r.Options.Store.Source(kind, r.metrics.TrackChanges(coalesce.Handler(debounce, r.metrics.CountMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b = b.WatchesRawSource(src)
 	}
@@ -289,7 +384,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.metrics.TrackChanges(coalesce.Handler(debounce, r.metrics.CountMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
-	if readsTemplates {
+	return b, nil
+}
+
+// watchOthers adds to b the watches that wake a workload for something
+// other than what it consumes.
+func (r *WorkloadReconciler) watchOthers(b *builder.Builder) *builder.Builder {
+	if _, ok := r.Kind.(workload.TemplateReader); ok {
 		// Deployments whose pod template an Argo Rollout runs
 		// (spec.workloadRef): a change to that template changes what the
 		// Rollout consumes, and must reach its record before the next data
@@ -328,6 +429,11 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.requestsInNamespace),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
+	return b
+}
+
+// controllerOptions are the options of r's controller and its workqueue.
+func (r *WorkloadReconciler) controllerOptions() controller.Options {
 	workers := r.Options.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = DefaultMaxConcurrentReconciles
@@ -335,11 +441,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// Reconciles of different workloads are independent (the workqueue
 	// never hands one workload to two workers), so a wide fan-out is
 	// bounded by the client's QPS rather than by one worker's round trips.
-	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if err := b.Complete(metrics.CountReconciles(r)); err != nil {
-		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
-	}
-	return nil
+	return controller.Options{MaxConcurrentReconciles: workers}
 }
 
 // workloadChanges passes the workload events that may change a decision:
