@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -276,7 +275,8 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 
 		readNamespaces: sh.readNamespaces,
 	}
-	if _, isJob := kind.(workload.Job); isJob {
+	if _, ok := kind.(workload.Roller); ok {
+		// A Job: re-created through the journal.
 		r.journal = sh.journal
 	}
 	if sh.endpoint != nil {
@@ -304,7 +304,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(controllerName(r.Kind)).
+		Named(workload.ControllerName(r.Kind)).
 		// The workload itself: a new workload is recorded on first sight; a
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
@@ -508,16 +508,6 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 	return true
 }
 
-// controllerName is unique per kind: "deployment" for the built-in kinds,
-// "<kind>.<group>" for others (two groups may both have a StatefulSet).
-func controllerName(k workload.Kind) string {
-	name := strings.ToLower(k.Name())
-	if u, ok := k.(workload.Unstructured); ok && u.GVK.Group != "" {
-		name += "." + u.GVK.Group
-	}
-	return name
-}
-
 // The certificate rotation of --enable-webhook (cert-controller) keeps the
 // serving certificate in a Secret and the CA in the webhook configuration, so
 // it needs, only when the webhook is enabled with self-signed certificates:
@@ -536,7 +526,7 @@ const ManagedLabel = plan.ManagedLabel
 
 // WebhookPath returns the path the admission webhook of kind is served on:
 // "/mutate-deployment" for the built-in kinds.
-func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
+func WebhookPath(k workload.Kind) string { return "/mutate-" + workload.ControllerName(k) }
 
 // AdmissionOptions configure the mutating admission webhook (--enable-webhook).
 type AdmissionOptions struct {
