@@ -206,7 +206,11 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	log := ctrl.LoggerFrom(ctx).WithValues("owner", kind.GVK.Kind+"/"+obj.GetName())
 	template := workload.TemplateOfPods(pods)
 	now := a.w.now()
-	p, err := a.w.decide(ctx, a.w.planOptions(), plan.NewInput(kind, obj, template, now))
+	opts := a.w.planOptions()
+	// Records of annotated pods are always written (in the pod records):
+	// there is no workload to spare a write of.
+	opts.DeferRecord = false
+	p, err := a.w.decide(ctx, opts, plan.NewInput(kind, obj, template, now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -150,21 +150,11 @@ type Options struct {
 	// scheme (state.LoadLegacyRecordsUntil): records that name it are compared
 	// under it only before then. The zero time compares none.
 	LegacyRecordsUntil time.Time
-	// DeferRecord writes no record on a workload before it first rolls
-	// (docs/design.md, "Install: no write per workload"): first sight keeps
-	// the record it would write in memory, as the workload's baseline; a
-	// restart falls back on the first-sight rule; and where the rule would
-	// roll for a change the workload does not read, the baseline is kept
-	// signed in Baselines (or, without Baselines or room there, written on
-	// the workload as before). It needs InstalledAt, and is off with the
-	// admission webhook (whose objectSelector needs a label on each
-	// workload) and with ReloadOnDelete (see defersRecord).
-	DeferRecord bool
 	// creations, when set (tests), is the first-sight memory every kind
 	// shares; nil gives each kind its own.
 	creations *creations
 	// Baselines is the name prefix, in Reroll's own namespace, of the
-	// ConfigMaps (one per namespace) where DeferRecord keeps the baselines
+	// ConfigMaps (one per namespace) where PlanOptions.DeferRecord keeps the baselines
 	// it must keep durably (state.Baselines); an empty Name keeps none there.
 	Baselines types.NamespacedName
 }

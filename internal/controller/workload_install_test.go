@@ -56,7 +56,7 @@ func TestWorkloadReconciler_InstallWritesNoWorkload(t *testing.T) {
 	}
 	nextSecond(t, time.Now())
 
-	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: time.Now().Truncate(time.Second)}, DeferRecord: true,
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: time.Now().Truncate(time.Second), DeferRecord: true},
 		Baselines:      types.NamespacedName{Namespace: own, Name: "reroll-baselines"},
 		CoalesceWindow: DefaultCoalesceWindow, CoalesceMaxWait: DefaultCoalesceMaxWait}
 	counter := metrics.NewRequestCounter()

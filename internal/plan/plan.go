@@ -118,6 +118,12 @@ type Options struct {
 	// workload's baseline (Input.Baseline) instead (docs/design.md,
 	// "Install: no write per workload"). It needs the first-sight rule
 	// (InstalledAt): after a restart, the rule stands in for the baseline.
+	// The controller's options hold the wish (--defer-record); each
+	// reconcile passes what applies: off with the admission webhook (whose
+	// objectSelector needs a label on each workload) and with
+	// ReloadOnDelete, and where the rule would roll for a change the
+	// workload does not read, the controller keeps the baseline signed in
+	// its Baselines (or, without room there, writes it on the workload).
 	DeferRecord bool
 }
 
