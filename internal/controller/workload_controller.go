@@ -21,6 +21,7 @@ import (
 	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
@@ -152,7 +153,7 @@ type Options struct {
 	LegacyRecordsUntil time.Time
 	// creations, when set (tests), is the first-sight memory every kind
 	// shares; nil gives each kind its own.
-	creations *creations
+	creations *firstsight.Memory
 	// Baselines is the name prefix, in Reroll's own namespace, of the
 	// ConfigMaps (one per namespace) where PlanOptions.DeferRecord keeps the baselines
 	// it must keep durably (state.Baselines); an empty Name keeps none there.
@@ -206,7 +207,7 @@ type WorkloadReconciler struct {
 	journal *state.JobJournal
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
-	creations *creations
+	creations *firstsight.Memory
 	// legacyDigests keeps the digests of objects under an older key, for
 	// records made under it (decide).
 	legacyDigests source.LegacyDigests
@@ -257,12 +258,12 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if in, err := r.Options.Scope.Includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
 			r.metrics.OutOfScope(req.NamespacedName)
-			r.creations.forget(obj.GetUID())
+			r.creations.Forget(obj.GetUID())
 		}
 		return ctrl.Result{}, err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
-		r.creations.forget(obj.GetUID())
+		r.creations.Forget(obj.GetUID())
 		return ctrl.Result{}, nil
 	}
 	var result ctrl.Result
@@ -325,7 +326,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	}
 	now := r.now()
 	in := plan.NewInput(r.Kind, obj, template, now)
-	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
+	in.Since.ResourceVersion = r.creations.Since(obj, in.Since.At)
 	deferring := r.defersRecord()
 	if deferring && obj.GetAnnotations()[plan.RecordAnnotation] == "" {
 		if in.Baseline, err = r.baselineOf(ctx, obj); err != nil {
@@ -425,7 +426,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	}
 	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
 		// Recorded (or forgotten): the first-sight rule is done with it.
-		r.creations.forget(obj.GetUID())
+		r.creations.Forget(obj.GetUID())
 		r.dropBaseline(ctx, obj)
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {

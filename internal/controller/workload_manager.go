@@ -27,6 +27,7 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
@@ -286,7 +287,7 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 	if !opts.InstalledAt.IsZero() {
 		r.creations = opts.creations
 		if r.creations == nil {
-			r.creations = newCreations()
+			r.creations = firstsight.NewMemory()
 		}
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
@@ -310,7 +311,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
 		// The first-sight rule notes each creation seen live first.
-		For(r.Kind.New(), builder.WithPredicates(r.creations.noted(), r.workloadChanges()))
+		For(r.Kind.New(), builder.WithPredicates(r.creations.Noted(), r.workloadChanges()))
 	b, err := r.watchConsumed(ctx, b)
 	if err != nil {
 		return err
