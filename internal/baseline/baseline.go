@@ -1,7 +1,6 @@
 package baseline
 
 import (
-	"crypto/hmac"
 	"sort"
 	"strings"
 
@@ -34,6 +33,10 @@ func DataKey(kind, name string) string { return kind + "." + name }
 type Sealer interface {
 	// StateMAC signs value as the state name of the object uid.
 	StateMAC(uid, name, value string) string
+	// VerifyStateMAC reports whether mac is such a signature (ok), and
+	// whether StateMAC made it (current; false for one made under an
+	// older key derivation, accepted until its deadline).
+	VerifyStateMAC(uid, name, value, mac string) (ok, current bool)
 }
 
 var _ Sealer = digest.Key{}
@@ -71,7 +74,7 @@ func Open(k Sealer, store, namespace, dataKey, value string) (Entry, bool) {
 		return Entry{}, false
 	}
 	e := Entry{Kind: kind, Name: wname, UID: uid, Record: record}
-	if !hmac.Equal([]byte(mac), []byte(k.StateMAC(uid, name(store, namespace, e), record))) {
+	if ok, _ := k.VerifyStateMAC(uid, name(store, namespace, e), record, mac); !ok {
 		return Entry{}, false
 	}
 	return e, true

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -76,10 +75,6 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 		records: state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
 		handled: workload.PodControllers(kinds),
 	}
-	workers := opts.MaxConcurrentReconciles
-	if workers <= 0 {
-		workers = DefaultMaxConcurrentReconciles
-	}
 	dataChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		before, ok1 := digest.Of(e.ObjectOld)
 		after, ok2 := digest.Of(e.ObjectNew)
@@ -87,7 +82,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 	}}
 	b := ctrl.NewControllerManagedBy(mgr).Named("annotated-pods").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(a.requestsForPod), builder.WithPredicates(podChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+		WithOptions(opts.controllerOptions(mgr.GetLogger()))
 	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
 		if !opts.Store.Watches(kind) {
 			continue

@@ -23,10 +23,13 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
+	"github.com/go-logr/logr"
+
 	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
@@ -316,7 +319,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err != nil {
 		return err
 	}
-	b = r.watchOthers(b).WithOptions(r.controllerOptions())
+	b = r.watchOthers(b).WithOptions(r.Options.controllerOptions(mgr.GetLogger()))
 	if err := b.Complete(metrics.CountReconciles(r)); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}
@@ -433,16 +436,19 @@ func (r *WorkloadReconciler) watchOthers(b *builder.Builder) *builder.Builder {
 	return b
 }
 
-// controllerOptions are the options of r's controller and its workqueue.
-func (r *WorkloadReconciler) controllerOptions() controller.Options {
-	workers := r.Options.MaxConcurrentReconciles
+// controllerOptions are the options of each of Reroll's controllers and
+// its workqueue (the fair queue logs with log).
+func (o Options) controllerOptions(log logr.Logger) controller.Options {
+	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = DefaultMaxConcurrentReconciles
 	}
 	// Reconciles of different workloads are independent (the workqueue
 	// never hands one workload to two workers), so a wide fan-out is
 	// bounded by the client's QPS rather than by one worker's round trips.
-	return controller.Options{MaxConcurrentReconciles: workers}
+	// The queue puts a namespace over its budget behind the others, so one
+	// tenant's flood or many costly workloads delay that tenant only.
+	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(o.Fairness, log)}
 }
 
 // workloadChanges passes the workload events that may change a decision:

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -111,7 +110,8 @@ func (s *Entries) verify(e types.NamespacedName, cm *corev1.ConfigMap) (string, 
 	if !ok || cm.Annotations[StoreEntryAnnotation] != e.String() {
 		return "", false
 	}
-	return v, hmac.Equal([]byte(cm.Data[SignatureData]), []byte(s.sign(e, v)))
+	ok, _ = s.key.VerifyStateMAC(s.prefix, e.String(), v, cm.Data[SignatureData])
+	return v, ok
 }
 
 // Get returns entry e's value; ok is false when there is none, or when it
@@ -130,6 +130,13 @@ func (s *Entries) Get(ctx context.Context, e types.NamespacedName) (string, bool
 	v, ok := s.verify(e, &cm)
 	if !ok {
 		return "", false, s.drop(ctx, &cm)
+	}
+	if cm.Data[SignatureData] != s.sign(e, v) {
+		// Signed before the v2 key derivation: signed again on first
+		// read, before its deadline.
+		if err := s.Put(ctx, e, v); err != nil {
+			return "", false, err
+		}
 	}
 	return v, true, nil
 }
@@ -209,7 +216,9 @@ func (s *Entries) Put(ctx context.Context, e types.NamespacedName, value string)
 		if err != nil {
 			return err
 		}
-		if v, ok := s.verify(e, &cm); ok && v == value && cm.Labels[StoreLabel] == s.prefix &&
+		// Signed before the v2 key derivation: written again, signed anew.
+		current := cm.Data[SignatureData] == s.sign(e, value)
+		if v, ok := s.verify(e, &cm); ok && current && v == value && cm.Labels[StoreLabel] == s.prefix &&
 			cm.Labels[StoreNamespaceLabel] == e.Namespace && len(cm.Data) == 2 && len(cm.BinaryData) == 0 {
 			return nil
 		}
