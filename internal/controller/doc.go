@@ -8,16 +8,27 @@
 // key changed. A second reconciler restarts pods that opt in with their own
 // annotations and whose owner Reroll does not handle (annotatedpods.go).
 //
+// Setup (workload_manager.go) builds what the kinds share and one
+// reconciler per kind: its indexes (workload_indexers.go), its watches and
+// its controller's options, the fair queue included.
+//
 // One reconcile (WorkloadReconciler.sync) makes three calls: observe
 // gathers what the decision needs (workload_observe.go, reads only; the
 // reads only some decisions need stay behind plan.View, which it
-// implements), plan.Decide decides everything (the change, safe delivery,
-// the storm breaker, the holds, the notification step, the restart by
-// eviction and the revert check), and write, the only writer, carries the
-// plan out in one documented order (workload_apply.go): halt records,
-// Warning Events, the stop on a hold, the notification endpoint's POST
-// (workload_notify.go), the workload in one write step per way of rolling,
+// implements over internal/source's views of the cache), plan.Decide
+// decides everything (the change, safe delivery, the storm breaker, the
+// holds, the notification step, the restart by eviction and the revert
+// check), and write, the only writer, carries the plan out in one
+// documented order (workload_apply.go): halt records, Warning Events, the
+// stop on a hold, the notification endpoint's POST (workload_notify.go),
+// the workload in one write step per way of rolling (internal/apply),
 // Reroll's memory and the rollout bound, Events and alerts, then the
-// evictions and their progress (workload_eviction.go). The mutating
-// admission webhook lives in internal/webhook.
+// evictions and their progress (workload_eviction.go).
+//
+// What is not wiring lives beside: the mutating admission webhook in
+// internal/webhook; Reroll's own records (the digest key Secret, the Job
+// journal, signed entries and baselines) in internal/state; the scope,
+// cache options and permission probes in internal/scope; the first-sight
+// memory in internal/firstsight; the metrics hooks of the watches in
+// internal/metrics.
 package controller

@@ -168,7 +168,7 @@ func (r *WorkloadReconciler) remember(ctx context.Context, obj client.Object, p 
 	}
 	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
 		// Recorded (or forgotten): the first-sight rule is done with it.
-		r.creations.forget(obj.GetUID())
+		r.creations.Forget(obj.GetUID())
 		r.dropBaseline(ctx, obj)
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; w.bounded && stamp != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/source"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -34,7 +35,7 @@ func (r *WorkloadReconciler) observe(ctx context.Context, obj client.Object, bur
 		return plan.Input{}, opts, err
 	}
 	in := plan.NewInput(r.Kind, obj, template, r.now())
-	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
+	in.Since.ResourceVersion = r.creations.Since(obj, in.Since.At)
 	opts.DeferRecord = r.defersRecord()
 	if opts.DeferRecord && obj.GetAnnotations()[plan.RecordAnnotation] == "" {
 		if in.Baseline, err = r.baselineOf(ctx, obj); err != nil {
@@ -71,7 +72,7 @@ func (r *WorkloadReconciler) view(ctx context.Context, obj client.Object, now ti
 // sources is the plan.KeyedSource of the store: the ConfigMaps and
 // Secrets it holds, under the current key or an older one.
 func (r *WorkloadReconciler) sources(ctx context.Context) keyedSource {
-	return keyedSource{cacheSource: cacheSource{ctx: ctx, c: r.Client, store: r.Options.Store}, r: r}
+	return keyedSource{Cache: source.Cache{Ctx: ctx, Reader: r.Client, Store: r.Options.Store}, r: r}
 }
 
 // decide is plan.DecideRecord from the store: what a change does to the
@@ -83,15 +84,15 @@ func (r *WorkloadReconciler) decide(ctx context.Context, opts plan.Options, in p
 
 // keyedSource implements plan.KeyedSource.
 type keyedSource struct {
-	cacheSource
+	source.Cache
 	r *WorkloadReconciler
 }
 
 // Older implements plan.KeyedSource: the ConfigMaps and Secrets the store
 // holds, read again from the API server and digested under k
-// (legacySource).
+// (source.Legacy).
 func (s keyedSource) Older(k digest.Key) plan.Source {
-	return legacySource{cacheSource: s.cacheSource, reader: s.r.APIReader, key: k, memo: &s.r.legacyDigests}
+	return source.Legacy{Cache: s.Cache, Reader: s.r.APIReader, Key: k, Memo: &s.r.legacyDigests}
 }
 
 // workloadView implements plan.View for one workload.
@@ -104,7 +105,7 @@ type workloadView struct {
 
 // HeldSince implements plan.View, from the first-sight memory.
 func (v workloadView) HeldSince(changed time.Time) time.Time {
-	return v.r.creations.heldSince(v.obj.GetUID(), changed)
+	return v.r.creations.HeldSince(v.obj.GetUID(), changed)
 }
 
 // Notification implements plan.View, from the notifications on their way.
@@ -114,7 +115,7 @@ func (v workloadView) Notification(key string) (plan.NotifyState, error) {
 
 // Pods implements plan.View: the workload's pods from the cache (podsOf).
 func (v workloadView) Pods() ([]eviction.Pod, error) {
-	pods, err := v.r.podsOf(v.ctx, v.obj)
+	pods, err := v.r.podsOf(v.Ctx, v.obj)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func (v workloadView) Pods() ([]eviction.Pod, error) {
 // older than the stored version.
 func (v workloadView) Current() error {
 	cur := v.r.Kind.New()
-	if err := v.r.APIReader.Get(v.ctx, client.ObjectKeyFromObject(v.obj), cur); err != nil {
+	if err := v.r.APIReader.Get(v.Ctx, client.ObjectKeyFromObject(v.obj), cur); err != nil {
 		return err
 	}
 	if cur.GetResourceVersion() != v.obj.GetResourceVersion() {
@@ -143,7 +144,7 @@ func (v workloadView) Current() error {
 // (managedFields are not cached).
 func (v workloadView) Latest() (map[string]string, []metav1.ManagedFieldsEntry, error) {
 	fresh := v.r.Kind.New()
-	if err := v.r.APIReader.Get(v.ctx, client.ObjectKeyFromObject(v.obj), fresh); err != nil {
+	if err := v.r.APIReader.Get(v.Ctx, client.ObjectKeyFromObject(v.obj), fresh); err != nil {
 		return nil, nil, fmt.Errorf("reading the field managers of %s %s/%s: %w", v.r.Kind.Name(), v.obj.GetNamespace(), v.obj.GetName(), err)
 	}
 	return fresh.GetAnnotations(), fresh.GetManagedFields(), nil
@@ -151,7 +152,7 @@ func (v workloadView) Latest() (map[string]string, []metav1.ManagedFieldsEntry, 
 
 // Order implements plan.View, from the cache (changeSets.waves).
 func (v workloadView) Order() (safe.Order, error) {
-	return v.r.changeSets.waves(v.ctx, v.now)
+	return v.r.changeSets.waves(v.Ctx, v.now)
 }
 
 // Halts implements plan.View: the halt records from their watch, with the
@@ -159,21 +160,21 @@ func (v workloadView) Order() (safe.Order, error) {
 // unrecordedRetry, so that a halt the API refused once is recorded as soon
 // as it can be (changeSets.halts).
 func (v workloadView) Halts() (map[string]*safe.Halt, error) {
-	return v.r.changeSets.halts(v.ctx, true)
+	return v.r.changeSets.halts(v.Ctx, true)
 }
 
 // Member implements plan.View.
 func (v workloadView) Member(rec safe.Record) (safe.Member, error) {
 	pk, _ := v.r.progressKind()
-	return v.r.member(v.ctx, pk, v.obj, rec)
+	return v.r.member(v.Ctx, pk, v.obj, rec)
 }
 
 // Members implements plan.View, from the cache.
 func (v workloadView) Members(id string) ([]safe.Member, error) {
-	return v.r.members(v.ctx, id, v.obj.GetUID())
+	return v.r.members(v.Ctx, id, v.obj.GetUID())
 }
 
-// WaveHash implements plan.View: read from the API server (waveHash).
+// WaveHash implements plan.View: read from the API server (source.WaveHash).
 func (v workloadView) WaveHash(namespace string, refs []reference.Reference) (string, error) {
-	return v.r.waveHash(v.ctx, namespace, refs)
+	return source.WaveHash(v.Ctx, v.r.APIReader, v.r.Options.Scope, namespace, refs)
 }

@@ -1,4 +1,4 @@
-package controller
+package source
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 	"github.com/reroll/reroll/internal/reference"
 )
 
-// legacyDigests keeps the digests of ConfigMaps and Secrets under an older
-// key, by object and revision, for legacySource: at most
-// maxLegacyDigests objects (all are dropped when full; they are read again
-// at need).
-type legacyDigests struct {
+// LegacyDigests keeps the digests of ConfigMaps and Secrets under an older
+// key, by object and revision, for Legacy: at most maxLegacyDigests objects
+// (all are dropped when full; they are read again at need). The zero value
+// is ready; one is shared by the reconciles of a workload kind.
+type LegacyDigests struct {
 	mu sync.Mutex
 	m  map[legacyDigestKey]legacyDigest
 }
@@ -31,17 +31,17 @@ type legacyDigest struct {
 	obj             plan.Object
 }
 
-// maxLegacyDigests bounds legacyDigests.
+// maxLegacyDigests bounds LegacyDigests.
 const maxLegacyDigests = 4096
 
-func (l *legacyDigests) get(k legacyDigestKey, resourceVersion string) (plan.Object, bool) {
+func (l *LegacyDigests) get(k legacyDigestKey, resourceVersion string) (plan.Object, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d, ok := l.m[k]
 	return d.obj, ok && d.resourceVersion == resourceVersion
 }
 
-func (l *legacyDigests) put(k legacyDigestKey, obj plan.Object) {
+func (l *LegacyDigests) put(k legacyDigestKey, obj plan.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil || len(l.m) >= maxLegacyDigests {
@@ -50,21 +50,24 @@ func (l *legacyDigests) put(k legacyDigestKey, obj plan.Object) {
 	l.m[k] = legacyDigest{resourceVersion: obj.ResourceVersion, obj: obj}
 }
 
-// legacySource is the planner's view for a record of an older key: the
+// Legacy is the planner's view for a record of an older key: the
 // ConfigMaps and Secrets the store holds, read again from the API server
 // and digested under key (one of digest.Key.Older), values dropped at
 // once. An object the store does not hold (outside the watches, or
-// filtered out) counts as absent, as in cacheSource. SecretProviderClasses
-// and names come from cacheSource: their digests are not keyed.
-type legacySource struct {
-	cacheSource
-	reader client.Reader
-	key    digest.Key
-	memo   *legacyDigests
+// filtered out) counts as absent, as in Cache. SecretProviderClasses and
+// names come from Cache: their digests are not keyed.
+type Legacy struct {
+	Cache
+	// Reader reads from the API server.
+	Reader client.Reader
+	// Key is the older key (one of digest.Key.Older).
+	Key digest.Key
+	// Memo keeps what was digested, per object revision.
+	Memo *LegacyDigests
 }
 
 // Object implements plan.Source.
-func (s legacySource) Object(kind reference.Kind, namespace, name string) (plan.Object, bool, error) {
+func (s Legacy) Object(kind reference.Kind, namespace, name string) (plan.Object, bool, error) {
 	var obj client.Object
 	switch kind {
 	case reference.ConfigMap:
@@ -72,23 +75,23 @@ func (s legacySource) Object(kind reference.Kind, namespace, name string) (plan.
 	case reference.Secret:
 		obj = &corev1.Secret{}
 	default:
-		return s.cacheSource.Object(kind, namespace, name)
+		return s.Cache.Object(kind, namespace, name)
 	}
-	cached, ok, err := s.cacheSource.Object(kind, namespace, name)
+	cached, ok, err := s.Cache.Object(kind, namespace, name)
 	if err != nil || !ok {
 		return plan.Object{}, ok, err
 	}
-	memoKey := legacyDigestKey{key: s.key.ID(), kind: string(kind), namespace: namespace, name: name}
-	if o, ok := s.memo.get(memoKey, cached.ResourceVersion); ok {
+	memoKey := legacyDigestKey{key: s.Key.ID(), kind: string(kind), namespace: namespace, name: name}
+	if o, ok := s.Memo.get(memoKey, cached.ResourceVersion); ok {
 		return o, true, nil
 	}
-	if err := s.reader.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	if err := s.Reader.Get(s.Ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return plan.Object{}, false, nil
 		}
 		return plan.Object{}, false, fmt.Errorf("reading %s %s/%s to compare a legacy record: %w", kind, namespace, name, err)
 	}
-	d, _ := s.key.Of(obj)
+	d, _ := s.Key.Of(obj)
 	ann := map[string]string{}
 	for k, v := range obj.GetAnnotations() {
 		if k != lastAppliedAnnotation {
@@ -96,7 +99,7 @@ func (s legacySource) Object(kind reference.Kind, namespace, name string) (plan.
 		}
 	}
 	o := plan.Object{Annotations: ann, Data: d, UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}
-	s.memo.put(memoKey, o)
+	s.Memo.put(memoKey, o)
 	return o, true, nil
 }
 
