@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -86,8 +84,7 @@ func newBaselineStore(c client.Client, r client.Reader, at types.NamespacedName,
 
 // configMapName is the name of namespace ns's ConfigMap.
 func (s *baselineStore) configMapName(ns string) string {
-	sum := sha256.Sum256([]byte(ns))
-	return s.prefix + "-" + hex.EncodeToString(sum[:10])
+	return baseline.ConfigMapName(s.prefix, ns)
 }
 
 // get returns the baseline record of the workload kind/name with uid in
