@@ -78,8 +78,8 @@ func TestPeek(t *testing.T) {
 		"a forged signature reads too (a claim, not Reroll's state)": {
 			key: "Deployment.web", value: "u1 forged " + e.Record, want: e, ok: true},
 		"a value without a signature is malformed": {key: "Deployment.web", value: "u1 " + e.Record},
-		"an empty value is malformed":                {key: "Deployment.web", value: ""},
-		"a data key without a kind is malformed":     {key: "web", value: sealed},
+		"an empty value is malformed":              {key: "Deployment.web", value: ""},
+		"a data key without a kind is malformed":   {key: "web", value: sealed},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
