@@ -53,6 +53,11 @@ type session struct {
 	installedAt time.Time
 	// installedLoaded is set once loadInstalledAt has run.
 	installedLoaded bool
+	// baselines caches the data of Reroll's baseline ConfigMap of each
+	// namespace read (storedBaseline); baselineNote says why one could
+	// not be read, "" when all could.
+	baselines    map[string]map[string]string
+	baselineNote string
 	// opts are the command's options; ctrl is the controller discover
 	// found (nil when none), discovered whether it ran.
 	opts       *Options
