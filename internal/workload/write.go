@@ -2,11 +2,14 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -34,6 +37,15 @@ func PatchGuarded(ctx context.Context, c client.Client, obj, desired client.Obje
 }
 
 func patch(ctx context.Context, c client.Client, obj, desired client.Object, guard bool) error {
+	if data, same, ok := metadataPatch(obj, desired, guard); ok {
+		if same {
+			return nil
+		}
+		if err := c.Patch(ctx, desired, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("patching %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), err)
+		}
+		return nil
+	}
 	if equality.Semantic.DeepEqual(obj, desired) {
 		return nil
 	}
@@ -75,4 +87,103 @@ func kindOf(obj client.Object) string {
 		t = t.Elem()
 	}
 	return t.Name()
+}
+
+// metadataPatch returns, for a Deployment, StatefulSet or DaemonSet whose
+// desired state differs from obj only in the annotations and labels of its
+// metadata and of its pod template (a rollout by the annotations strategy,
+// a record, Reroll's state), the JSON merge patch of those maps: each key
+// set, or null when removed; with obj's resourceVersion when guard is set
+// or the pod template changes (as Patch guards). same is true when they do
+// not differ at all. ok is false for any other kind or difference (an env
+// var of the env-vars strategy): the caller builds a strategic merge patch.
+//
+// The strategic merge patch that client.StrategicMergeFrom builds encodes
+// both objects whole and compares them field by field; on the fanout bench
+// profile that was 14% of Reroll's allocations for patches that only ever
+// set annotations. A JSON merge patch of maps merges key by key exactly as
+// a strategic one does.
+func metadataPatch(obj, desired client.Object, guard bool) (data []byte, same, ok bool) {
+	o, om, ok := split(obj)
+	if !ok {
+		return nil, false, false
+	}
+	d, dm, ok := split(desired)
+	if !ok || !equality.Semantic.DeepEqual(o, d) {
+		return nil, false, false
+	}
+	meta := map[string]any{}
+	template := map[string]any{}
+	for i, field := range []string{"annotations", "labels"} {
+		if p := mapPatch(om[i], dm[i]); p != nil {
+			meta[field] = p
+		}
+		if p := mapPatch(om[2+i], dm[2+i]); p != nil {
+			template[field] = p
+		}
+	}
+	if len(meta) == 0 && len(template) == 0 {
+		return nil, true, true
+	}
+	if guard || len(template) > 0 {
+		meta["resourceVersion"] = obj.GetResourceVersion()
+	}
+	p := map[string]any{"metadata": meta}
+	if len(template) > 0 {
+		p["spec"] = map[string]any{"template": map[string]any{"metadata": template}}
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, false, false
+	}
+	return data, false, true
+}
+
+// split returns a shallow copy of obj, a Deployment, StatefulSet or
+// DaemonSet, without the annotations and labels of its metadata and pod
+// template, and those four maps (metadata annotations, labels, pod template
+// annotations, labels); ok is false for any other type.
+func split(obj client.Object) (rest any, maps [4]map[string]string, ok bool) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		c := *o
+		maps = [4]map[string]string{c.Annotations, c.Labels, c.Spec.Template.Annotations, c.Spec.Template.Labels}
+		c.Annotations, c.Labels, c.Spec.Template.Annotations, c.Spec.Template.Labels = nil, nil, nil, nil
+		return &c, maps, true
+	case *appsv1.StatefulSet:
+		c := *o
+		maps = [4]map[string]string{c.Annotations, c.Labels, c.Spec.Template.Annotations, c.Spec.Template.Labels}
+		c.Annotations, c.Labels, c.Spec.Template.Annotations, c.Spec.Template.Labels = nil, nil, nil, nil
+		return &c, maps, true
+	case *appsv1.DaemonSet:
+		c := *o
+		maps = [4]map[string]string{c.Annotations, c.Labels, c.Spec.Template.Annotations, c.Spec.Template.Labels}
+		c.Annotations, c.Labels, c.Spec.Template.Annotations, c.Spec.Template.Labels = nil, nil, nil, nil
+		return &c, maps, true
+	}
+	return nil, maps, false
+}
+
+// mapPatch is the JSON merge patch that turns map from into to: each key
+// of to whose value differs, and null for each key of from that to lacks;
+// nil when they hold the same.
+func mapPatch(from, to map[string]string) map[string]any {
+	var p map[string]any
+	set := func(k string, v any) {
+		if p == nil {
+			p = map[string]any{}
+		}
+		p[k] = v
+	}
+	for k, v := range to {
+		if old, ok := from[k]; !ok || old != v {
+			set(k, v)
+		}
+	}
+	for k := range from {
+		if _, ok := to[k]; !ok {
+			set(k, nil)
+		}
+	}
+	return p
 }
