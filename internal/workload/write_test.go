@@ -59,6 +59,8 @@ func TestMetadataPatch(t *testing.T) {
 		"an empty map and no map are the same": {
 			obj:    func() client.Object { d := base(); d.Spec.Template.Annotations = map[string]string{}; return d }(),
 			change: func(client.Object) {}, same: true, ok: true},
+		"the status only: nothing a patch of the object writes": {
+			change: func(o client.Object) { o.(*appsv1.Deployment).Status.Replicas = 3 }, same: true, ok: true},
 		"an env var (env-vars strategy): not this patch's to write": {
 			change: func(o client.Object) { o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env[0].Value = "2" }},
 		"a spec field besides the maps: not this patch's to write": {
