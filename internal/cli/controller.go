@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -83,6 +84,14 @@ type controllerConfig struct {
 	// (--change-sets), in the digest key's namespace; Lease is the leader
 	// election Lease's name (--leader-election-id), in its own namespace.
 	ChangeSets, Lease string
+	// MetricsSecure is --metrics-secure (off unless given, as cmd/reroll
+	// has it); MetricsTokenSecret is NAMESPACE/NAME of the Secret holding
+	// the bearer token secure metrics accept (--digest-key-namespace and
+	// --metrics-token-secret), "" when the API server authorizes scrapers
+	// instead; MetricsPort is the port of --metrics-bind-address ("9090"
+	// by default).
+	MetricsSecure                   bool
+	MetricsTokenSecret, MetricsPort string
 }
 
 // parseControllerConfig reads a Reroll container's arguments and
@@ -132,6 +141,10 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 	fs.BoolVar(&cfg.Projections, "enable-projections", false, "")
 	fs.StringVar(&cfg.ChangeSets, "change-sets", "reroll-change-sets", "")
 	fs.StringVar(&cfg.Lease, "leader-election-id", "reroll-leader", "")
+	var metricsToken, metricsAddr string
+	fs.BoolVar(&cfg.MetricsSecure, "metrics-secure", false, "")
+	fs.StringVar(&metricsToken, "metrics-token-secret", "", "")
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("reading Reroll's arguments: %w", err)
 	}
@@ -165,6 +178,13 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 		keyNamespace = namespace
 	}
 	cfg.DigestKeySecret = keyNamespace + "/" + keySecret
+	if cfg.MetricsSecure && metricsToken != "" {
+		cfg.MetricsTokenSecret = keyNamespace + "/" + metricsToken
+	}
+	cfg.MetricsPort = "9090"
+	if _, port, err := net.SplitHostPort(metricsAddr); err == nil && port != "" {
+		cfg.MetricsPort = port
+	}
 	cfg.Installation = keyNamespace + "/" + installation
 	if baselines != "" && deferRecord && !cfg.Webhook && !cfg.ReloadOnDelete {
 		cfg.Baselines = keyNamespace + "/" + baselines
@@ -218,17 +238,7 @@ func findController(ctx context.Context, c client.Reader, namespace, sel string)
 	if ctr == nil {
 		return nil, fmt.Errorf("deployment %s/%s has no container", d.Namespace, d.Name)
 	}
-	env := map[string]string{}
-	for _, e := range ctr.Env {
-		if e.ValueFrom == nil {
-			env[e.Name] = e.Value
-		}
-	}
-	args := ctr.Args
-	if len(args) == 0 && len(ctr.Command) > 1 {
-		args = ctr.Command[1:]
-	}
-	cfg, err := parseControllerConfig(args, env, d.Namespace)
+	cfg, err := containerConfig(ctr, d.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
@@ -242,6 +252,22 @@ func findController(ctx context.Context, c client.Reader, namespace, sel string)
 		out.Replicas = *d.Spec.Replicas
 	}
 	return out, nil
+}
+
+// containerConfig reads the arguments and literal environment of a Reroll
+// container ctr in namespace with parseControllerConfig.
+func containerConfig(ctr *corev1.Container, namespace string) (controllerConfig, error) {
+	env := map[string]string{}
+	for _, e := range ctr.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	args := ctr.Args
+	if len(args) == 0 && len(ctr.Command) > 1 {
+		args = ctr.Command[1:]
+	}
+	return parseControllerConfig(args, env, namespace)
 }
 
 // rerollContainer returns the container named manager or reroll, else the

@@ -99,6 +99,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations, halted change sets
   resume KIND/NAME          continue the halted change set the object belongs to (writes its halt record)
   check                     preflight: controller running and ready, RBAC, CRDs, webhook certificate, versions
+  validate -f FILE|DIR|-    check ConfigMaps and Secrets against the Validators' rules, offline (exit 1 on a failure)
 
   migrate-check -f FILE     what Reroll does with each key of a Reloader values file (or --from-cluster: a running Reloader)
   version                   the plugin's version and the controller's, with a warning on a skew
@@ -134,6 +135,6 @@ when it could not check; check 1 when a check failed.`,
 		o.changed = c.Flags().Changed
 		o.NoDiscovery = !discover
 	}
-	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newCheck(o), newMigrateCheck(o), newVersion(o))
+	cmd.AddCommand(newWhoUses(o), newWhy(o), newPlan(o), newStatus(o), newResume(o), newCheck(o), newMigrateCheck(o), newValidate(o), newVersion(o))
 	return cmd
 }

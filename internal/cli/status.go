@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,14 +24,19 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
@@ -49,8 +55,10 @@ type statusFlags struct {
 	metricsURL string
 	// changeSets is where the halt records are.
 	changeSets changeSetFlags
-	// metricsTokenFile holds the bearer token sent to an HTTPS metricsURL
-	// (Reroll's secure metrics); without it, the kubeconfig's is sent.
+	// metricsTokenFile holds the bearer token sent to Reroll's secure
+	// metrics: to an HTTPS metricsURL (without it, the kubeconfig's is
+	// sent), or through the port-forward to a pod (without it, the token of
+	// the pod's --metrics-token-secret).
 	metricsTokenFile string
 	// metricsCAFile verifies an HTTPS metricsURL's certificate;
 	// metricsInsecure skips the verification (the self-signed certificate
@@ -95,8 +103,8 @@ func newStatus(o *Options) *cobra.Command {
 	f.changeSets.addFlags(cmd)
 	cmd.Flags().StringVar(&f.selector, "reroll-selector", "app.kubernetes.io/name=reroll", "Label selector of Reroll's Deployment and pods.")
 	cmd.Flags().StringVar(&f.lease, "lease", "reroll-leader", "Name of Reroll's leader election Lease (--enable-ha); by default read from the controller's arguments (--leader-election-id).")
-	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here (e.g. https://localhost:9090/metrics through kubectl port-forward); by default a pod's metrics port is read through the API server's proxy (pods/proxy), which works only with --metrics-secure=false.")
-	cmd.Flags().StringVar(&f.metricsTokenFile, "metrics-token-file", "", "File holding the bearer token sent to an https --metrics-url; by default the kubeconfig's bearer token is sent. Its user needs get on the non-resource URL /metrics.")
+	cmd.Flags().StringVar(&f.metricsURL, "metrics-url", "", "Reroll's /metrics URL, when reachable from here; by default a Reroll pod's metrics port is read through a port-forward of the API server (pods/portforward) with the token of its --metrics-token-secret, or through the API server's pod proxy (pods/proxy) for plain metrics.")
+	cmd.Flags().StringVar(&f.metricsTokenFile, "metrics-token-file", "", "File holding the bearer token sent to Reroll's secure metrics: to an https --metrics-url (by default the kubeconfig's bearer token is sent there), or through the port-forward instead of the token of Reroll's --metrics-token-secret (needed when Reroll has none: its user then needs get on the non-resource URL /metrics).")
 	cmd.Flags().StringVar(&f.metricsCAFile, "metrics-ca-file", "", "CA certificates (PEM) that verify an https --metrics-url.")
 	cmd.Flags().BoolVar(&f.metricsInsecure, "metrics-insecure-skip-tls-verify", false, "Do not verify the certificate of an https --metrics-url (the self-signed one Reroll makes without --metrics-cert-dir); use it only through kubectl port-forward. The kubeconfig's credentials are then never sent: it needs --metrics-token-file.")
 	out = newOutput(cmd)
@@ -246,7 +254,7 @@ func (s *session) status(ctx context.Context, f statusFlags) (statusReport, erro
 	case f.metricsURL != "":
 		r.Metrics, err = s.scrapeURL(ctx, f)
 	case scrape != "":
-		r.Metrics, err = s.scrapePod(ctx, f.namespace, pods.Items, scrape)
+		r.Metrics, err = s.scrapePod(ctx, f, f.namespace, pods.Items, scrape)
 	default:
 		err = fmt.Errorf("no ready Reroll pod in %s (selector %s) and no --metrics-url", f.namespace, f.selector)
 	}
@@ -298,52 +306,180 @@ func (s *session) warnings(ctx context.Context) ([]workloadEvent, *workloadEvent
 	return invalid, failed, nil
 }
 
-// scrapePod reads the metrics of pod name through the API server's pod
-// proxy, on the container port named "metrics" (9090 without one). Only
-// plain metrics (--metrics-secure=false) can be read so: the secure ones
-// answer only a bearer token the API server can review, and the API server
-// removes the caller's Authorization header before it proxies (its
-// authentication filter), so no token ever reaches the pod that way.
-func (s *session) scrapePod(ctx context.Context, namespace string, pods []corev1.Pod, name string) (*metricsStatus, error) {
-	// Plain unless told otherwise: --metrics-secure is off by default (as
-	// Reloader serves them); the chart and config/ turn it on. The last one
-	// given wins, as in pflag.
-	port, secure := "9090", false
-	for _, p := range pods {
-		if p.Name != name {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			for _, cp := range c.Ports {
-				if cp.Name == "metrics" {
-					port = strconv.Itoa(int(cp.ContainerPort))
-				}
-			}
-			for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-				switch a {
-				case "--metrics-secure", "--metrics-secure=true":
-					secure = true
-				case "--metrics-secure=false":
-					secure = false
-				}
-			}
+// scrapePod reads the metrics of pod name, on the container port named
+// "metrics" (else the port of its --metrics-bind-address), as its
+// container's arguments say they are served:
+//   - plain (--metrics-secure off, as in Reloader) through the API server's
+//     pod proxy (get on pods/proxy);
+//   - secure (the chart's default) through a port-forward (create on
+//     pods/portforward), with a bearer token: --metrics-token-file's, or
+//     else the one in the Secret of its --metrics-token-secret (get on that
+//     Secret). The API server's pod proxy cannot carry one: its
+//     authentication filter removes the caller's Authorization header
+//     before it proxies. The kubeconfig's own credentials are never sent to
+//     the pod (whoever may write pods in Reroll's namespace could run one
+//     under its labels), so with API-server authorization (no
+//     --metrics-token-secret) --metrics-token-file is needed.
+func (s *session) scrapePod(ctx context.Context, f statusFlags, namespace string, pods []corev1.Pod, name string) (*metricsStatus, error) {
+	var p *corev1.Pod
+	for i := range pods {
+		if pods[i].Name == name {
+			p = &pods[i]
 		}
 	}
-	if secure {
-		return nil, fmt.Errorf("pod %s serves /metrics over HTTPS to authorized clients only (--metrics-secure, as the chart sets it), and the API server's pod proxy forwards no credentials: "+
-			"run `kubectl -n %s port-forward pod/%s %s` and pass --metrics-url https://localhost:%s/metrics, --metrics-ca-file with the CA of the certificate in Reroll's --metrics-cert-dir, "+
-			"and --metrics-token-file with the token of the Secret that --metrics-token-secret names (the chart's <release>-metrics-token, key token), or else a short-lived token (`kubectl create token <serviceaccount> --duration=10m`) of a ServiceAccount allowed only to get the non-resource URL /metrics (the chart's ClusterRole <release>-metrics-reader with metrics.auth=kubernetes), "+
-			"or serve plain metrics (chart: metrics.secure: false)", name, namespace, name, port, port)
+	if p == nil {
+		return nil, fmt.Errorf("no pod %s in %s", name, namespace)
 	}
-	cs, err := kubernetes.NewForConfig(s.config)
+	ctr := rerollContainer(p.Spec.Containers)
+	if ctr == nil {
+		return nil, fmt.Errorf("pod %s has no container", name)
+	}
+	cfg, err := containerConfig(ctr, namespace)
 	if err != nil {
-		return nil, fmt.Errorf("creating the client: %w", err)
+		return nil, fmt.Errorf("pod %s: %w", name, err)
 	}
-	b, err := cs.CoreV1().Pods(namespace).ProxyGet("http", name, port, "metrics", nil).DoRaw(ctx)
+	port := cfg.MetricsPort
+	for _, cp := range ctr.Ports {
+		if cp.Name == "metrics" {
+			port = strconv.Itoa(int(cp.ContainerPort))
+		}
+	}
+	if !cfg.MetricsSecure {
+		cs, err := kubernetes.NewForConfig(s.config)
+		if err != nil {
+			return nil, fmt.Errorf("creating the client: %w", err)
+		}
+		b, err := cs.CoreV1().Pods(namespace).ProxyGet("http", name, port, "metrics", nil).DoRaw(ctx)
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("reading the metrics of pod %s: you may not get pods/proxy in namespace %s, which reading Reroll's plain metrics through the API server needs: ask for it, or pass --metrics-url", name, namespace)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the metrics of pod %s through the API server's proxy: %w (try --metrics-url)", name, err)
+		}
+		return parseMetrics("pods/"+name+" via the API server", b)
+	}
+	token, err := s.podMetricsToken(ctx, f, name, cfg.MetricsTokenSecret)
 	if err != nil {
-		return nil, fmt.Errorf("reading metrics of pod %s through the API server's proxy: %w (try --metrics-url)", name, readError(err))
+		return nil, err
 	}
-	return parseMetrics("pods/"+name+" via the API server", b)
+	local, stop, err := s.portForward(ctx, namespace, name, port)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	// The stream is the API server's, to the pod it names: the pod's
+	// certificate (self-signed without --metrics-cert-dir) is not checked.
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // reached through the API server's authenticated port-forward
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}}
+	source := "pods/" + name + " via port-forward"
+	return readMetrics(ctx, c, "https://"+local+"/metrics", source, token)
+}
+
+// podMetricsToken returns the bearer token sent to pod name's secure
+// metrics: --metrics-token-file's, or else the key "token" of the Secret
+// tokenSecret (NAMESPACE/NAME, "" when the pod has none).
+func (s *session) podMetricsToken(ctx context.Context, f statusFlags, name, tokenSecret string) (string, error) {
+	if f.metricsTokenFile != "" {
+		b, err := os.ReadFile(f.metricsTokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--metrics-token-file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	if tokenSecret == "" {
+		return "", fmt.Errorf("pod %s serves /metrics over HTTPS to clients the API server authorizes for GET on the non-resource URL /metrics (--metrics-secure without --metrics-token-secret; chart metrics.auth: kubernetes), "+
+			"and the plugin never sends your own credentials to a pod: pass --metrics-token-file with a token allowed that, e.g. `kubectl create token <serviceaccount> --duration=10m` "+
+			"of a ServiceAccount bound to the chart's ClusterRole <release>-metrics-reader", name)
+	}
+	ns, secretName, _ := strings.Cut(tokenSecret, "/")
+	var sec corev1.Secret
+	switch err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, &sec); {
+	case apierrors.IsForbidden(err):
+		return "", fmt.Errorf("you may not get Secret %s, which holds the bearer token of Reroll's metrics (--metrics-token-secret): reading them needs get on secrets (resourceNames %s) in namespace %s, and create on pods/portforward there; or pass --metrics-token-file", tokenSecret, secretName, ns)
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("no Secret %s, which Reroll creates on start with the bearer token of its metrics (--metrics-token-secret): is Reroll running?", tokenSecret)
+	case err != nil:
+		return "", fmt.Errorf("reading Secret %s, the bearer token of Reroll's metrics: %w", tokenSecret, err)
+	}
+	token := strings.TrimSpace(string(sec.Data["token"]))
+	if token == "" {
+		return "", fmt.Errorf("secret %s has no key token, which Reroll's metrics need", tokenSecret)
+	}
+	return token, nil
+}
+
+// portForward opens a port-forward to port of pod name through the API
+// server, as `kubectl port-forward` does (WebSockets, falling back to
+// SPDY), on a free local port of 127.0.0.1. It returns "127.0.0.1:PORT" and
+// the function that closes it.
+func (s *session) portForward(ctx context.Context, namespace, name, port string) (string, func(), error) {
+	// Without the session's health watch: a refused upgrade is an error of
+	// the round trip, not an unreachable API server.
+	cfg := rest.CopyConfig(s.config)
+	cfg.WrapTransport = nil
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", nil, fmt.Errorf("creating the client: %w", err)
+	}
+	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(name).SubResource("portforward").URL()
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	if err != nil {
+		return "", nil, fmt.Errorf("port-forward to pod %s: %w", name, err)
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	if ws, err := portforward.NewSPDYOverWebsocketDialer(u, cfg); err == nil {
+		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+	}
+	stopCh, readyCh := make(chan struct{}), make(chan struct{})
+	var errOut bytes.Buffer
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + port}, stopCh, readyCh, io.Discard, &errOut)
+	if err != nil {
+		return "", nil, fmt.Errorf("port-forward to pod %s: %w", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pf.ForwardPorts() }()
+	stop := func() {
+		close(stopCh)
+		<-done
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	select {
+	case <-readyCh:
+	case err := <-done:
+		// client-go's SPDY dialer keeps only the text of the API server's
+		// refusal: ask the API server whether this user may.
+		if !s.mayPortForward(ctx, cs, namespace) {
+			return "", nil, fmt.Errorf("you may not create pods/portforward in namespace %s (get too, over WebSockets), which reading Reroll's secure metrics needs (the API server's pod proxy cannot carry their token): ask for it, or pass --metrics-url", namespace)
+		}
+		return "", nil, fmt.Errorf("port-forward to pod %s port %s: %w", name, port, err)
+	case <-timeout.C:
+		stop()
+		return "", nil, fmt.Errorf("port-forward to pod %s port %s: not ready after 10s", name, port)
+	case <-ctx.Done():
+		stop()
+		return "", nil, ctx.Err()
+	}
+	ports, err := pf.GetPorts()
+	if err != nil || len(ports) == 0 {
+		stop()
+		return "", nil, fmt.Errorf("port-forward to pod %s: no local port: %w", name, err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), stop, nil
+}
+
+// mayPortForward tells whether the API server lets this user create
+// pods/portforward in namespace (a SelfSubjectAccessReview, which every
+// user may create); true when it cannot tell.
+func (s *session) mayPortForward(ctx context.Context, cs kubernetes.Interface, namespace string) bool {
+	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: "create", Resource: "pods", Subresource: "portforward",
+		}},
+	}, metav1.CreateOptions{})
+	return err != nil || r.Status.Allowed
 }
 
 // scrapeURL reads the metrics at f.metricsURL. An https URL is Reroll's
@@ -364,36 +500,46 @@ func (s *session) scrapeURL(ctx context.Context, f statusFlags) (*metricsStatus,
 			return nil, err
 		}
 	}
+	return readMetrics(ctx, c, f.metricsURL, parsed.Redacted(), "")
+}
+
+// readMetrics GETs rawURL with c, adding "Authorization: Bearer token" when
+// token is not empty, and parses the answer; source names rawURL in
+// messages (without credentials). A 401 or 403 says what to fix.
+func readMetrics(ctx context.Context, c *http.Client, rawURL, source, token string) (*metricsStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.metricsURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-url %s: %w", parsed.Redacted(), err)
+		return nil, fmt.Errorf("--metrics-url %s: %w", source, err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", parsed.Redacted(), unwrapURLError(err))
+		return nil, fmt.Errorf("reading %s: %w", source, unwrapURLError(err))
 	}
 	defer resp.Body.Close() //nolint:errcheck // read-only
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("reading %s: HTTP 401: the API server did not accept the bearer token (TokenReview); pass a valid one with --metrics-token-file", parsed.Redacted())
+		return nil, fmt.Errorf("reading %s: HTTP 401: the bearer token was refused: pass the token of the Secret that Reroll's --metrics-token-secret names (Reroll reads it at start), or, without that flag, one the API server accepts (TokenReview), with --metrics-token-file", source)
 	case http.StatusForbidden:
-		return nil, fmt.Errorf("reading %s: HTTP 403: the token's user may not get the non-resource URL /metrics; bind it to a ClusterRole allowing that (the chart's <release>-metrics-reader with metrics.auth=kubernetes)", parsed.Redacted())
+		return nil, fmt.Errorf("reading %s: HTTP 403: the token's user may not get the non-resource URL /metrics; bind it to a ClusterRole allowing that (the chart's <release>-metrics-reader with metrics.auth=kubernetes)", source)
 	case http.StatusBadRequest:
-		if parsed.Scheme == "http" {
-			return nil, fmt.Errorf("reading %s: HTTP 400: Reroll serves /metrics over HTTPS (--metrics-secure): use an https URL", parsed.Redacted())
+		if strings.HasPrefix(rawURL, "http:") {
+			return nil, fmt.Errorf("reading %s: HTTP 400: Reroll serves /metrics over HTTPS (--metrics-secure): use an https URL", source)
 		}
-		return nil, fmt.Errorf("reading %s: HTTP 400", parsed.Redacted())
+		return nil, fmt.Errorf("reading %s: HTTP 400", source)
 	default:
-		return nil, fmt.Errorf("reading %s: HTTP %d", parsed.Redacted(), resp.StatusCode)
+		return nil, fmt.Errorf("reading %s: HTTP %d", source, resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", parsed.Redacted(), err)
+		return nil, fmt.Errorf("reading %s: %w", source, err)
 	}
-	return parseMetrics(parsed.Redacted(), b)
+	return parseMetrics(source, b)
 }
 
 // metricsClient is the client of an https --metrics-url: TLS as f says,

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -15,7 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -24,6 +29,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/metricsauth"
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 func TestStatus_ShowsLeaderMetricsAndInvalidAnnotations(t *testing.T) {
@@ -176,21 +183,134 @@ func TestStatus_ReadsSecureMetricsWithABearerToken(t *testing.T) {
 		g.Expect(r.MetricsProblem).To(gomega.ContainSubstring(tc.want), name)
 	}
 
-	// Through the API server's pod proxy, a pod of Reroll with secure
-	// metrics (as the chart runs it) is not asked: the proxy would drop the
-	// token.
+	// A pod of Reroll whose metrics the API server authorizes (no
+	// --metrics-token-secret, the chart's metrics.auth=kubernetes) is read
+	// through a port-forward with --metrics-token-file's token; without
+	// one, the plugin says to pass it and sends none of the kubeconfig's.
+	forwardPods(t, ns, 9090, addr)
 	labels := map[string]string{"app.kubernetes.io/name": "reroll"}
 	create(t, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll"},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod(container(func(c *corev1.Container) {
-				c.Args = []string{"--metrics-secure=true", "--metrics-token-secret=reroll-metrics-token"}
+				c.Args = []string{"--metrics-secure=true"}
+				c.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}}
 			}))}},
 	})
 	g.Eventually(func(g gomega.Gomega) {
-		g.Expect(status(g).MetricsProblem).To(gomega.And(
-			gomega.ContainSubstring("the API server's pod proxy forwards no credentials"),
-			gomega.ContainSubstring("kubectl -n "+ns+" port-forward pod/reroll-"),
-			gomega.ContainSubstring("--metrics-url https://localhost:9090/metrics")))
+		r := status(g, "--metrics-token-file", scraperFile)
+		g.Expect(r.MetricsProblem).To(gomega.BeEmpty())
+		g.Expect(r.Metrics).NotTo(gomega.BeNil())
+		g.Expect(r.Metrics.Source).To(gomega.MatchRegexp(`^pods/reroll-.* via port-forward$`))
 	}).Should(gomega.Succeed())
+	g.Expect(status(g).MetricsProblem).To(gomega.ContainSubstring("the plugin never sends your own credentials to a pod: pass --metrics-token-file"))
+	g.Expect(status(g, "--metrics-token-file", strangerFile).MetricsProblem).To(gomega.ContainSubstring("HTTP 403: the token's user may not get the non-resource URL /metrics"))
+}
+
+// TestStatus_ReadsTheChartsSecureMetricsByDefault: as the chart runs Reroll
+// (--metrics-secure with --metrics-token-secret), `status` with no metrics
+// flag reads the metrics through a port-forward with the token of that
+// Secret, for a user with namespace admin rights (Kubernetes' admin
+// ClusterRole) in Reroll's namespace; a user who may not read the Secret or
+// may not port-forward is told which permission is missing.
+func TestStatus_ReadsTheChartsSecureMetricsByDefault(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	addr := l.Addr().String()
+	g.Expect(l.Close()).To(gomega.Succeed())
+	// The token Secret as cmd/reroll creates it (metricsauth.LoadToken) and
+	// its filter, as cmd/reroll serves them with --metrics-token-secret.
+	token, err := metricsauth.LoadToken(t.Context(), k8s, types.NamespacedName{Namespace: ns, Name: "reroll-metrics-token"})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	startReroll(t, ns, controller.Options{}, func(o *ctrl.Options) {
+		o.Metrics = metricsserver.Options{BindAddress: addr, SecureServing: true,
+			FilterProvider: func(*rest.Config, *http.Client) (metricsserver.Filter, error) { return metricsauth.Filter(token), nil }}
+	})
+	forwardPods(t, ns, 9090, addr)
+	labels := map[string]string{"app.kubernetes.io/name": "reroll"}
+	create(t, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod(container(func(c *corev1.Container) {
+				// The chart's arguments (templates/deployment.yaml).
+				c.Args = []string{"--metrics-bind-address=:9090", "--metrics-secure=true", "--metrics-token-secret=reroll-metrics-token"}
+				c.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}}
+			}))}},
+	})
+
+	// Users as ServiceAccounts with kubeconfigs of their tokens.
+	cs, err := kubernetes.NewForConfig(plane.Config)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	user := func(name string, roles ...rbacv1.RoleRef) string {
+		create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		for _, ref := range roles {
+			create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-"}, RoleRef: ref,
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}}})
+		}
+		tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		path := filepath.Join(t.TempDir(), name)
+		g.Expect(clientcmd.WriteToFile(clientcmdapi.Config{
+			Clusters:       map[string]*clientcmdapi.Cluster{"plane": {Server: plane.Config.Host, CertificateAuthorityData: plane.Config.CAData}},
+			AuthInfos:      map[string]*clientcmdapi.AuthInfo{name: {Token: tok.Status.Token}},
+			Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: "plane", AuthInfo: name, Namespace: ns}},
+			CurrentContext: name,
+		}, path)).To(gomega.Succeed())
+		return path
+	}
+	clusterRole := func(name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	}
+	readSecret := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "read-metrics-token"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"reroll-metrics-token"}, Verbs: []string{"get"}}}}
+	create(t, readSecret)
+	admin := user("admin", clusterRole("admin"))
+	viewer := user("viewer", clusterRole("view"))
+	noForward := user("no-forward", clusterRole("view"), rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: readSecret.Name})
+
+	status := func(g gomega.Gomega, kubeconfig string) statusReport {
+		out, err := kubectlReroll(t, "--kubeconfig", kubeconfig, "-n", ns, "status", "--reroll-namespace", ns, "-o", "json")
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		var r statusReport
+		g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+		return r
+	}
+	// Positive first: namespace admin reads them, with no flag.
+	g.Eventually(func(g gomega.Gomega) {
+		r := status(g, admin)
+		g.Expect(r.MetricsProblem).To(gomega.BeEmpty())
+		g.Expect(r.Metrics).NotTo(gomega.BeNil())
+		g.Expect(r.Metrics.Source).To(gomega.MatchRegexp(`^pods/reroll-.* via port-forward$`))
+	}).Should(gomega.Succeed())
+	// Each missing permission is named.
+	r := status(g, viewer)
+	g.Expect(r.Metrics).To(gomega.BeNil())
+	g.Expect(r.MetricsProblem).To(gomega.ContainSubstring("you may not get Secret " + ns + "/reroll-metrics-token"))
+	r = status(g, noForward)
+	g.Expect(r.Metrics).To(gomega.BeNil())
+	g.Expect(r.MetricsProblem).To(gomega.ContainSubstring("you may not create pods/portforward in namespace " + ns))
+}
+
+// forwardPods makes kwok's server send a port-forward to port of any pod
+// in namespace ns to target (HOST:PORT), until the test ends.
+func forwardPods(t *testing.T, ns string, port int32, target string) {
+	t.Helper()
+	host, p, err := net.SplitHostPort(target)
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	targetPort, err := strconv.Atoi(p)
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": controlplane.ClusterPortForwardGroupVersion, "kind": "ClusterPortForward",
+		"metadata": map[string]any{"name": ns},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchNamespaces": []any{ns}},
+			"forwards": []any{map[string]any{"ports": []any{int64(port)}, "target": map[string]any{"address": host, "port": int64(targetPort)}}},
+		},
+	}}
+	create(t, u)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), u) })
 }

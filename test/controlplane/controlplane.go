@@ -253,6 +253,9 @@ func (p *Plane) start(ctx context.Context, begin time.Time) error {
 	if err := p.waitDefaultServiceAccount(fullCtx, controllerManager, client); err != nil {
 		return err
 	}
+	if err := installPortForwardCRD(fullCtx, p.Config); err != nil {
+		return err
+	}
 	return p.startKwokWarm(fullCtx, kubeconfigs["kwok"], client)
 }
 
@@ -372,6 +375,10 @@ func (p *Plane) startAPIServer() (*process, error) {
 		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
+		// kwok's Node has the addresses InternalIP 127.0.0.1 and Hostname
+		// kwok-node-0, which no resolver knows: the kubelet calls
+		// (pods/portforward) go to the IP.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--requestheader-client-ca-file="+pki("front-proxy-ca.crt"),
 		"--requestheader-allowed-names="+frontProxyUser,
 		"--requestheader-username-headers=X-Remote-User",
@@ -461,6 +468,15 @@ func (p *Plane) startKwok(kubeconfig string) (*process, error) {
 		"--node-ip=127.0.0.1",
 		"--cidr=10.244.0.1/16",
 		"--server-address="+fmt.Sprintf("127.0.0.1:%d", p.ports.kwok),
+		// kwok's server stands in for the kubelet's: HTTPS (the API
+		// server's kubelet client speaks only that), announced as the
+		// Node's kubelet port, and port-forwarding as ClusterPortForward
+		// objects say (installPortForwardCRD), so that a test can reach a
+		// local process through `pods/portforward` of a kwok pod.
+		"--node-port="+strconv.Itoa(p.ports.kwok),
+		"--tls-cert-file="+p.pki.path("serving.crt"),
+		"--tls-private-key-file="+p.pki.path("serving.key"),
+		"--enable-crds="+clusterPortForwardKind,
 	)
 }
 
