@@ -36,6 +36,7 @@ var foreignFlags = map[string]string{
 	"create-namespace":              "helm install",
 	"wait":                          "helm install",
 	"dry-run":                       "kubectl",
+	"kube-version":                  "helm template",
 }
 
 // docFiles returns README.md and docs/*.md, by path relative to the

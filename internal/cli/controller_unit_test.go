@@ -57,6 +57,35 @@ func TestParseControllerConfig(t *testing.T) {
 				g.Expect(c.Installation).To(gomega.Equal("security/installed"))
 			},
 		},
+		"plain metrics on 9090 unless told: Reloader's arguments": {
+			check: func(g gomega.Gomega, c controllerConfig) {
+				g.Expect(c.MetricsSecure).To(gomega.BeFalse())
+				g.Expect(c.MetricsTokenSecret).To(gomega.BeEmpty())
+				g.Expect(c.MetricsPort).To(gomega.Equal("9090"))
+			},
+		},
+		"the chart's secure metrics: the token Secret in the digest key's namespace": {
+			args: []string{"--metrics-bind-address=:8443", "--metrics-secure=true", "--metrics-token-secret", "r-metrics-token", "--digest-key-namespace=security"},
+			check: func(g gomega.Gomega, c controllerConfig) {
+				g.Expect(c.MetricsSecure).To(gomega.BeTrue())
+				g.Expect(c.MetricsTokenSecret).To(gomega.Equal("security/r-metrics-token"))
+				g.Expect(c.MetricsPort).To(gomega.Equal("8443"))
+			},
+		},
+		"secure metrics without a token Secret: the API server authorizes": {
+			args: []string{"--metrics-secure"},
+			check: func(g gomega.Gomega, c controllerConfig) {
+				g.Expect(c.MetricsSecure).To(gomega.BeTrue())
+				g.Expect(c.MetricsTokenSecret).To(gomega.BeEmpty())
+			},
+		},
+		"a token Secret without secure metrics is not used": {
+			args: []string{"--metrics-secure=false", "--metrics-token-secret=t"},
+			check: func(g gomega.Gomega, c controllerConfig) {
+				g.Expect(c.MetricsSecure).To(gomega.BeFalse())
+				g.Expect(c.MetricsTokenSecret).To(gomega.BeEmpty())
+			},
+		},
 		"flags the plugin does not need are skipped": {
 			args: []string{"--metrics-bind-address=:9090", "--enable-webhook", "--leader-election-id", "x", "--auto-annotation=a.example/auto"},
 			check: func(g gomega.Gomega, c controllerConfig) {

@@ -49,8 +49,14 @@ import (
 const chartDir = "charts/reroll"
 
 // run runs a command in the repository root and returns its standard output;
-// a failure carries its standard error.
+// a failure carries its standard error. `helm template` and `helm lint` get
+// --kube-version of the local control plane: without it helm 3.16 assumes
+// Kubernetes 1.31, which the chart's kubeVersion (>=1.32) refuses, as a
+// user's helm 3.16 would.
 func run(env []string, name string, args ...string) (string, error) {
+	if name == helmBin && len(args) > 0 && (args[0] == "template" || args[0] == "lint") {
+		args = append(append([]string{}, args...), "--kube-version", kubeVersion)
+	}
 	cmd := exec.Command(name, args...)
 	cmd.Dir = root
 	cmd.Env = env
@@ -321,6 +327,16 @@ func startRerollAsShipped(t *testing.T, kubeconfig string, args []string, env ma
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}).Should(gomega.Equal(http.StatusOK))
+	// Ready is not yet listening for metrics: the secure metrics server
+	// first generates its self-signed certificate, seconds on a loaded
+	// machine (a scrape right after readiness was refused).
+	g.Eventually(func() error {
+		c, err := net.Dial("tcp", metricsAddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}).Should(gomega.Succeed())
 	return p
 }
 

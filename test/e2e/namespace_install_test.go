@@ -3,9 +3,13 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/test/controlplane"
 )
 
 // namespacedCRDKinds are the kinds of the chart whose CRDs the local plane
@@ -266,6 +272,50 @@ func TestHelmChart_NamespaceAdminInstallsAndMonitorsScrape(t *testing.T) {
 	p.bearer = string(secret.Data["token"])
 	g.Expect(p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": sys, "result": "success"})).To(gomega.Equal(1.0))
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "the chart's RBAC is enough: nothing was denied")
+
+	// kubectl reroll status, run by the namespace admin with no metrics
+	// flag, reads these metrics as shipped: through a port-forward to the
+	// chart's pod (kwok's server, the pod's kubelet, sends it on to this
+	// Reroll) with the token of the Secret that Reroll created.
+	forwardPods(t, sys, 9090, p.metricsAddr)
+	g.Eventually(func(g gomega.Gomega) {
+		out, errOut, code := kubectlReroll(t, "--as", user, "-n", sys, "status", "--reroll-namespace", sys, "-o", "json")
+		g.Expect(code).To(gomega.Equal(0), errOut)
+		var r struct {
+			Metrics *struct {
+				Source   string  `json:"source"`
+				Rollouts float64 `json:"rollouts"`
+			} `json:"metrics"`
+			MetricsProblem string `json:"metricsProblem"`
+		}
+		g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+		g.Expect(r.MetricsProblem).To(gomega.BeEmpty())
+		g.Expect(r.Metrics).NotTo(gomega.BeNil())
+		g.Expect(r.Metrics.Source).To(gomega.MatchRegexp(`^pods/reroll-.* via port-forward$`))
+		g.Expect(r.Metrics.Rollouts).To(gomega.Equal(1.0))
+	}).Should(gomega.Succeed())
+}
+
+// forwardPods makes kwok's server, which stands in for the kubelet of the
+// plane's pods, send a port-forward to port of any pod in namespace ns on to
+// target (HOST:PORT) until the test ends (controlplane.ClusterPortForward*).
+func forwardPods(t *testing.T, ns string, port int32, target string) {
+	t.Helper()
+	g := newT(t)
+	host, p, err := net.SplitHostPort(target)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	targetPort, err := strconv.Atoi(p)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": controlplane.ClusterPortForwardGroupVersion, "kind": "ClusterPortForward",
+		"metadata": map[string]any{"name": ns},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchNamespaces": []any{ns}},
+			"forwards": []any{map[string]any{"ports": []any{int64(port)}, "target": map[string]any{"address": host, "port": int64(targetPort)}}},
+		},
+	}}
+	g.Expect(k8s.Create(t.Context(), u)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), u) })
 }
 
 // A namespace admin may grant only what the admin role holds, and it holds

@@ -41,6 +41,9 @@ var (
 	helmEnv []string
 	// tmp holds the built binary and helm's folders; removed at the end.
 	tmp string
+	// kubeVersion is the local control plane's Kubernetes version
+	// ("v1.32.4"), which `helm template` and `helm lint` are given.
+	kubeVersion string
 )
 
 var scheme = runtime.NewScheme()
@@ -122,8 +125,15 @@ func setup() error {
 	if k8s, err = client.New(plane.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	clientset, err = kubernetes.NewForConfig(plane.Config)
-	return err
+	if clientset, err = kubernetes.NewForConfig(plane.Config); err != nil {
+		return err
+	}
+	v, err := clientset.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the control plane's version: %w", err)
+	}
+	kubeVersion = v.GitVersion
+	return nil
 }
 
 // newT returns a Gomega for t with timeouts that suit a control plane on a

@@ -26,7 +26,7 @@ var root = filepath.Join("..", "..")
 var promql = parser.NewParser(parser.Options{})
 
 // renderRules renders the chart's PrometheusRule with every alert on
-// (webhook and Projections enabled) and returns its spec, the rule groups
+// (webhook, Projections and restarts by eviction enabled) and returns its spec, the rule groups
 // in Prometheus' rule file format.
 func renderRules(t *testing.T) []byte {
 	t.Helper()
@@ -38,9 +38,18 @@ func renderRules(t *testing.T) []byte {
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("%s is missing: run `make test-e2e` (hack/tools.sh helm builds it)", helm)
 	}
+	// The Kubernetes version of the tests' control plane (bin/kube-vX.Y.Z):
+	// helm 3.16 assumes 1.31 unless told, which the chart's kubeVersion
+	// refuses.
+	kubeDir, err := exec.Command(filepath.Join(root, "hack", "tools.sh"), "--dir", "kube").Output()
+	if err != nil {
+		t.Fatalf("hack/tools.sh --dir kube: %v", err)
+	}
+	kubeVersion := strings.TrimPrefix(filepath.Base(strings.TrimSpace(string(kubeDir))), "kube-")
 	cmd := exec.Command(helm, "template", "r", filepath.Join(root, "charts", "reroll"), "--namespace", "reroll-system",
+		"--kube-version", kubeVersion,
 		"--show-only", "templates/prometheusrule.yaml",
-		"--set", "prometheusRule.enabled=true", "--set", "webhook.enabled=true", "--set", "projections.enabled=true")
+		"--set", "prometheusRule.enabled=true", "--set", "webhook.enabled=true", "--set", "projections.enabled=true", "--set", "podEviction.enabled=true")
 	tmp := t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+tmp, "HELM_CONFIG_HOME="+tmp, "HELM_DATA_HOME="+tmp)
 	var stderr bytes.Buffer
@@ -158,7 +167,7 @@ func TestPrometheusRule_ParsesNamesServedMetricsAndHasRunbooks(t *testing.T) {
 	// The cases a team expects, each with its alert.
 	want := []string{"RerollDown", "RerollReconcileErrors", "RerollRolloutsFailing", "RerollRolloutStormHeld",
 		"RerollRolloutWaitingTooLong", "RerollChangeSetHalted", "RerollAlertSinkFailing", "RerollProjectionsFailing",
-		"RerollWebhookCertificateExpiring"}
+		"RerollWebhookCertificateExpiring", "RerollEvictionsBlocked", "RerollEvictionsFailing"}
 	slices.Sort(want)
 	slices.Sort(alerts)
 	if !slices.Equal(alerts, want) {
