@@ -81,6 +81,7 @@ func run(args []string) error {
 		return err
 	}
 	projectionOpts.IgnoreSecrets, projectionOpts.IgnoreConfigMaps = opts.Annotations.IgnoreSecrets, opts.Annotations.IgnoreConfigMaps
+	projectionOpts.Fairness = opts.Fairness
 	for _, name := range unimplemented(f.set) {
 		warn(logger, "Ignoring a Reloader flag that Reroll does not implement", "flag", name)
 	}
@@ -151,6 +152,13 @@ func run(args []string) error {
 		// only until then.
 		opts.LegacyRecordsUntil, err = controller.LoadLegacyRecordsUntil(keyCtx, direct, keySecret, time.Now())
 	}
+	if err == nil {
+		// Written once: state signed under the v1 key derivation verifies
+		// (and is signed again) only until then.
+		var until time.Time
+		until, err = controller.LoadV1DerivationsUntil(keyCtx, direct, keySecret, time.Now())
+		opts.Key = opts.Key.WithV1DerivationsUntil(until)
+	}
 	var metricsToken []byte
 	if err == nil && f.metrics.tokenSecret != "" {
 		if !f.metrics.secure {
@@ -164,7 +172,9 @@ func run(args []string) error {
 		return err
 	}
 	if projectionOpts.Key == nil {
-		projectionOpts.Key = opts.Key.Derive("projection")
+		// The v1 derivation: Projections project digests under this key
+		// into objects that may roll on a change (digest.Key.DeriveV1).
+		projectionOpts.Key = opts.Key.DeriveV1("projection")
 	}
 	mo := opts.ManagerOptions()
 	mo.Scheme = scheme

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
@@ -57,6 +59,8 @@ type flags struct {
 	coalesceWindow        time.Duration
 	coalesceMaxWait       time.Duration
 	maxConcurrent         int
+	namespaceRate         float64
+	namespaceBurst        int
 	maxRollouts           int
 	maxRolloutsPerNS      int
 	rolloutTimeout        time.Duration
@@ -146,6 +150,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.coalesceWindow, "coalesce-window", controller.DefaultCoalesceWindow, "Quiet time after the latest change to any ConfigMap or Secret a workload consumes before the workload is reconciled, so that a burst of changes rolls it once; 0 disables.")
 	fs.DurationVar(&f.coalesceMaxWait, "coalesce-max-wait", controller.DefaultCoalesceMaxWait, "Longest a burst of changes holds a workload back: it is reconciled this long after the burst's first change even if changes go on; at least --coalesce-window.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many workloads of each kind are reconciled at once.")
+	fs.Float64Var(&f.namespaceRate, "namespace-reconcile-rate", fairness.DefaultRate, "Reconciles per second one namespace may queue, per controller (each workload kind, Projections), before its further ones wait behind every other namespace's, so that one tenant's flood of changes or many costly workloads delay that tenant only; averaged. Nothing is dropped, and a waiting reconcile runs as soon as nothing in budget is ready. 0 turns this off (first in, first out).")
+	fs.IntVar(&f.namespaceBurst, "namespace-reconcile-burst", fairness.DefaultBurst, "Reconciles one namespace may queue at once, per controller, above --namespace-reconcile-rate, after a quiet time (a ConfigMap that 100 workloads of one namespace consume rolls them all at once).")
 	fs.IntVar(&f.maxRollouts, "max-concurrent-rollouts", 0, "How many rollouts Reroll started may run at once, cluster-wide (until the workload's status reports them complete, or their deadline passes); further changes wait, oldest first. 0 is no bound; a Namespace's reroll.dev/max-concurrent-rollouts bounds its own.")
 	fs.IntVar(&f.maxRolloutsPerNS, "max-concurrent-rollouts-per-namespace", 0, "With --max-concurrent-rollouts: how many of its slots one namespace may hold at once, so that one namespace cannot take them all; 0 is half of --max-concurrent-rollouts, rounded up. A Namespace's reroll.dev/max-concurrent-rollouts may lower it for that namespace, never raise it.")
 	fs.DurationVar(&f.rolloutTimeout, "rollout-timeout", plan.DefaultRolloutTimeout, "How long a rollout Reroll started counts as running at most for --max-concurrent-rollouts: a workload's own progressDeadlineSeconds counts only when shorter. Also how long a waiting workload's signed reroll.dev/pending counts before Reroll signs it again (at least 10s).")
@@ -279,6 +285,7 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 		CoalesceWindow:          f.coalesceWindow,
 		CoalesceMaxWait:         f.coalesceMaxWait,
 		MaxConcurrentReconciles: f.maxConcurrent,
+		Fairness:                fairness.Options{Rate: f.namespaceRate, Burst: f.namespaceBurst, Off: f.namespaceRate == 0},
 		ChangeSetWindow:         f.changeSetWindow,
 		BakeTime:                f.bakeTime,
 		HaltAfterFailedRollouts: f.haltAfter,
@@ -290,6 +297,12 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 	}
 	if f.coalesceMaxWait < 0 {
 		errs = append(errs, fmt.Errorf("--coalesce-max-wait: %s is negative", f.coalesceMaxWait))
+	}
+	if f.namespaceRate < 0 || math.IsNaN(f.namespaceRate) || math.IsInf(f.namespaceRate, 0) {
+		errs = append(errs, fmt.Errorf("--namespace-reconcile-rate: %v is not a number of reconciles per second (0 or more)", f.namespaceRate))
+	}
+	if f.namespaceBurst < 1 {
+		errs = append(errs, fmt.Errorf("--namespace-reconcile-burst: %d is not a positive number", f.namespaceBurst))
 	}
 	if f.maxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles: %d is not a positive number", f.maxConcurrent))

@@ -1,7 +1,6 @@
 package baseline
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
@@ -36,6 +35,10 @@ func DataKey(kind, name string) string { return kind + "." + name }
 type Sealer interface {
 	// StateMAC signs value as the state name of the object uid.
 	StateMAC(uid, name, value string) string
+	// VerifyStateMAC reports whether mac is such a signature (ok), and
+	// whether StateMAC made it (current; false for one made under an
+	// older key derivation, accepted until its deadline).
+	VerifyStateMAC(uid, name, value, mac string) (ok, current bool)
 }
 
 var _ Sealer = digest.Key{}
@@ -70,7 +73,10 @@ func ConfigMapName(store, namespace string) string {
 // as absent.
 func Open(k Sealer, store, namespace, dataKey, value string) (Entry, bool) {
 	e, mac, ok := parse(dataKey, value)
-	if !ok || !hmac.Equal([]byte(mac), []byte(k.StateMAC(e.UID, name(store, namespace, e), e.Record))) {
+	if !ok {
+		return Entry{}, false
+	}
+	if ok, _ := k.VerifyStateMAC(e.UID, name(store, namespace, e), e.Record, mac); !ok {
 		return Entry{}, false
 	}
 	return e, true

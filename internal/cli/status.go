@@ -23,8 +23,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -366,13 +366,25 @@ func (s *session) scrapePod(ctx context.Context, f statusFlags, namespace string
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
 	// The stream is the API server's, to the pod it names: the pod's
 	// certificate (self-signed without --metrics-cert-dir) is not checked.
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // reached through the API server's authenticated port-forward
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil, DisableKeepAlives: true}}
 	source := "pods/" + name + " via port-forward"
-	return readMetrics(ctx, c, "https://"+local+"/metrics", source, token)
+	m, err := readMetrics(ctx, c, "https://"+local+"/metrics", source, token)
+	said := strings.TrimSpace(stop())
+	var none *noAnswerError
+	if errors.As(err, &none) {
+		// No HTTP answer: nothing listens on port in the pod, or the
+		// kubelet could not reach it. client-go logs the kubelet's reason
+		// to standard error; what the forward wrote on its own error
+		// stream is added.
+		err = fmt.Errorf("%w: pod %s gave no answer on port %s through the port-forward (the kubelet's reason, if any, is on standard error)", err, name, port)
+		if said != "" {
+			err = fmt.Errorf("%w; the port-forward said: %s", err, said)
+		}
+	}
+	return m, err
 }
 
 // podMetricsToken returns the bearer token sent to pod name's secure
@@ -411,8 +423,9 @@ func (s *session) podMetricsToken(ctx context.Context, f statusFlags, name, toke
 // portForward opens a port-forward to port of pod name through the API
 // server, as `kubectl port-forward` does (WebSockets, falling back to
 // SPDY), on a free local port of 127.0.0.1. It returns "127.0.0.1:PORT" and
-// the function that closes it.
-func (s *session) portForward(ctx context.Context, namespace, name, port string) (string, func(), error) {
+// the function that closes it and returns what the forward reported on its
+// error stream.
+func (s *session) portForward(ctx context.Context, namespace, name, port string) (string, func() string, error) {
 	// Without the session's health watch: a refused upgrade is an error of
 	// the round trip, not an unreachable API server.
 	cfg := rest.CopyConfig(s.config)
@@ -440,9 +453,10 @@ func (s *session) portForward(ctx context.Context, namespace, name, port string)
 	}
 	done := make(chan error, 1)
 	go func() { done <- pf.ForwardPorts() }()
-	stop := func() {
+	stop := func() string {
 		close(stopCh)
 		<-done
+		return errOut.String()
 	}
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
@@ -518,7 +532,7 @@ func readMetrics(ctx context.Context, c *http.Client, rawURL, source, token stri
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", source, unwrapURLError(err))
+		return nil, &noAnswerError{fmt.Errorf("reading %s: %w", source, unwrapURLError(err))}
 	}
 	defer resp.Body.Close() //nolint:errcheck // read-only
 	switch resp.StatusCode {
@@ -580,6 +594,13 @@ func (s *session) metricsClient(f statusFlags) (*http.Client, error) {
 	}
 	return &http.Client{Transport: rt}, nil
 }
+
+// noAnswerError is a request to the metrics endpoint that got no HTTP
+// answer (refused, reset, timed out).
+type noAnswerError struct{ err error }
+
+func (e *noAnswerError) Error() string { return e.err.Error() }
+func (e *noAnswerError) Unwrap() error { return e.err }
 
 // unwrapURLError drops net/http's copy of the URL, which may hold
 // credentials.

@@ -293,6 +293,32 @@ func TestStatus_ReadsTheChartsSecureMetricsByDefault(t *testing.T) {
 	r = status(g, noForward)
 	g.Expect(r.Metrics).To(gomega.BeNil())
 	g.Expect(r.MetricsProblem).To(gomega.ContainSubstring("you may not create pods/portforward in namespace " + ns))
+
+	// A pod whose metrics port does not answer: the plugin says so.
+	closed := newNamespace(t)
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	nobody := l.Addr().String()
+	g.Expect(l.Close()).To(gomega.Succeed())
+	_, err = metricsauth.LoadToken(t.Context(), k8s, types.NamespacedName{Namespace: closed, Name: "reroll-metrics-token"})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	forwardPods(t, closed, 9090, nobody)
+	create(t, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: closed, Name: "reroll"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod(container(func(c *corev1.Container) {
+				c.Args = []string{"--metrics-bind-address=:9090", "--metrics-secure=true", "--metrics-token-secret=reroll-metrics-token"}
+				c.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}}
+			}))}},
+	})
+	g.Eventually(func(g gomega.Gomega) {
+		out, err := kubectlReroll(t, "-n", closed, "status", "--reroll-namespace", closed, "-o", "json")
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		var r statusReport
+		g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+		g.Expect(r.Metrics).To(gomega.BeNil())
+		g.Expect(r.MetricsProblem).To(gomega.And(gomega.ContainSubstring("via port-forward"), gomega.ContainSubstring("gave no answer on port 9090 through the port-forward")))
+	}).Should(gomega.Succeed())
 }
 
 // forwardPods makes kwok's server send a port-forward to port of any pod

@@ -25,6 +25,7 @@ import (
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
@@ -104,7 +105,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 	}}
 	b := ctrl.NewControllerManagedBy(mgr).Named("annotated-pods").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(a.requestsForPod), builder.WithPredicates(podChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(opts.Fairness, mgr.GetLogger())})
 	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
 		if !opts.Store.Watches(kind) {
 			continue

@@ -50,8 +50,11 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 				// Created now: Reroll is installed now (LoadInstalledAt),
 				// and no record was ever made under the legacy scheme of
 				// this key (LoadLegacyRecordsUntil).
+				// Nor was state signed under the v1 key derivation
+				// (LoadV1DerivationsUntil).
 				Annotations: map[string]string{InstalledAtAnnotation: time.Now().UTC().Format(time.RFC3339),
-					LegacyRecordsUntilAnnotation: time.Now().UTC().Format(time.RFC3339)}},
+					LegacyRecordsUntilAnnotation: time.Now().UTC().Format(time.RFC3339),
+					V1DerivationsUntilAnnotation: time.Now().UTC().Format(time.RFC3339)}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{DigestKeyData: secret},
 		}
@@ -101,25 +104,65 @@ const DefaultLegacyGrace = 24 * time.Hour
 // creation time (no legacy record can exist). An unreadable value counts
 // as passed. c must read from the API server.
 func LoadLegacyRecordsUntil(ctx context.Context, c client.Client, name types.NamespacedName, now time.Time) (time.Time, error) {
+	until, err := loadDeadline(ctx, c, name, LegacyRecordsUntilAnnotation, now.Add(DefaultLegacyGrace))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading or writing the legacy digest scheme's deadline (annotation %s) of the digest key Secret %s: %w", LegacyRecordsUntilAnnotation, name, err)
+	}
+	return until, nil
+}
+
+// V1DerivationsUntilAnnotation is the annotation on the digest key Secret
+// that holds the deadline of the v1 key derivation (RFC 3339, UTC), written
+// once (LoadV1DerivationsUntil): until then state that a Reroll before the
+// v2 derivation signed (workload annotations, Job journal and pod record
+// entries, baselines) still verifies, and is signed again when Reroll
+// reads it (digest.Key.WithV1DerivationsUntil); from then on it counts as
+// forged.
+const V1DerivationsUntilAnnotation = "reroll.dev/v1-derivations-until"
+
+// DefaultV1DerivationsGrace is how long after the first start of a Reroll
+// with the v2 key derivation state signed under v1 still verifies: every
+// workload is reconciled (and its state signed again) at the leader's
+// start, and Reroll's records are signed again when first read; a week
+// leaves room for records read rarely (a halted change set's workloads, a
+// Job re-created days later) and for a rollback and a second upgrade.
+const DefaultV1DerivationsGrace = 7 * 24 * time.Hour
+
+// LoadV1DerivationsUntil returns the deadline of the v1 key derivation:
+// V1DerivationsUntilAnnotation of the digest key Secret name, written now
+// + DefaultV1DerivationsGrace when absent (a Secret of a Reroll before the
+// v2 derivation), as LoadLegacyRecordsUntil does; a Secret LoadDigestKey
+// creates gets its creation time. An unreadable value counts as passed. c
+// must read from the API server.
+func LoadV1DerivationsUntil(ctx context.Context, c client.Client, name types.NamespacedName, now time.Time) (time.Time, error) {
+	until, err := loadDeadline(ctx, c, name, V1DerivationsUntilAnnotation, now.Add(DefaultV1DerivationsGrace))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading or writing the v1 key derivation's deadline (annotation %s) of the digest key Secret %s: %w", V1DerivationsUntilAnnotation, name, err)
+	}
+	return until, nil
+}
+
+// loadDeadline returns the time in annotation of the Secret name, writing
+// first when absent, by an update guarded by the Secret's
+// resourceVersion so that replicas starting at once agree on the first
+// write. An unreadable value is the zero time (passed).
+func loadDeadline(ctx context.Context, c client.Client, name types.NamespacedName, annotation string, first time.Time) (time.Time, error) {
 	var until time.Time
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var s corev1.Secret
 		if err := c.Get(ctx, name, &s); err != nil {
 			return err
 		}
-		if v, ok := s.Annotations[LegacyRecordsUntilAnnotation]; ok {
+		if v, ok := s.Annotations[annotation]; ok {
 			until, _ = time.Parse(time.RFC3339, v)
 			return nil
 		}
-		until = now.UTC().Add(DefaultLegacyGrace).Truncate(time.Second)
+		until = first.UTC().Truncate(time.Second)
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
-		s.Annotations[LegacyRecordsUntilAnnotation] = until.Format(time.RFC3339)
+		s.Annotations[annotation] = until.Format(time.RFC3339)
 		return c.Update(ctx, &s, client.FieldOwner(FieldManager))
 	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading or writing the legacy digest scheme's deadline (annotation %s) of the digest key Secret %s: %w", LegacyRecordsUntilAnnotation, name, err)
-	}
-	return until, nil
+	return until, err
 }

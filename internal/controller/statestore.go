@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -109,7 +108,8 @@ func (s *entryStore) verify(e types.NamespacedName, cm *corev1.ConfigMap) (strin
 	if !ok || cm.Annotations[storeEntryAnnotation] != e.String() {
 		return "", false
 	}
-	return v, hmac.Equal([]byte(cm.Data[signatureData]), []byte(s.sign(e, v)))
+	ok, _ = s.key.VerifyStateMAC(s.prefix, e.String(), v, cm.Data[signatureData])
+	return v, ok
 }
 
 // get returns entry e's value; ok is false when there is none, or when it
@@ -128,6 +128,13 @@ func (s *entryStore) get(ctx context.Context, e types.NamespacedName) (string, b
 	v, ok := s.verify(e, &cm)
 	if !ok {
 		return "", false, s.drop(ctx, &cm)
+	}
+	if cm.Data[signatureData] != s.sign(e, v) {
+		// Signed before the v2 key derivation: signed again on first
+		// read, before its deadline.
+		if err := s.put(ctx, e, v); err != nil {
+			return "", false, err
+		}
 	}
 	return v, true, nil
 }
@@ -207,7 +214,9 @@ func (s *entryStore) put(ctx context.Context, e types.NamespacedName, value stri
 		if err != nil {
 			return err
 		}
-		if v, ok := s.verify(e, &cm); ok && v == value && cm.Labels[storeLabel] == s.prefix &&
+		// Signed before the v2 key derivation: written again, signed anew.
+		current := cm.Data[signatureData] == s.sign(e, value)
+		if v, ok := s.verify(e, &cm); ok && current && v == value && cm.Labels[storeLabel] == s.prefix &&
 			cm.Labels[storeNamespaceLabel] == e.Namespace && len(cm.Data) == 2 && len(cm.BinaryData) == 0 {
 			return nil
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
@@ -91,6 +92,11 @@ type Options struct {
 	// reconciled at once (--max-concurrent-reconciles); 0 means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// Fairness is each namespace's budget of reconciles of one kind
+	// (--namespace-reconcile-rate, --namespace-reconcile-burst): a
+	// namespace over it waits behind the others (see internal/fairness).
+	// The zero value is the defaults.
+	Fairness fairness.Options
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see internal/webhook.
 	Admission AdmissionOptions

@@ -31,6 +31,7 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
@@ -337,7 +338,9 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// Reconciles of different workloads are independent (the workqueue
 	// never hands one workload to two workers), so a wide fan-out is
 	// bounded by the client's QPS rather than by one worker's round trips.
-	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	// The queue puts a namespace over its budget behind the others, so one
+	// tenant's flood or many costly workloads delay that tenant only.
+	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(r.Options.Fairness, mgr.GetLogger())})
 	if err := b.Complete(countedReconciler{r}); err != nil {
 		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
 	}

@@ -1,11 +1,13 @@
 package digest
 
 import (
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"time"
 )
 
 // MinKeyBytes is the shortest installation key accepted: 256 bits.
@@ -38,6 +40,9 @@ type Key struct {
 	// previous is the key replaced by this one in a rotation, nil when
 	// none (WithPrevious).
 	previous []byte
+	// v1Until is when state signed under the v1 derivation stops
+	// verifying (WithV1DerivationsUntil); zero: it never verifies.
+	v1Until time.Time
 }
 
 // Key ID labels: the HMAC input of each scheme's ID.
@@ -107,14 +112,48 @@ func (k Key) Older() []Key {
 	return out
 }
 
+// deriveSalt is the HKDF salt of every key Derive returns.
+const deriveSalt = "reroll.dev/derive/v2"
+
 // Derive returns a 32-byte key for another use of the installation key
-// (purpose names it, e.g. "projection"): the HMAC-SHA-256 of purpose under
-// k, so that digests made for one use can never be compared with another's.
-// The zero Key derives a key from purpose alone; only tests use it.
+// (purpose names it, e.g. "state"): HKDF-SHA-256 (RFC 5869, crypto/hkdf) of
+// k with salt deriveSalt and info purpose. Domain-separated from every
+// digest: HKDF's extract step is an HMAC keyed with the salt, not with k,
+// so no HMAC under k (a digest of a value a tenant chose, such as the
+// legacy scheme's records) can equal a derived key, and keys of two
+// purposes are unrelated. The zero Key derives a key from purpose alone;
+// only tests use it.
 func (k Key) Derive(purpose string) []byte {
+	out, err := hkdf.Key(sha256.New, k.secret, []byte(deriveSalt), purpose, sha256.Size)
+	if err != nil {
+		// Only a length above 255 hash sizes fails.
+		panic(fmt.Sprintf("deriving a key: %v", err))
+	}
+	return out
+}
+
+// DeriveV1 returns the key for purpose under the derivation of Reroll
+// before Derive (v1): the HMAC-SHA-256 under k of "reroll.dev derived key: "
+// and purpose. It is the same function as a digest of a value under k, so
+// a legacy record of a value a tenant chose equal to that text revealed
+// the derived key. Kept for the uses whose outputs outlive any migration
+// and cannot be told apart by age (the change-set IDs that halt records
+// and workload records name, and the key of Projections' digests, which
+// tenants project into objects that may roll), and to verify state signed
+// before the upgrade (VerifyStateMAC); see docs/security.md.
+func (k Key) DeriveV1(purpose string) []byte {
 	m := hmac.New(sha256.New, k.secret)
 	m.Write([]byte("reroll.dev derived key: " + purpose))
 	return m.Sum(nil)
+}
+
+// WithV1DerivationsUntil returns k accepting, until t, state signatures
+// made under the v1 derivation (DeriveV1("state")) by a Reroll before the
+// upgrade; from t on they do not verify, as forged state. The zero t (and
+// the zero Key's) accepts none.
+func (k Key) WithV1DerivationsUntil(t time.Time) Key {
+	k.v1Until = t
+	return k
 }
 
 // ID is a short name of the key and its scheme (8 hex characters, derived
@@ -197,9 +236,28 @@ const stateMACBytes = 16
 // Derive("state") of the object's UID, the annotation's name and its value,
 // each followed by a NUL byte. A tenant who can write the annotation but
 // not read the key cannot make a signature that verifies, nor move one to
-// another object or annotation.
+// another object or annotation. Check one with VerifyStateMAC.
 func (k Key) StateMAC(uid, name, value string) string {
-	m := hmac.New(sha256.New, k.Derive("state"))
+	return stateMAC(k.Derive("state"), uid, name, value)
+}
+
+// VerifyStateMAC reports whether mac is the signature of value as state
+// name of the object uid (StateMAC), or, until the deadline of
+// WithV1DerivationsUntil, the signature that a Reroll before the v2
+// derivation made of it. Current reports whether it is StateMAC's own:
+// false for a v1 signature, which the caller should write again.
+func (k Key) VerifyStateMAC(uid, name, value, mac string) (ok, current bool) {
+	if hmac.Equal([]byte(mac), []byte(k.StateMAC(uid, name, value))) {
+		return true, true
+	}
+	if k.secret == nil || !time.Now().Before(k.v1Until) {
+		return false, false
+	}
+	return hmac.Equal([]byte(mac), []byte(stateMAC(k.DeriveV1("state"), uid, name, value))), false
+}
+
+func stateMAC(key []byte, uid, name, value string) string {
+	m := hmac.New(sha256.New, key)
 	for _, s := range []string{uid, name, value} {
 		m.Write([]byte(s))
 		m.Write([]byte{0})
@@ -215,7 +273,7 @@ const changeSetIDBytes = 8
 // ChangeSetID returns the ID of the change set of one change of the object
 // kind/name (safe delivery, internal/delivery): the first 8 bytes, as
 // lowercase hex (16 characters), of the HMAC-SHA-256 under
-// Derive("change-set") of scope, kind and name, each followed by a NUL
+// DeriveV1("change-set") of scope, kind and name, each followed by a NUL
 // byte, then content (a digest of the object's whole content made in this
 // process, or "deleted"). scope is "" for the copies that the operator lets
 // share one set across namespaces, else the namespace, so that the same
@@ -229,7 +287,9 @@ const changeSetIDBytes = 8
 // of one name hold the same content, and when an object returns to an
 // earlier content; without the key they cannot test a guess of the content.
 func (k Key) ChangeSetID(scope, kind, name, content string) string {
-	m := hmac.New(sha256.New, k.Derive("change-set"))
+	// The v1 derivation: a set's ID is named by halt records and workload
+	// records that outlive any migration (DeriveV1).
+	m := hmac.New(sha256.New, k.DeriveV1("change-set"))
 	for _, s := range []string{scope, kind, name} {
 		m.Write([]byte(s))
 		m.Write([]byte{0})

@@ -2,7 +2,9 @@ package digest
 
 import (
 	"bytes"
+	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -72,11 +74,15 @@ func TestNewKey_RefusesShortKeys(t *testing.T) {
 	gomega.NewWithT(t).Expect(err).To(gomega.MatchError(gomega.ContainSubstring("fewer than the 32 required")))
 }
 
-// The expected signatures were computed outside Go, with K the key's 32
-// bytes of 0x07 in hex (K=$(printf '07%.0s' $(seq 32))):
+// The expected signatures were computed outside Go (OpenSSL 3.0), with K
+// the key's 32 bytes of 0x07 in hex (K=$(printf '07%.0s' $(seq 32))):
+//
+//	D=$(openssl kdf -keylen 32 -kdfopt digest:SHA256 -kdfopt hexkey:$K -kdfopt salt:reroll.dev/derive/v2 -kdfopt info:state HKDF | tr -d : | tr A-F a-f)
+//	printf 'uid-1\0reroll.dev/rolled-at\x002026-11-22T12:00:00Z\0' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$D -r | cut -c1-32
+//
+// and, for the v1 derivation of Reroll before it (v1 below):
 //
 //	D=$(printf 'reroll.dev derived key: state' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$K -r | cut -d' ' -f1)
-//	printf 'uid-1\0reroll.dev/rolled-at\x002026-11-22T12:00:00Z\0' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$D -r | cut -c1-32
 func TestKey_StateMAC(t *testing.T) {
 	g := gomega.NewWithT(t)
 	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
@@ -87,8 +93,8 @@ func TestKey_StateMAC(t *testing.T) {
 		// want is the signature.
 		want string
 	}{
-		"a rolled-at": {uid: "uid-1", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "c3db983a2922d8f7395add21846f9972"},
-		"the same value on another object signs differently": {uid: "uid-2", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "9003c04dbc5af27e48513ac72ae6c2f3"},
+		"a rolled-at": {uid: "uid-1", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "cb4d389afe57b8e5f8eb7c4149ab4738"},
+		"the same value on another object signs differently": {uid: "uid-2", name: "reroll.dev/rolled-at", value: "2026-11-22T12:00:00Z", want: "f29e9cf4cb46b8e9c233f2120049054c"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,7 +103,72 @@ func TestKey_StateMAC(t *testing.T) {
 	}
 	other, err := NewKey(bytes.Repeat([]byte{8}, MinKeyBytes))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(other.StateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z")).NotTo(gomega.Equal("c3db983a2922d8f7395add21846f9972"), "another key signs differently")
+	g.Expect(other.StateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z")).NotTo(gomega.Equal("cb4d389afe57b8e5f8eb7c4149ab4738"), "another key signs differently")
+}
+
+// v1 is the signature of the rolled-at above by a Reroll before the v2
+// derivation (the commands above TestKey_StateMAC).
+const v1 = "c3db983a2922d8f7395add21846f9972"
+
+func TestKey_VerifyStateMAC(t *testing.T) {
+	base, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	cases := map[string]struct {
+		// until is the v1 derivation's deadline (WithV1DerivationsUntil).
+		until time.Time
+		// mac is the signature checked.
+		mac string
+		// ok and current are what VerifyStateMAC returns.
+		ok, current bool
+	}{
+		"today's signature verifies and is current":                                            {mac: "cb4d389afe57b8e5f8eb7c4149ab4738", ok: true, current: true},
+		"a signature made before the upgrade verifies until the deadline, to be written again": {until: now.Add(time.Hour), mac: v1, ok: true},
+		"a signature made before the upgrade does not verify after the deadline":               {until: now.Add(-time.Second), mac: v1},
+		"a signature made before the upgrade does not verify without a deadline":               {mac: v1},
+		"another signature does not verify, even before the deadline":                          {until: now.Add(time.Hour), mac: "00000000000000000000000000000000"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			k := base.WithV1DerivationsUntil(tc.until)
+			ok, current := k.VerifyStateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z", tc.mac)
+			if ok != tc.ok || current != tc.current {
+				t.Errorf("VerifyStateMAC = %v, %v; want %v, %v", ok, current, tc.ok, tc.current)
+			}
+		})
+	}
+}
+
+// The v1 derivation was the HMAC under the installation key of a fixed
+// text: the same function as a legacy record's digest of a value, so a
+// tenant whose ConfigMap held that text under a Reroll of the legacy
+// scheme read the derived key on their workload's record. Derive is
+// HKDF: no digest under the key equals a derived key.
+func TestKey_DeriveIsNoDigestOfAValue(t *testing.T) {
+	k, err := NewKey(bytes.Repeat([]byte{7}, MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, purpose := range []string{"state", "change-set", "projection"} {
+		text := []byte("reroll.dev derived key: " + purpose)
+		legacyRecord := k.Legacy().Digest("ConfigMap", "tenant", "bait", "v", text)
+		// Positive control: the flaw is real for the v1 derivation.
+		if legacyRecord != hex.EncodeToString(k.DeriveV1(purpose)) {
+			t.Fatalf("%s: the legacy digest of the v1 derivation's text is not the v1 key: the test reads the scheme wrong", purpose)
+		}
+		derived := hex.EncodeToString(k.Derive(purpose))
+		for name, d := range map[string]string{
+			"the legacy digest of the v1 text": legacyRecord,
+			"a bound digest of the v1 text":    k.Digest("ConfigMap", "tenant", "bait", "v", text),
+			"the digest of the purpose alone":  k.Legacy().Digest("ConfigMap", "tenant", "bait", "v", []byte(purpose)),
+		} {
+			if d == derived {
+				t.Errorf("%s: Derive equals %s", purpose, name)
+			}
+		}
+	}
 }
 
 // Digests are bound to their place. The expected values were computed

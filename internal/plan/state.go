@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"crypto/hmac"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,19 +38,27 @@ func Sign(k digest.Key, uid, name, value string) string {
 // ok is false when the annotation is absent, unsigned (written by an older
 // Reroll, or by hand) or signed for another object, annotation or value.
 func Verified(k digest.Key, uid, name string, annotations map[string]string) (value string, ok bool) {
+	value, ok, _ = verified(k, uid, name, annotations)
+	return value, ok
+}
+
+// verified is Verified, and whether the signature is today's: false for
+// one a Reroll before the v2 key derivation made, which verifies until
+// the migration deadline (digest.Key.VerifyStateMAC) and is signed again.
+func verified(k digest.Key, uid, name string, annotations map[string]string) (value string, ok, current bool) {
 	v, has := annotations[name]
 	if !has {
-		return "", false
+		return "", false, false
 	}
 	i := strings.LastIndex(v, signatureSep)
 	if i < 0 {
-		return "", false
+		return "", false, false
 	}
 	value, mac := v[:i], v[i+len(signatureSep):]
-	if !hmac.Equal([]byte(mac), []byte(k.StateMAC(uid, name, value))) {
-		return "", false
+	if ok, current = k.VerifyStateMAC(uid, name, value, mac); !ok {
+		return "", false, false
 	}
-	return value, true
+	return value, true, current
 }
 
 // Displayed is the value of state annotation name in annotations without
@@ -79,7 +86,12 @@ func (p *Plan) forged(o Options, in Input) {
 		if _, has := in.Annotations[name]; !has {
 			continue
 		}
-		if _, ok := Verified(o.Key, in.UID, name, in.Annotations); ok {
+		if v, ok, current := verified(o.Key, in.UID, name, in.Annotations); ok {
+			if _, writes := p.Annotations[name]; !current && !writes {
+				// Signed before the v2 key derivation: signed again,
+				// unchanged, before its deadline.
+				p.Annotations[name] = Sign(o.Key, in.UID, name, v)
+			}
 			continue
 		}
 		if _, writes := p.Annotations[name]; !writes {

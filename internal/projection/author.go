@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -38,9 +39,11 @@ func RegisterAuthorWebhook(mgr ctrl.Manager, c client.Client, defaultServiceAcco
 // that ServiceAccount for it: without the check, anyone who may write a
 // Projection could make Reroll act as any ServiceAccount of the namespace.
 // Kubernetes' edit and admin roles hold impersonate on serviceaccounts.
-// An update that keeps the ServiceAccount is admitted unchecked (a status
-// or finalizer write by Reroll, or any other edit by someone the check
-// already let in).
+// An update of the spec is checked too, even one that keeps the
+// ServiceAccount: whoever may edit a Projection another author made would
+// otherwise choose what Reroll reads and writes as that ServiceAccount. An
+// update that keeps the spec (Reroll's finalizer writes, labels) is
+// admitted unchecked; status is a subresource, never checked.
 type authorAdmission struct {
 	c         client.Client
 	defaultSA string
@@ -84,7 +87,7 @@ func authorReview(req admission.Request, defaultSA string) (*authorizationv1.Sub
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 			return nil, admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Projection: %w", err))
 		}
-		if old.Spec.ServiceAccountName == p.Spec.ServiceAccountName {
+		if equality.Semantic.DeepEqual(old.Spec, p.Spec) {
 			return nil, admission.Allowed("")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -14,14 +15,16 @@ import (
 
 // FuzzAuthorReview feeds the author check's decision any admission
 // request a Projection's author can cause: it must never panic, never
-// admit a CREATE or an UPDATE that changes the ServiceAccount without a
-// SubjectAccessReview, and the review asks exactly whether the request's
+// admit a CREATE or an UPDATE that changes the spec without a
+// SubjectAccessReview (any change of the spec counts), and the review asks exactly whether the request's
 // user may impersonate the named ServiceAccount (or the default one) in
 // the request's namespace.
 func FuzzAuthorReview(f *testing.F) {
 	f.Add(uint8(0), `{"spec":{"serviceAccountName":"deployer"}}`, ``, "team-a", "alice", "")
 	f.Add(uint8(1), `{"spec":{"serviceAccountName":"admin"}}`, `{"spec":{"serviceAccountName":"deployer"}}`, "team-a", "alice", "")
 	f.Add(uint8(1), `{"spec":{}}`, `{"spec":{}}`, "team-a", "alice", "status")
+	f.Add(uint8(1), `{"spec":{"serviceAccountName":"deployer","sources":[{"name":"a"}]}}`, `{"spec":{"serviceAccountName":"deployer"}}`, "team-a", "mallory", "")
+	f.Add(uint8(1), `{"metadata":{"finalizers":["x"]},"spec":{"serviceAccountName":"deployer"}}`, `{"spec":{"serviceAccountName":"deployer"}}`, "team-a", "reroll", "")
 	f.Add(uint8(0), `{"spec":{"serviceAccountName":1}}`, `null`, "", "", "")
 	f.Add(uint8(2), `{`, `{`, "x", "y", "")
 	ops := []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect}
@@ -37,7 +40,7 @@ func FuzzAuthorReview(f *testing.F) {
 		decoded := json.Unmarshal([]byte(object), &p) == nil
 		oldDecoded := json.Unmarshal([]byte(oldObject), &old) == nil
 		checked := subresource == "" && decoded && (req.Operation == admissionv1.Create ||
-			req.Operation == admissionv1.Update && oldDecoded && old.Spec.ServiceAccountName != p.Spec.ServiceAccountName)
+			req.Operation == admissionv1.Update && oldDecoded && !equality.Semantic.DeepEqual(old.Spec, p.Spec))
 		if !checked {
 			if review != nil {
 				t.Fatalf("a review for a request that needs none: %+v", req.AdmissionRequest)

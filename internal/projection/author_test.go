@@ -81,4 +81,15 @@ func TestProjectionAuthor_MustBeAllowedToImpersonateTheServiceAccount(t *testing
 	g.Expect(mallory.Get(t.Context(), client.ObjectKeyFromObject(p), &mine)).To(gomega.Succeed())
 	mine.Spec.ServiceAccountName = "default"
 	g.Expect(mallory.Update(t.Context(), &mine)).To(gomega.MatchError(gomega.ContainSubstring("may not impersonate")))
+	// Nor change what it reads or writes as alice's ServiceAccount, keeping
+	// the ServiceAccount (the third review's Low); alice may.
+	g.Expect(mallory.Get(t.Context(), client.ObjectKeyFromObject(p), &mine)).To(gomega.Succeed())
+	mine.Spec.Sources = append(mine.Spec.Sources, *mine.Spec.Sources[0].DeepCopy())
+	mine.Spec.Sources[len(mine.Spec.Sources)-1].Name = "stolen"
+	g.Expect(mallory.Update(t.Context(), mine.DeepCopy())).To(gomega.MatchError(gomega.ContainSubstring("mallory may not impersonate")))
+	g.Expect(alice.Update(t.Context(), mine.DeepCopy())).To(gomega.Succeed(), "the author who may act as the ServiceAccount edits the spec")
+	// A write that keeps the spec (labels, Reroll's finalizer) needs no check.
+	g.Expect(mallory.Get(t.Context(), client.ObjectKeyFromObject(p), &mine)).To(gomega.Succeed())
+	mine.Labels = map[string]string{"team": "a"}
+	g.Expect(mallory.Update(t.Context(), &mine)).To(gomega.Succeed())
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/store"
 )
 
@@ -84,6 +85,11 @@ type Options struct {
 	// Workers is how many Projections are reconciled at once
 	// (--projection-workers), 1 to MaxWorkers; 0 means 1.
 	Workers int
+	// Fairness is each namespace's budget of Projection reconciles
+	// (--namespace-reconcile-rate, --namespace-reconcile-burst): a
+	// namespace whose sources change faster waits behind the others (see
+	// internal/fairness). The zero value is the defaults.
+	Fairness fairness.Options
 	// AllowClusterScopedTargets lets a Projection write a cluster-scoped
 	// object (--projection-allow-cluster-scoped-targets). Without it such a
 	// Projection stops with Ready=False, reason InvalidSpec: a target is

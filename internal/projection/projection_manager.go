@@ -19,6 +19,7 @@ import (
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
 )
@@ -111,7 +112,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		b = b.WatchesRawSource(src)
 	}
-	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: min(max(r.Options.Workers, 1), MaxWorkers)})
+	// Source changes are the tenants' to make as often as they like: a
+	// namespace over its budget waits behind the others.
+	b = b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: min(max(r.Options.Workers, 1), MaxWorkers),
+		NewQueue:                fairness.NewQueue(r.Options.Fairness, mgr.GetLogger()),
+	})
 	return b.Complete(r)
 }
 
