@@ -8,7 +8,7 @@
 # every package ./cmd/reroll imports. Build it where an engine runs:
 #   docker build --build-arg COMMIT=$(git rev-parse HEAD) \
 #     --build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) -t ghcr.io/reroll/reroll:$(cat VERSION) .
-FROM golang:1.25 AS build
+FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

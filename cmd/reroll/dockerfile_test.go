@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -144,4 +145,24 @@ func TestDockerfile_BuildsWithTheReleaseScript(t *testing.T) {
 	script, err := os.ReadFile(filepath.Join("..", "..", "hack", "build.sh"))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(string(script)).To(gomega.ContainSubstring("CGO_ENABLED=0 go build -trimpath -buildvcs=false"))
+}
+
+// TestDockerfile_BuildImageHasTheModulesGo checks that the build stage's
+// golang image has the Go version go.mod requires (major.minor), so the
+// image builds without a toolchain download (GOTOOLCHAIN=auto would fetch
+// one, and an offline builder fails).
+func TestDockerfile_BuildImageHasTheModulesGo(t *testing.T) {
+	g := gomega.NewWithT(t)
+	root := filepath.Join("..", "..")
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	want := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	// Positive control: go.mod names a version.
+	g.Expect(want).To(gomega.HaveLen(2))
+	docker, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	from := regexp.MustCompile(`(?m)^FROM golang:(\S+) AS build`).FindSubmatch(docker)
+	g.Expect(from).To(gomega.HaveLen(2), "the build stage is FROM golang:<version> AS build")
+	g.Expect(string(from[1])).To(gomega.HavePrefix(string(want[1])),
+		"the build image's Go must be go.mod's %s", want[1])
 }
