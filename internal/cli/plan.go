@@ -195,9 +195,16 @@ type planWorkload struct {
 	Namespace string `json:"namespace"`
 	Dialect   string `json:"dialect,omitempty"`
 	Rolls     bool   `json:"rolls"`
-	// Wave is its reroll.dev/rollout-wave (its own, else its Namespace's;
-	// 0 without one): a change set rolls the lowest wave first.
-	Wave int `json:"wave"`
+	// NamespaceWave is its Namespace's reroll.dev/rollout-wave: the
+	// namespace's place in the order of the change sets that the placed
+	// namespaces share; absent when the Namespace carries none (its
+	// workloads' change sets stay within the namespace) or could not be
+	// read. Wave is its own reroll.dev/rollout-wave (0 without one): its
+	// order within its namespace's place. A change set rolls the lowest
+	// namespace wave first, and within it the lowest wave
+	// (docs/delivery.md).
+	NamespaceWave *int `json:"namespaceWave,omitempty"`
+	Wave          int  `json:"wave"`
 	// Changes are the manifests' changes that roll it (or would, but are
 	// held: see Reason).
 	Changes []changeObject `json:"changes,omitempty"`
@@ -282,7 +289,11 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 			if reason := s.scope(ctx, t); reason != "" && w.Rolls {
 				w.Rolls, w.Reason = false, reason
 			}
-			w.Wave, _ = delivery.Wave(t.obj.GetAnnotations(), nsAnnotations)
+			pos, _ := delivery.PositionOf(t.obj.GetAnnotations(), nsAnnotations) // malformed: 0, as Reroll counts it
+			if _, placed := delivery.NamespaceWave(nsAnnotations); placed {
+				w.NamespaceWave = &pos.Place
+			}
+			w.Wave = pos.Wave
 			w.ref = s.refOf(t.obj)
 			if w.Rolls {
 				rolling[ns] = true
@@ -408,10 +419,12 @@ func (r planReport) write(w io.Writer, wide bool) error {
 	}
 	if len(r.Workloads) > 0 {
 		cols := []string{"NAMESPACE", "WORKLOAD", "ROLLS", "CHANGES", "REASON"}
-		waves := slices.ContainsFunc(r.Workloads, func(p planWorkload) bool { return p.Wave != 0 })
+		placed := slices.ContainsFunc(r.Workloads, func(p planWorkload) bool { return p.NamespaceWave != nil })
+		waves := placed || slices.ContainsFunc(r.Workloads, func(p planWorkload) bool { return p.Wave != 0 })
 		if waves {
-			// Safe delivery rolls the lowest wave first (docs/delivery.md).
-			cols = slices.Insert(cols, 3, "WAVE")
+			// Safe delivery rolls the lowest namespace wave first, then
+			// the lowest wave within it (docs/delivery.md).
+			cols = slices.Insert(cols, 3, "NS-WAVE", "WAVE")
 		}
 		if wide {
 			cols = slices.Insert(cols, 2, "DIALECT")
@@ -420,7 +433,13 @@ func (r planReport) write(w io.Writer, wide bool) error {
 		for _, p := range r.Workloads {
 			row := []string{p.Namespace, p.Workload, yesNo(p.Rolls), summary(p.Changes), p.Reason}
 			if waves {
-				row = slices.Insert(row, 3, strconv.Itoa(p.Wave))
+				// "-": a Namespace without a wave keeps its change sets to
+				// itself.
+				place := "-"
+				if p.NamespaceWave != nil {
+					place = strconv.Itoa(*p.NamespaceWave)
+				}
+				row = slices.Insert(row, 3, place, strconv.Itoa(p.Wave))
 			}
 			if wide {
 				row = slices.Insert(row, 2, p.Dialect)

@@ -77,21 +77,47 @@ ConfigMaps there.`,
 	return cmd
 }
 
-// halts reads the halt records, one ConfigMap per set.
-func (s *session) halts(ctx context.Context, f changeSetFlags) (map[string]*delivery.Halt, error) {
+// haltRecord is one set's halt record as the plugin reads it.
+type haltRecord struct {
+	halt *delivery.Halt
+	// name is its ConfigMap, "<namespace>/<name>"; unsigned is set when it
+	// carries no signature, so Reroll ignores it (the plugin cannot read
+	// the installation key to verify one that does).
+	name     string
+	unsigned bool
+}
+
+// haltRecords reads the halt records, one ConfigMap per set, by set ID.
+func (s *session) haltRecords(ctx context.Context, f changeSetFlags) (map[string]haltRecord, error) {
 	var list corev1.ConfigMapList
 	if err := s.client.List(ctx, &list, client.InNamespace(f.namespace), client.MatchingLabelsSelector{Selector: haltrecords.Selector(f.prefix)}); err != nil {
 		return nil, fmt.Errorf("reading the halt records (ConfigMaps labelled %s=%s in %s): %w", haltrecords.LabelKey, f.prefix, f.namespace, readError(err))
 	}
-	out := map[string]*delivery.Halt{}
+	out := map[string]haltRecord{}
 	for i := range list.Items {
-		id, ok := haltrecords.ID(f.prefix, &list.Items[i])
+		cm := &list.Items[i]
+		id, ok := haltrecords.ID(f.prefix, cm)
 		if !ok {
 			continue
 		}
-		if h, err := delivery.ParseHalt(list.Items[i].Data[haltrecords.DataKey]); err == nil {
-			out[id] = h
+		// Unverified: the plugin cannot read the installation key; Reroll
+		// itself ignores a record it did not sign.
+		if h, err := haltrecords.Read(cm); err == nil {
+			out[id] = haltRecord{halt: h, name: cm.Namespace + "/" + cm.Name, unsigned: cm.Data[haltrecords.SignatureKey] == ""}
 		}
+	}
+	return out, nil
+}
+
+// halts reads the halt records by set ID.
+func (s *session) halts(ctx context.Context, f changeSetFlags) (map[string]*delivery.Halt, error) {
+	records, err := s.haltRecords(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*delivery.Halt, len(records))
+	for id, r := range records {
+		out[id] = r.halt
 	}
 	return out, nil
 }
@@ -159,11 +185,11 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 			if err := s.client.Get(ctx, key, &cm); err != nil {
 				return err
 			}
-			h, err := delivery.ParseHalt(cm.Data[haltrecords.DataKey])
-			if err != nil {
+			// Beside the signed record, which the plugin cannot sign:
+			// the resume of that one halt (haltrecords.Resume).
+			if err := haltrecords.Resume(&cm, now); err != nil {
 				return err
 			}
-			cm.Data[haltrecords.DataKey] = h.Resume(now).String()
 			return s.client.Update(ctx, &cm)
 		})
 		if err != nil {
@@ -177,34 +203,60 @@ func (s *session) resume(ctx context.Context, f changeSetFlags, kindName, name s
 	return out, nil
 }
 
-// haltedSet is one halted change set, for `status`.
+// haltedSet is one halted change set, for `status`: one halt record.
 type haltedSet struct {
 	ID     string    `json:"id"`
 	Halted time.Time `json:"halted"`
-	// Failed names the failed workloads; Signal what failed first.
-	Failed []string `json:"failed"`
-	Signal string   `json:"signal"`
-	// Held are the workloads pending with the reason halted, "Kind/ns/name";
-	// Waves are their waves, the waves still to go.
-	Held  []string `json:"held"`
-	Waves []int    `json:"waves"`
+	// Record is the ConfigMap of its halt record, "<namespace>/<name>";
+	// Unsigned is set when the record carries no signature: Reroll
+	// ignores it, and it holds nothing.
+	Record   string `json:"record"`
+	Unsigned bool   `json:"unsigned,omitempty"`
+	// Failed names the failed workloads; Signal what failed first;
+	// Objects the changed objects, "Kind/ns/name".
+	Failed  []string `json:"failed"`
+	Signal  string   `json:"signal"`
+	Objects []string `json:"objects"`
+	// Held are the workloads pending with the reason halted, "Kind/ns/name",
+	// and HeldAt their positions in the set, in the same order.
+	Held   []string `json:"held"`
+	HeldAt []string `json:"heldAt"`
+	// Waves are the held workloads' own waves, NamespaceWaves their
+	// Namespaces' (the places in the order across namespaces): the waves
+	// still to go.
+	Waves          []int `json:"waves"`
+	NamespaceWaves []int `json:"namespaceWaves"`
 }
 
-// haltedSets lists the halted change sets with their held workloads, in
-// the session's namespaces.
+// haltedSets lists the halted change sets, one per halt record, with their
+// held workloads in the session's namespaces and the position of each
+// (delivery.Position: its Namespace's wave, then its own).
 func (s *session) haltedSets(ctx context.Context, f changeSetFlags) ([]haltedSet, []string, error) {
-	halts, err := s.halts(ctx, f)
-	if err != nil || len(halts) == 0 {
+	records, err := s.haltRecords(ctx, f)
+	if err != nil {
 		return nil, nil, err
 	}
+	var notes []string
+	if note := s.legacyHaltRecords(ctx, f); note != "" {
+		notes = append(notes, note)
+	}
+	if len(records) == 0 {
+		return nil, notes, nil
+	}
 	byID := map[string]*haltedSet{}
-	var out []haltedSet
-	for id, h := range halts {
-		if h.Active() {
-			byID[id] = &haltedSet{ID: id, Halted: h.Halted, Failed: h.Failed, Signal: h.Signal, Held: []string{}, Waves: []int{}}
+	type held struct {
+		name string
+		at   delivery.Position
+	}
+	holds := map[string][]held{}
+	for id, r := range records {
+		if h := r.halt; h.Active() {
+			byID[id] = &haltedSet{ID: id, Halted: h.Halted, Record: r.name, Unsigned: r.unsigned, Failed: h.Failed, Signal: h.Signal,
+				Objects: append([]string{}, h.Objects...), Held: []string{}, HeldAt: []string{}, Waves: []int{}, NamespaceWaves: []int{}}
 		}
 	}
-	ts, notes, err := s.workloads(ctx, s.namespace)
+	ts, more, err := s.workloads(ctx, s.namespace)
+	notes = append(notes, more...)
 	if err != nil {
 		return nil, notes, err
 	}
@@ -219,20 +271,50 @@ func (s *session) haltedSets(ctx context.Context, f changeSetFlags) ([]haltedSet
 		}
 		for _, id := range rec.Sets {
 			if hs := byID[id]; hs != nil {
-				hs.Held = append(hs.Held, t.kind.Name()+"/"+t.obj.GetNamespace()+"/"+t.obj.GetName())
+				holds[id] = append(holds[id], held{name: t.kind.Name() + "/" + t.obj.GetNamespace() + "/" + t.obj.GetName(), at: rec.Position()})
 				if !slices.Contains(hs.Waves, rec.Wave) {
 					hs.Waves = append(hs.Waves, rec.Wave)
+				}
+				if !slices.Contains(hs.NamespaceWaves, rec.Place) {
+					hs.NamespaceWaves = append(hs.NamespaceWaves, rec.Place)
 				}
 			}
 		}
 	}
-	for _, hs := range byID {
-		sort.Strings(hs.Held)
+	var out []haltedSet
+	for id, hs := range byID {
+		hw := holds[id]
+		// In the order they would roll, then by name.
+		sort.Slice(hw, func(i, j int) bool {
+			if hw[i].at != hw[j].at {
+				return hw[i].at.Less(hw[j].at)
+			}
+			return hw[i].name < hw[j].name
+		})
+		for _, h := range hw {
+			hs.Held = append(hs.Held, h.name)
+			hs.HeldAt = append(hs.HeldAt, h.at.String())
+		}
 		sort.Ints(hs.Waves)
+		sort.Ints(hs.NamespaceWaves)
 		out = append(out, *hs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, notes, nil
+}
+
+// legacyHaltRecords returns a note when an older Reroll's one ConfigMap of
+// halt records (named the prefix itself) is still there: Reroll reads it
+// when it starts and records its halts again, one per set.
+func (s *session) legacyHaltRecords(ctx context.Context, f changeSetFlags) string {
+	var cm corev1.ConfigMap
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: f.prefix}, &cm); err != nil {
+		return ""
+	}
+	if _, labelled := cm.Labels[haltrecords.LabelKey]; labelled || len(cm.Data) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("ConfigMap %s/%s holds the halt records of an older Reroll (%d set(s)): Reroll holds those sets and records them again, one ConfigMap per set, when it starts", f.namespace, f.prefix, len(cm.Data))
 }
 
 // writeHalted writes the halted change sets as `status` shows them.
@@ -243,12 +325,21 @@ func writeHalted(w io.Writer, sets []haltedSet) {
 	}
 	fmt.Fprintln(w, "Halted change sets (kubectl reroll resume KIND/NAME -n NS continues one):")
 	for _, hs := range sets {
-		waves := make([]string, len(hs.Waves))
-		for i, wv := range hs.Waves {
-			waves[i] = fmt.Sprint(wv)
+		fmt.Fprintf(w, "  %s halted %s: %s\n", hs.ID, hs.Halted.UTC().Format(time.RFC3339), printable(hs.Signal))
+		record := hs.Record
+		if hs.Unsigned {
+			record += " (not signed by Reroll: it holds nothing)"
 		}
-		fmt.Fprintf(w, "  %s halted %s: %s\n", hs.ID, hs.Halted.UTC().Format(time.RFC3339), hs.Signal)
-		fmt.Fprintf(w, "    failed: %s\n", strings.Join(hs.Failed, ", "))
-		fmt.Fprintf(w, "    held:   %s (waves to go: %s)\n", strings.Join(hs.Held, ", "), strings.Join(waves, ", "))
+		fmt.Fprintf(w, "    record:  %s\n", record)
+		fmt.Fprintf(w, "    failed:  %s\n", printable(strings.Join(hs.Failed, ", ")))
+		fmt.Fprintf(w, "    changed: %s\n", printable(strings.Join(hs.Objects, ", ")))
+		if len(hs.Held) == 0 {
+			fmt.Fprintln(w, "    held:    none here")
+			continue
+		}
+		fmt.Fprintln(w, "    held, in the order they roll once resumed:")
+		for i, name := range hs.Held {
+			fmt.Fprintf(w, "      %s (%s)\n", printable(name), hs.HeldAt[i])
+		}
 	}
 }

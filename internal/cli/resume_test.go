@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	haltrecords "github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
 )
@@ -27,13 +30,15 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	g := newT(t)
 	own, app := newNamespace(t), newNamespace(t)
 	halted := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	halt := func(objects ...string) string {
-		return delivery.Halt{Halted: halted, Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded", Objects: objects}.String()
+	halt := func(objects ...string) delivery.Halt {
+		return delivery.Halt{Halted: halted, Failed: []string{"Deployment/canary/web"}, Signal: "Deployment/canary/web: kstatus Failed: Progress deadline exceeded", Objects: objects}
 	}
-	record := func(id, h string) *corev1.ConfigMap {
-		cm := configMap(own, haltrecords.Name("reroll-change-sets", id), nil, map[string]string{haltrecords.DataKey: h})
-		cm.Labels = map[string]string{haltrecords.LabelKey: "reroll-change-sets"}
-		return cm
+	// Signed as Reroll signs them, under an installation key the plugin
+	// never reads.
+	key, err := digest.NewKey(bytes.Repeat([]byte{30}, digest.MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	record := func(id string, h delivery.Halt) *corev1.ConfigMap {
+		return haltrecords.ConfigMap(key, own, "reroll-change-sets", id, h)
 	}
 	records := []client.Object{record("set-a", halt("ConfigMap/"+app+"/cfg")), record("set-b", halt("Secret/"+app+"/creds"))}
 	held := deployment(app, "web", map[string]string{
@@ -51,10 +56,17 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	g.Expect(r.HaltedChangeSets[0].ID).To(gomega.Equal("set-a"))
 	g.Expect(r.HaltedChangeSets[0].Held).To(gomega.Equal([]string{"Deployment/" + app + "/web"}))
 	g.Expect(r.HaltedChangeSets[0].Waves).To(gomega.Equal([]int{2}))
+	g.Expect(r.HaltedChangeSets[0].HeldAt).To(gomega.Equal([]string{"wave 2"}))
+	g.Expect(r.HaltedChangeSets[0].NamespaceWaves).To(gomega.Equal([]int{0}))
 	g.Expect(r.HaltedChangeSets[0].Failed).To(gomega.Equal([]string{"Deployment/canary/web"}))
+	g.Expect(r.HaltedChangeSets[0].Record).To(gomega.Equal(own + "/reroll-change-sets-set-a"))
+	g.Expect(r.HaltedChangeSets[0].Unsigned).To(gomega.BeFalse())
+	g.Expect(r.HaltedChangeSets[1].Objects).To(gomega.Equal([]string{"Secret/" + app + "/creds"}))
 	table, err := kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(table).To(gomega.ContainSubstring("set-a halted 2026-01-01T12:00:00Z"))
+	g.Expect(table).To(gomega.ContainSubstring("record:  " + own + "/reroll-change-sets-set-a\n"))
+	g.Expect(table).To(gomega.ContainSubstring("Deployment/" + app + "/web (wave 2)"))
 
 	// A tenant writes set-a, whose record names only app's objects and the
 	// canary, on a workload of its own namespace, and asks for a resume:
@@ -69,7 +81,9 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	readHalt := func(id string) *delivery.Halt {
 		var cm corev1.ConfigMap
 		g.Expect(k8s.Get(t.Context(), types.NamespacedName{Namespace: own, Name: haltrecords.Name("reroll-change-sets", id)}, &cm)).To(gomega.Succeed())
-		h, err := delivery.ParseHalt(cm.Data[haltrecords.DataKey])
+		// As the controller reads it: signed by Reroll, with the resume
+		// the plugin wrote beside it.
+		h, err := haltrecords.Verify(key, &cm)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		return h
 	}
@@ -96,6 +110,22 @@ func TestResume_ContinuesTheHaltedChangeSetOfAMember(t *testing.T) {
 	r = statusReport{}
 	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
 	g.Expect(r.HaltedChangeSets).To(gomega.BeEmpty())
+
+	// A record written by hand, unsigned, is shown as one Reroll ignores;
+	// an older Reroll's one ConfigMap of halt records gets a note.
+	unsigned := record("set-u", halt("ConfigMap/"+app+"/cfg"))
+	delete(unsigned.Data, haltrecords.SignatureKey)
+	create(t, unsigned, configMap(own, "reroll-change-sets", nil, map[string]string{"0123456789abcdef": halt().String()}))
+	out, err = kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own, "-o", "json")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	r = statusReport{}
+	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+	g.Expect(r.HaltedChangeSets).To(gomega.HaveLen(1))
+	g.Expect(r.HaltedChangeSets[0].Unsigned).To(gomega.BeTrue())
+	g.Expect(r.Notes).To(gomega.ContainElement(gomega.ContainSubstring("holds the halt records of an older Reroll (1 set(s))")))
+	table, err = kubectlReroll(t, "-n", app, "status", "--reroll-namespace", own)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(table).To(gomega.ContainSubstring("not signed by Reroll: it holds nothing"))
 }
 
 // TestPlan_ShowsTheWaves: plan names each workload's wave, its own or its
@@ -113,23 +143,38 @@ func TestPlan_ShowsTheWaves(t *testing.T) {
 		deployment(ns, "canary", map[string]string{"reroll.dev/auto": "true"}, pod(container(envFromConfigMap("cfg")))),
 		deployment(ns, "late", map[string]string{"reroll.dev/auto": "true", delivery.WaveAnnotation: "3"}, pod(container(envFromConfigMap("cfg")))),
 	)
-	startReroll(t, ns, controller.Options{}, nil)
-	recorded(t, deployment(ns, "canary", nil, corev1.PodSpec{}), deployment(ns, "late", nil, corev1.PodSpec{}))
+	// A namespace without a wave: its change sets stay its own.
+	other := newNamespace(t)
+	create(t,
+		configMap(other, "cfg", nil, map[string]string{"a": "1"}),
+		deployment(other, "web", map[string]string{"reroll.dev/auto": "true"}, pod(container(envFromConfigMap("cfg")))),
+	)
+	startReroll(t, ns, controller.Options{Scope: controller.Scope{Namespaces: []string{ns, other}}}, nil)
+	recorded(t, deployment(ns, "canary", nil, corev1.PodSpec{}), deployment(ns, "late", nil, corev1.PodSpec{}), deployment(other, "web", nil, corev1.PodSpec{}))
 
 	dir := t.TempDir()
-	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: " + ns + "\ndata:\n  a: \"2\"\n"
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: " + ns + "\ndata:\n  a: \"2\"\n" +
+		"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: " + other + "\ndata:\n  a: \"2\"\n"
 	g.Expect(os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte(manifest), 0o600)).To(gomega.Succeed())
 	out, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir, "-o", "json")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	var r planReport
 	g.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
-	waves := map[string]int{}
+	// Each workload's place: its Namespace's wave ("-" for a Namespace
+	// without one), then its own.
+	waves := map[string]string{}
 	for _, w := range r.Workloads {
 		g.Expect(w.Rolls).To(gomega.BeTrue(), w.Workload)
-		waves[w.Workload] = w.Wave
+		place := "-"
+		if w.NamespaceWave != nil {
+			place = strconv.Itoa(*w.NamespaceWave)
+		}
+		waves[w.Namespace+"/"+w.Workload] = place + " " + strconv.Itoa(w.Wave)
 	}
-	g.Expect(waves).To(gomega.Equal(map[string]int{"Deployment/canary": -1, "Deployment/late": 3}))
+	g.Expect(waves).To(gomega.Equal(map[string]string{ns + "/Deployment/canary": "-1 0", ns + "/Deployment/late": "-1 3", other + "/Deployment/web": "- 0"}))
 	table, err := kubectlReroll(t, "-n", ns, "plan", "-f", dir)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(table).To(gomega.ContainSubstring("WAVE"))
+	g.Expect(table).To(gomega.MatchRegexp(`NS-WAVE\s+WAVE`))
+	g.Expect(table).To(gomega.MatchRegexp(`(?m)^` + other + `\s+Deployment/web\s+yes\s+-\s+0\s`))
+	g.Expect(table).To(gomega.MatchRegexp(`(?m)^` + ns + `\s+Deployment/late\s+yes\s+-1\s+3\s`))
 }

@@ -101,7 +101,7 @@ func newNamespace(t *testing.T) string {
 }
 
 // startReroll runs Reroll's controller, as cmd/reroll builds it, on
-// namespace ns until the test ends; mutate may change the manager's
+// namespace ns (or opts.Scope's namespaces, when set) until the test ends; mutate may change the manager's
 // options (leader election, metrics). Unlike Reroll as it ships, it runs as
 // the plane's admin and with opts as given (safe delivery and the storm
 // breaker off unless set): these tests are about what the plugin shows and
@@ -111,7 +111,9 @@ func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*
 	t.Helper()
 	g := newT(t)
 	logs := &syncBuffer{}
-	opts.Scope.Namespaces = []string{ns}
+	if len(opts.Scope.Namespaces) == 0 {
+		opts.Scope.Namespaces = []string{ns}
+	}
 	// An installation key, as cmd/reroll loads: the records are keyed, and
 	// the plugin, which never reads the key, must still answer.
 	secret := make([]byte, digest.MinKeyBytes)

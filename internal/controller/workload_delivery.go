@@ -29,6 +29,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/store"
 )
 
 // changeSetIndex is the field index of every kind that reports progress:
@@ -67,6 +68,96 @@ type changeSets struct {
 	// are written again at most every unrecordedRetry, until recorded.
 	unrecordedMu sync.Mutex
 	unrecorded   map[string]unrecordedHalt
+
+	// store reads the changed objects' content, to honour the halt
+	// records of an older Reroll (honourLegacy).
+	store *store.Store
+	// legacy is the one ConfigMap of an older Reroll's halt records, read
+	// once; legacyIDs the sets its halts are held under until recorded.
+	legacyMu   sync.Mutex
+	legacyRead bool
+	legacy     halts.Legacy
+	legacyIDs  []string
+}
+
+// honourLegacy reads, once, the halt records an older Reroll kept in one
+// ConfigMap, and holds their sets from memory (as a halt not yet recorded)
+// under their own IDs and today's (halts.Translate), so an upgrade
+// releases no halt; they are recorded, signed, within seconds, and the old
+// ConfigMap is then deleted (dropLegacy).
+func (c *changeSets) honourLegacy(ctx context.Context) error {
+	c.legacyMu.Lock()
+	defer c.legacyMu.Unlock()
+	if c.legacyRead || c.store == nil {
+		return nil
+	}
+	legacy, err := c.records.Legacy(ctx)
+	if err != nil {
+		return err
+	}
+	if len(legacy.Halts) > 0 {
+		order, err := c.waves(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		recorded, err := c.records.Get(ctx)
+		if err != nil {
+			return err
+		}
+		held, err := halts.Translate(c.key, legacy.Halts, order.Scope, func(kind, ns, name string) (halts.Content, bool, error) {
+			o, ok, err := c.store.Get(ctx, reference.Kind(kind), ns, name)
+			if err != nil || !ok {
+				return halts.Content{}, false, err
+			}
+			return halts.Content{Keys: o.Data().Keys, SHA1: o.Data().ReloaderSHA1}, true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading the content of the objects of an older Reroll's halt records: %w", err)
+		}
+		c.unrecordedMu.Lock()
+		if c.unrecorded == nil {
+			c.unrecorded = map[string]unrecordedHalt{}
+		}
+		for id, h := range held {
+			if recorded[id] != nil {
+				// Recorded since (and maybe resumed): the record wins.
+				continue
+			}
+			c.unrecorded[id] = unrecordedHalt{halt: h} // written at the next look
+			c.legacyIDs = append(c.legacyIDs, id)
+		}
+		c.unrecordedMu.Unlock()
+		ctrl.LoggerFrom(ctx).Info("Holding the halted change sets of an older Reroll's halt records until recorded again", "configMap", c.records.LegacyName(), "halted", len(legacy.Halts), "sets", strings.Join(c.legacyIDs, ","))
+	}
+	c.legacy, c.legacyRead = legacy, true
+	return nil
+}
+
+// dropLegacy deletes an older Reroll's ConfigMap of halt records once its
+// halts are all recorded again.
+func (c *changeSets) dropLegacy(ctx context.Context) error {
+	c.legacyMu.Lock()
+	defer c.legacyMu.Unlock()
+	if c.legacy.UID == "" {
+		return nil
+	}
+	c.unrecordedMu.Lock()
+	pending := 0
+	for _, id := range c.legacyIDs {
+		if _, ok := c.unrecorded[id]; ok {
+			pending++
+		}
+	}
+	c.unrecordedMu.Unlock()
+	if pending > 0 {
+		return nil
+	}
+	if err := c.records.DropLegacy(ctx, c.legacy.UID); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted an older Reroll's halt records, recorded again one signed record per set", "configMap", c.records.LegacyName())
+	c.legacy = halts.Legacy{}
+	return nil
 }
 
 // unrecordedHalt is a halt kept in memory, and when its write was last
@@ -88,6 +179,9 @@ const haltsExpireEvery = time.Minute
 // that are not yet recorded; with write, it writes those again, at most
 // every unrecordedRetry. The map is shared, read-only.
 func (c *changeSets) halts(ctx context.Context, write bool) (map[string]*safe.Halt, error) {
+	if err := c.honourLegacy(ctx); err != nil {
+		return nil, err
+	}
 	recorded, err := c.records.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -164,6 +258,10 @@ func (c *changeSets) named(ctx context.Context, id string) (bool, error) {
 // of the sets no workload names any more (superseded by a newer content,
 // or resumed and rolled on). Run by the leader only (manager.Runnable).
 func (c *changeSets) expire(ctx context.Context) error {
+	// At start, not at the first change: a change costs no GET.
+	if err := c.honourLegacy(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Reading an older Reroll's halt records; read again at the next change")
+	}
 	t := time.NewTicker(unrecordedRetry)
 	defer t.Stop()
 	last := time.Now()
@@ -175,6 +273,8 @@ func (c *changeSets) expire(ctx context.Context) error {
 		}
 		if _, err := c.halts(ctx, true); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Reading the halt records")
+		} else if err := c.dropLegacy(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Deleting an older Reroll's halt records")
 		}
 		if time.Since(last) < haltsExpireEvery {
 			continue

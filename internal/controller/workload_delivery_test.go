@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	safe "github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
@@ -256,7 +257,7 @@ func TestDelivery_AFailedCanaryHaltsTheRestAcrossARestart(t *testing.T) {
 	g.Eventually(func() []string { return eventsWithReason(t, prodNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "cfg", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
-	h := haltRecord(t, own, member(t, prod).Sets[0])
+	h := haltRecord(t, opts.Key, own, member(t, prod).Sets[0])
 	g.Expect(h.Active()).To(gomega.BeTrue())
 	g.Expect(h.Failed).To(gomega.ContainElement("Deployment/" + canaryNS + "/web"))
 
@@ -417,32 +418,28 @@ func TestDelivery_NoWavesNoHaltsAChangeCostsOnePatch(t *testing.T) {
 	}
 }
 
-// haltRecord reads the halt record of set id in namespace own, as an
-// operator would with kubectl get configmap.
-func haltRecord(t *testing.T, own, id string) *safe.Halt {
+// haltRecord reads the halt record of set id in namespace own, as Reroll
+// reads it: signed under key k.
+func haltRecord(t *testing.T, k digest.Key, own, id string) *safe.Halt {
 	t.Helper()
-	h, err := safe.ParseHalt(get(t, configMap(own, halts.Name("reroll-change-sets", id), nil)).Data[halts.DataKey])
+	h, err := halts.Verify(k, get(t, configMap(own, halts.Name("reroll-change-sets", id), nil)))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	return h
 }
 
-// resumeSet resumes set id as kubectl reroll resume does: its record
-// rewritten, resumed now.
+// resumeSet resumes set id as kubectl reroll resume does: the resume of
+// its halt written beside its record, now.
 func resumeSet(t *testing.T, own, id string) {
 	t.Helper()
 	update(t, configMap(own, halts.Name("reroll-change-sets", id), nil), func(cm *corev1.ConfigMap) {
-		h, err := safe.ParseHalt(cm.Data[halts.DataKey])
-		newT(t).Expect(err).NotTo(gomega.HaveOccurred())
-		cm.Data[halts.DataKey] = h.Resume(time.Now()).String()
+		newT(t).Expect(halts.Resume(cm, time.Now())).To(gomega.Succeed())
 	})
 }
 
 // haltConfigMap is the ConfigMap of a halt record of set id, as Reroll
-// writes it.
-func haltConfigMap(own, id string, h safe.Halt) *corev1.ConfigMap {
-	cm := configMap(own, halts.Name("reroll-change-sets", id), map[string]string{halts.DataKey: h.String()})
-	cm.Labels = map[string]string{halts.LabelKey: "reroll-change-sets"}
-	return cm
+// writes it under key k.
+func haltConfigMap(k digest.Key, own, id string, h safe.Halt) *corev1.ConfigMap {
+	return halts.ConfigMap(k, own, "reroll-change-sets", id, h)
 }
 
 // The halt records are read from a watch that needs no more than list and
@@ -458,7 +455,8 @@ func TestHaltRecords_ReadFromAWatchOfTheirLabel(t *testing.T) {
 	})
 	key := types.NamespacedName{Namespace: own, Name: "reroll-change-sets"}
 	// Writes (never made here) go through the admin's client.
-	records, err := halts.New(cfg, k8s, k8s, key, FieldManager)
+	k := testKey(t, 30)
+	records, err := halts.New(cfg, k8s, k8s, key, FieldManager, k)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	go func() { _ = records.Start(t.Context()) }()
 
@@ -468,8 +466,9 @@ func TestHaltRecords_ReadFromAWatchOfTheirLabel(t *testing.T) {
 	g.Expect(hs).To(gomega.BeEmpty())
 
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	unlabelled := configMap(own, halts.Name("reroll-change-sets", "set-b"), map[string]string{halts.DataKey: safe.Halt{Halted: at}.String()})
-	create(t, unlabelled, haltConfigMap(own, "set-a", safe.Halt{Halted: at}))
+	unlabelled := haltConfigMap(k, own, "set-b", safe.Halt{Halted: at})
+	unlabelled.Labels = nil
+	create(t, unlabelled, haltConfigMap(k, own, "set-a", safe.Halt{Halted: at}))
 	ids := func(g gomega.Gomega) []string {
 		hs, err := records.Get(t.Context())
 		g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -483,7 +482,7 @@ func TestHaltRecords_ReadFromAWatchOfTheirLabel(t *testing.T) {
 		return out
 	}
 	g.Eventually(ids).Should(gomega.Equal([]string{"set-a"}))
-	create(t, haltConfigMap(own, "set-c", safe.Halt{Halted: at}))
+	create(t, haltConfigMap(k, own, "set-c", safe.Halt{Halted: at}))
 	g.Eventually(ids).Should(gomega.Equal([]string{"set-a", "set-c"}))
 	resumeSet(t, own, "set-a")
 	g.Eventually(ids).Should(gomega.Equal([]string{"set-c"}))
@@ -616,7 +615,7 @@ func activeHalts(t *testing.T, own string) int {
 	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(own), client.MatchingLabelsSelector{Selector: halts.Selector("reroll-change-sets")})).To(gomega.Succeed())
 	n := 0
 	for i := range list.Items {
-		h, err := safe.ParseHalt(list.Items[i].Data[halts.DataKey])
+		h, err := halts.Read(&list.Items[i])
 		newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 		if h.Active() {
 			n++
@@ -746,7 +745,7 @@ func TestDelivery_OneTenantsHaltRecordsLeaveRoomForAnothersHalt(t *testing.T) {
 	}
 	for i := range 30 {
 		h := safe.Halt{Halted: time.Now().UTC().Truncate(time.Second), Failed: long, Objects: long, Signal: strings.Repeat("x", 4096)}.Bounded()
-		create(t, haltConfigMap(f.own, fmt.Sprintf("tenant%02d", i), h))
+		create(t, haltConfigMap(f.opts.Key, f.own, fmt.Sprintf("tenant%02d", i), h))
 	}
 	g.Expect(activeHalts(t, f.own)).To(gomega.Equal(30))
 
@@ -754,7 +753,7 @@ func TestDelivery_OneTenantsHaltRecordsLeaveRoomForAnothersHalt(t *testing.T) {
 	replicate(t, map[string]string{"level": "bad"}, f.canaryNS, f.prodNS)
 	g.Eventually(func() string { return pendingReason(t, f.prod) }).Should(gomega.Equal(safe.HoldHalted))
 	g.Eventually(func() []string { return eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted) }).ShouldNot(gomega.BeEmpty())
-	h := haltRecord(t, f.own, member(t, f.prod).Sets[0])
+	h := haltRecord(t, f.opts.Key, f.own, member(t, f.prod).Sets[0])
 	g.Expect(h.Active()).To(gomega.BeTrue())
 	g.Expect(h.Failed).To(gomega.Equal([]string{"Deployment/" + f.canaryNS + "/web"}))
 	g.Expect(activeHalts(t, f.own)).To(gomega.Equal(31))
@@ -787,8 +786,70 @@ func TestDelivery_AHaltThatCannotBeRecordedStillHoldsAndIsTold(t *testing.T) {
 	g.Expect(activeHalts(t, f.own)).To(gomega.BeZero(), "the record could not be written")
 	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
 
+	// Restarted before the record could be written, Reroll derives the halt
+	// again from the failed canary's signed record: production still holds,
+	// and the halt is told again.
+	told := len(eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted))
+	f.reroll.stop(t)
+	f.reroll = startReroll(t, f.own, f.opts)
+	g.Eventually(func() int { return len(eventsWithReason(t, f.canaryNS, "web", safe.ReasonChangeHalted)) }).Should(gomega.BeNumerically(">", told))
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
+	g.Expect(pendingReason(t, f.prod)).To(gomega.Equal(safe.HoldHalted))
+	g.Expect(activeHalts(t, f.own)).To(gomega.BeZero(), "the record still could not be written")
+
+	// The failed canary goes too, and Reroll restarts again: nothing is
+	// left to derive the halt from but production's own signed record of
+	// the halt that holds it, and production still holds.
+	g.Expect(member(t, f.prod).Halted.IsZero()).To(gomega.BeFalse(), "production keeps the time of the halt that holds it")
+	g.Expect(k8s.Delete(t.Context(), f.canary)).To(gomega.Succeed())
+	// Told on the changed object production reads.
+	told = len(eventsWithReason(t, f.prodNS, "cfg", safe.ReasonChangeHalted))
+	f.reroll.stop(t)
+	f.reroll = startReroll(t, f.own, f.opts)
+	g.Eventually(func() int { return len(eventsWithReason(t, f.prodNS, "cfg", safe.ReasonChangeHalted)) }).Should(gomega.BeNumerically(">", told))
+	g.Consistently(func() corev1.PodTemplateSpec { return get(t, f.prod).Spec.Template }).Should(gomega.Equal(template))
+	g.Expect(pendingReason(t, f.prod)).To(gomega.Equal(safe.HoldHalted))
+
 	g.Expect(k8s.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.own, Name: "full"}})).To(gomega.Succeed())
 	g.Eventually(func() int { return activeHalts(t, f.own) }).Should(gomega.Equal(1), "recorded once the API accepts it")
-	g.Expect(haltRecord(t, f.own, member(t, f.prod).Sets[0]).Active()).To(gomega.BeTrue())
+	g.Expect(haltRecord(t, f.opts.Key, f.own, member(t, f.prod).Sets[0]).Active()).To(gomega.BeTrue())
 	g.Expect(rolledEvents(t, f.prodNS, "web")).To(gomega.BeEmpty())
+}
+
+// Halt records count only as Reroll signed them. A halt record of the
+// coming content, signed under the installation key, holds the canary and
+// production (the positive control); the same signed record copied into
+// the ConfigMap of the next content's set (a replay, by someone who may
+// write ConfigMaps in Reroll's namespace) holds nothing: the set rolls,
+// canary first, and the copy gets a ForgedHaltRecord Warning Event.
+func TestDelivery_AHaltRecordRerollDidNotSignHoldsNothing(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	f := newFleet(t)
+	// The set ID of content data: all copies in the placed namespaces
+	// share it (scope "").
+	setOf := func(data map[string]string) string {
+		return safe.SetID(f.opts.Key, "", "ConfigMap", "cfg", digest.ReloaderSHA1OfConfigMap(data, nil), false)
+	}
+	halt := safe.Halt{Halted: time.Now().UTC().Truncate(time.Second), Failed: []string{"Deployment/" + f.canaryNS + "/web"},
+		Signal: "Deployment/" + f.canaryNS + "/web: written for the test", Objects: []string{"ConfigMap/" + f.canaryNS + "/cfg"}}
+
+	second := map[string]string{"level": "second"}
+	signed := haltConfigMap(f.opts.Key, f.own, setOf(second), halt)
+	create(t, signed)
+	replicate(t, second, f.canaryNS, f.prodNS)
+	g.Eventually(func() string { return pendingReason(t, f.prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Eventually(func() string { return pendingReason(t, f.canary) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Expect(member(t, f.prod).Sets).To(gomega.Equal([]string{setOf(second)}), "the test names the set Reroll computes")
+
+	third := map[string]string{"level": "third"}
+	replay := haltConfigMap(f.opts.Key, f.own, setOf(third), halt)
+	replay.Data = get(t, signed).Data
+	create(t, replay)
+	replicate(t, third, f.canaryNS, f.prodNS)
+	g.Eventually(func() []string { return rolledEvents(t, f.canaryNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return rolledEvents(t, f.prodNS, "web") }).Should(gomega.HaveLen(1))
+	g.Eventually(func() []string { return eventsWithReason(t, f.own, replay.Name, halts.ReasonForgedRecord) }).ShouldNot(gomega.BeEmpty())
+	g.Expect(member(t, f.prod).Sets).To(gomega.Equal([]string{setOf(third)}))
+	g.Expect(member(t, f.prod).Rolled).NotTo(gomega.BeTemporally("<", member(t, f.canary).Rolled), "canary first")
 }

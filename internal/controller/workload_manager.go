@@ -129,16 +129,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var sets *changeSets
 	if opts.ChangeSets.Name != "" {
-		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager)
+		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager, opts.Key)
 		if err != nil {
 			return err
 		}
+		records.Recorder = boundedRecorder{mgr.GetEventRecorderFor(FieldManager)} //nolint:staticcheck // see WorkloadReconciler.Recorder
 		// The halt records, read at each change that rolls: from a watch of
 		// their one ConfigMap, never from the API server per change.
 		if err := mgr.Add(records); err != nil {
 			return fmt.Errorf("adding the watch of the halt records: %w", err)
 		}
-		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key}
+		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key, store: opts.Store}
 		// The records of superseded sets go; the leader deletes them.
 		if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
 			return fmt.Errorf("adding the expiry of the halt records: %w", err)

@@ -145,6 +145,12 @@ type Decision struct {
 // has not rolled, whether it may roll now. It makes no call and keeps no
 // state.
 func Decide(o Options, s Set, self Member, now time.Time) Decision {
+	d := decide(o, s, self, now)
+	d.Changed = !d.Record.Equal(self.Record)
+	return d
+}
+
+func decide(o Options, s Set, self Member, now time.Time) Decision {
 	recheck := o.Recheck
 	if recheck <= 0 {
 		recheck = DefaultRecheck
@@ -211,7 +217,20 @@ func Decide(o Options, s Set, self Member, now time.Time) Decision {
 	if !self.Rolled.IsZero() {
 		return d
 	}
+	if held := d.Record.Halted; !halt.Active() && !held.IsZero() && (halt == nil || halt.Resumed.Before(held)) {
+		// Held by a halt that is neither recorded nor resumed since, and
+		// no longer derived from the members (its record was refused, then
+		// Reroll restarted, and the failed workload is gone): it holds
+		// still, and is recorded again.
+		d.Halt = &Halt{Halted: held, Signal: fmt.Sprintf("halted at %s; kept by the held workload %s, the halt record was not written", held.UTC().Format(time.RFC3339), self.Workload)}
+		if halt != nil {
+			d.Halt.Resumed = halt.Resumed
+		}
+		halt = d.Halt
+	}
+	d.Record.Halted = time.Time{}
 	if halt.Active() {
+		d.Record.Halted = halt.Halted
 		d.Hold = HoldHalted
 		d.Detail = fmt.Sprintf("change set %s is halted: %d rollout(s) failed (%s); resume it with kubectl reroll resume, or supersede it with a new content", s.ID, len(halt.Failed), halt.Signal)
 		return d

@@ -31,8 +31,12 @@ func TestDecide(t *testing.T) {
 		// seen, healthy and failed are the expected record fields.
 		seen, healthy time.Time
 		failed        string
-		// halt: a new halt is recorded, naming these failed workloads.
-		halt []string
+		// halt: a new halt is recorded, naming these failed workloads,
+		// halted at haltAt (zero: now).
+		halt   []string
+		haltAt time.Time
+		// marked is the record's Halted: the halt that holds the workload.
+		marked time.Time
 		// recheck: a positive Recheck is expected.
 		recheck bool
 	}{
@@ -132,12 +136,27 @@ func TestDecide(t *testing.T) {
 		"a member of a set failed elsewhere is held as halted": {
 			opts: opts, set: Set{ID: "s", Members: []Member{canary(Record{Seen: at(0), Rolled: at(0), Failed: "x"}, Failed)}},
 			self: prod(Record{Seen: at(0)}), now: at(30),
-			hold: HoldHalted, seen: at(0), halt: []string{"Deployment/canary/web"},
+			hold: HoldHalted, seen: at(0), halt: []string{"Deployment/canary/web"}, marked: at(30),
 		},
 		"a recorded halt holds even the lowest wave": {
 			opts: opts, set: Set{ID: "s", Halt: &Halt{Halted: at(20), Failed: []string{"Deployment/x/y"}}},
 			self: canary(Record{Seen: at(0)}, ""), now: at(30),
-			hold: HoldHalted, seen: at(0),
+			hold: HoldHalted, seen: at(0), marked: at(20),
+		},
+		"a halt never recorded still holds the workload it held, once its failures are gone, and is recorded again": {
+			opts: opts, set: Set{ID: "s"},
+			self: prod(Record{Seen: at(0), Halted: at(20)}), now: at(30),
+			hold: HoldHalted, seen: at(0), halt: []string{}, haltAt: at(20), marked: at(20),
+		},
+		"a halt never recorded after an earlier resume still holds": {
+			opts: opts, set: Set{ID: "s", Halt: &Halt{Resumed: at(10)}},
+			self: prod(Record{Seen: at(0), Halted: at(20)}), now: at(30),
+			hold: HoldHalted, seen: at(0), halt: []string{}, haltAt: at(20), marked: at(20),
+		},
+		"the resume of the halt that held the workload releases it": {
+			opts: opts, set: Set{ID: "s", Halt: &Halt{Resumed: at(25)}},
+			self: prod(Record{Seen: at(0), Halted: at(20)}), now: at(30),
+			seen: at(0),
 		},
 		"a resumed set starts the next wave at once, the accepted failure no longer holds": {
 			opts: opts, set: Set{ID: "s", Halt: &Halt{Resumed: at(40), Failed: []string{"Deployment/canary/web"}},
@@ -149,7 +168,7 @@ func TestDecide(t *testing.T) {
 			opts: opts, set: Set{ID: "s", Halt: &Halt{Resumed: at(40)},
 				Members: []Member{canary(Record{Seen: at(0), Rolled: at(0), Failed: "x"}, Failed), {Workload: "Deployment/prod/api", Record: Record{Sets: []string{"s"}, Seen: at(0), Rolled: at(50), Failed: "y"}}}},
 			self: prod(Record{Seen: at(0)}), now: at(60),
-			hold: HoldHalted, seen: at(0), halt: []string{"Deployment/prod/api"},
+			hold: HoldHalted, seen: at(0), halt: []string{"Deployment/prod/api"}, marked: at(60),
 		},
 	}
 	for name, c := range cases {
@@ -167,8 +186,17 @@ func TestDecide(t *testing.T) {
 			switch {
 			case c.halt == nil && d.Halt != nil:
 				t.Errorf("halt %+v, want none", *d.Halt)
-			case c.halt != nil && (d.Halt == nil || strings.Join(d.Halt.Failed, ",") != strings.Join(c.halt, ",") || !d.Halt.Halted.Equal(c.now)):
-				t.Errorf("halt %+v, want one at %v naming %v", d.Halt, c.now, c.halt)
+			case c.halt != nil:
+				haltAt := c.haltAt
+				if haltAt.IsZero() {
+					haltAt = c.now
+				}
+				if d.Halt == nil || strings.Join(d.Halt.Failed, ",") != strings.Join(c.halt, ",") || !d.Halt.Halted.Equal(haltAt) {
+					t.Errorf("halt %+v, want one at %v naming %v", d.Halt, haltAt, c.halt)
+				}
+			}
+			if !d.Record.Halted.Equal(c.marked) {
+				t.Errorf("record halted %v, want %v", d.Record.Halted, c.marked)
 			}
 			if (d.Recheck > 0) != c.recheck {
 				t.Errorf("recheck %v, want one: %v", d.Recheck, c.recheck)

@@ -1,8 +1,11 @@
 package delivery
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +34,11 @@ type Record struct {
 	Rolled  time.Time `json:"rolled,omitzero"`
 	Healthy time.Time `json:"healthy,omitzero"`
 	Failed  string    `json:"failed,omitempty"`
+	// Halted, on a workload held by a halt (HoldHalted), is when that halt
+	// tripped: the workload itself keeps it, signed, so a halt that could
+	// not be recorded yet still holds it after a restart, even once the
+	// failures it was derived from are gone (Decide).
+	Halted time.Time `json:"halted,omitzero"`
 }
 
 // maxRecordBytes bounds a MemberAnnotation value read: a tenant with edit
@@ -251,4 +259,28 @@ func boundNames(names []string) []string {
 		return names
 	}
 	return out
+}
+
+// LegacySetID is the ID that Reroll gave a change set before
+// digest.Key.ChangeSetID (before halt records were one ConfigMap per set):
+// the first 16 hex characters of the SHA-256 of the object's kind and
+// name, each followed by a NUL byte, then "deleted", or each data key's
+// "<key>=<digest>" followed by a NUL byte, in key order (the per-key
+// digests as the store keeps them). Only to read the halt records of that
+// Reroll after an upgrade (internal/halts, Translate).
+func LegacySetID(kind, name string, keys map[string]string, deleted bool) string {
+	h := sha256.New()
+	for _, s := range []string{kind, name} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	if deleted {
+		h.Write([]byte("deleted"))
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			h.Write([]byte(k + "=" + keys[k]))
+			h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

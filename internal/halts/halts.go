@@ -16,11 +16,13 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/delivery"
+	"github.com/reroll/reroll/internal/digest"
 )
 
 // LabelKey labels each ConfigMap of halt records with its prefix
@@ -29,6 +31,11 @@ const LabelKey = "reroll.dev/halt-records"
 
 // DataKey is the data key of a record's JSON (delivery.Halt).
 const DataKey = "halt"
+
+// ReasonForgedRecord is the Warning Event on a ConfigMap of halt records
+// whose record Reroll did not sign (Verify): it is ignored, holds nothing,
+// and is overwritten when its set halts.
+const ReasonForgedRecord = "ForgedHaltRecord"
 
 // SyncTimeout bounds how long a read waits for the watch's first list:
 // without the permission it never comes, and the read fails with an error
@@ -59,7 +66,13 @@ type Records struct {
 	namespace    string
 	prefix       string
 	fieldManager string
-	inf          toolscache.SharedIndexInformer
+	// key signs the records written and verifies those read.
+	key digest.Key
+	inf toolscache.SharedIndexInformer
+
+	// Recorder, when set, gets a ReasonForgedRecord Warning Event on each
+	// ConfigMap whose record does not verify (once per version seen).
+	Recorder record.EventRecorder
 
 	mu sync.Mutex
 	// parsed are the records parsed from the watch, by ConfigMap name.
@@ -81,8 +94,9 @@ type writtenRecord struct {
 
 // New returns the records of the ConfigMaps labelled LabelKey=at.Name in
 // namespace at.Namespace, watched through cfg, written with c (as
-// fieldManager) after a read with r (the API server).
-func New(cfg *rest.Config, c client.Client, r client.Reader, at types.NamespacedName, fieldManager string) (*Records, error) {
+// fieldManager) after a read with r (the API server), signed and verified
+// under the installation key k.
+func New(cfg *rest.Config, c client.Client, r client.Reader, at types.NamespacedName, fieldManager string, k digest.Key) (*Records, error) {
 	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for the halt records %s: %w", at, err)
@@ -90,7 +104,7 @@ func New(cfg *rest.Config, c client.Client, r client.Reader, at types.Namespaced
 	byLabel := func(o *metav1.ListOptions) { o.LabelSelector = Selector(at.Name).String() }
 	lw := toolscache.NewFilteredListWatchFromClient(cs.RESTClient(), "configmaps", at.Namespace, byLabel)
 	inf := toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
-	return &Records{c: c, r: r, namespace: at.Namespace, prefix: at.Name, fieldManager: fieldManager, inf: inf,
+	return &Records{c: c, r: r, namespace: at.Namespace, prefix: at.Name, fieldManager: fieldManager, key: k, inf: inf,
 		parsed: map[string]parsedRecord{}, written: map[string]writtenRecord{}}, nil
 }
 
@@ -127,7 +141,9 @@ func ID(prefix string, cm *corev1.ConfigMap) (string, bool) {
 
 // Get returns the halt records by set ID, shared (read-only), from the
 // watch: no API request. It waits for the watch's first list, at most
-// SyncTimeout. A damaged record is skipped with a log line.
+// SyncTimeout. Only the records Reroll signed count (Verify), with an
+// operator's resume applied; a damaged or unsigned one is skipped, with a
+// log line and a ReasonForgedRecord Warning Event on its ConfigMap.
 func (s *Records) Get(ctx context.Context) (map[string]*delivery.Halt, error) {
 	if err := s.synced(ctx); err != nil {
 		return nil, err
@@ -155,9 +171,12 @@ func (s *Records) Get(ctx context.Context) (map[string]*delivery.Halt, error) {
 			}
 			continue
 		}
-		h, err := delivery.ParseHalt(cm.Data[DataKey])
+		h, err := Verify(s.key, cm)
 		if err != nil {
-			ctrl.LoggerFrom(ctx).Info("Ignoring a damaged halt record", "changeSet", id, "configMap", cm.Name, "error", err.Error())
+			ctrl.LoggerFrom(ctx).Info("Ignoring a halt record Reroll did not sign, or cannot read", "changeSet", id, "configMap", cm.Name, "error", err.Error())
+			if s.Recorder != nil {
+				s.Recorder.Eventf(cm, corev1.EventTypeWarning, ReasonForgedRecord, "Ignoring the halt record of change set %s: %s; it holds nothing, and is overwritten if the set halts", id, err.Error())
+			}
 			h = nil
 		}
 		s.parsed[cm.Name] = parsedRecord{rv: cm.ResourceVersion, halt: h}
@@ -197,12 +216,15 @@ func seen(rv, written string) bool {
 	return err != nil || n >= 0
 }
 
-// Record writes halt h of set id, bounded (delivery.Halt.Bounded), in the
-// set's own ConfigMap, unless the set is halted already, and keeps what it
-// wrote until the watch has seen it; it reports whether it wrote.
+// Record writes halt h of set id, bounded (delivery.Halt.Bounded) and
+// signed (ConfigMap), in the set's own ConfigMap, unless the set is halted
+// already by a record Reroll signed (one it did not sign is overwritten),
+// and keeps what it wrote until the watch has seen it; it reports whether
+// it wrote.
 func (s *Records) Record(ctx context.Context, id string, h delivery.Halt) (bool, error) {
 	h = h.Bounded()
-	key := types.NamespacedName{Namespace: s.namespace, Name: Name(s.prefix, id)}
+	want := ConfigMap(s.key, s.namespace, s.prefix, id, h)
+	key := types.NamespacedName{Namespace: s.namespace, Name: want.Name}
 	wrote := false
 	var rv string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -210,8 +232,7 @@ func (s *Records) Record(ctx context.Context, id string, h delivery.Halt) (bool,
 		var cm corev1.ConfigMap
 		err := s.r.Get(ctx, key, &cm)
 		if apierrors.IsNotFound(err) {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelKey: s.prefix}},
-				Data: map[string]string{DataKey: h.String()}}
+			cm = *want.DeepCopy()
 			err := s.c.Create(ctx, &cm, client.FieldOwner(s.fieldManager))
 			if apierrors.IsAlreadyExists(err) {
 				return apierrors.NewConflict(corev1.Resource("configmaps"), key.Name, err)
@@ -222,14 +243,15 @@ func (s *Records) Record(ctx context.Context, id string, h delivery.Halt) (bool,
 		if err != nil {
 			return err
 		}
-		if old, err := delivery.ParseHalt(cm.Data[DataKey]); err == nil && old.Active() {
+		if old, err := Verify(s.key, &cm); err == nil && old.Active() {
 			return nil // another reconcile halted it first
 		}
 		if cm.Labels == nil {
 			cm.Labels = map[string]string{}
 		}
 		cm.Labels[LabelKey] = s.prefix
-		cm.Data = map[string]string{DataKey: h.String()}
+		// The signed record alone: an earlier resume beside it goes.
+		cm.Data = want.Data
 		err = s.c.Update(ctx, &cm, client.FieldOwner(s.fieldManager))
 		wrote, rv = err == nil, cm.ResourceVersion
 		return err

@@ -150,6 +150,7 @@ func TestDelivery_WorkedExampleFromTheDocs(t *testing.T) {
 	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: sys, Name: halts.Name(prefix, id)}, &record)).To(gomega.Succeed())
 	h, err := delivery.ParseHalt(record.Data[halts.DataKey])
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(record.Data[halts.SignatureKey]).NotTo(gomega.BeEmpty(), "Reroll signs its halt records")
 	g.Expect(h.Active()).To(gomega.BeTrue())
 	g.Expect(h.Failed).To(gomega.Equal([]string{"Deployment/" + canary + "/web"}))
 
