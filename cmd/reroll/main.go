@@ -39,6 +39,7 @@ import (
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/metricsauth"
 	"github.com/reroll/reroll/internal/projection"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/version"
 	"github.com/reroll/reroll/internal/workload"
@@ -137,26 +138,26 @@ func run(args []string) error {
 		opts.Baselines = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.baselines}
 	}
 	keySecret := types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret}
-	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, keySecret)
+	opts.Key, err = state.LoadDigestKey(keyCtx, direct, keySecret)
 	if err == nil {
 		// Durable and shared by the replicas: the first-sight rule rolls
 		// only what changed after it.
-		opts.InstalledAt, err = controller.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
+		opts.InstalledAt, err = state.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
 	}
 	if err == nil && f.installationConfigMap != "" {
 		// Readable without the key: for kubectl reroll plan and why.
-		err = controller.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
+		err = state.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
 	}
 	if err == nil {
 		// Written once: records of the legacy digest scheme are compared
 		// only until then.
-		opts.LegacyRecordsUntil, err = controller.LoadLegacyRecordsUntil(keyCtx, direct, keySecret, time.Now())
+		opts.LegacyRecordsUntil, err = state.LoadLegacyRecordsUntil(keyCtx, direct, keySecret, time.Now())
 	}
 	if err == nil {
 		// Written once: state signed under the v1 key derivation verifies
 		// (and is signed again) only until then.
 		var until time.Time
-		until, err = controller.LoadV1DerivationsUntil(keyCtx, direct, keySecret, time.Now())
+		until, err = state.LoadV1DerivationsUntil(keyCtx, direct, keySecret, time.Now())
 		opts.Key = opts.Key.WithV1DerivationsUntil(until)
 	}
 	var metricsToken []byte

@@ -26,11 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
 	"github.com/reroll/reroll/internal/controller"
-	"github.com/reroll/reroll/test/controlplane"
 )
 
 // result is everything a run measured; it is printed as one JSON line.
@@ -201,34 +197,11 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	root, err := controlplane.RepoRoot()
+	plane, cfg, cs, err := startPlane(ctx, dir, "")
 	if err != nil {
 		return nil, err
 	}
-	bins, err := controlplane.BinariesFrom(root)
-	if err != nil {
-		return nil, err
-	}
-	logf("starting etcd and kube-apiserver in %s", filepath.Join(dir, "plane"))
-	plane, err := controlplane.Start(ctx, controlplane.Options{Binaries: bins, Dir: filepath.Join(dir, "plane")})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := plane.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-
-	// The bench's own client: fast creates, protobuf to spare the API
-	// server's CPU.
-	cfg := rest.CopyConfig(plane.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+	defer stopPlane(plane)
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		res.Machine.KubeServer = v.GitVersion
 	}

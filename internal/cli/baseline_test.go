@@ -17,6 +17,7 @@ import (
 	"github.com/reroll/reroll/internal/baseline"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/state"
 )
 
 // TestWhyAndPlan_ReadTheBaselineOfAWorkloadNotRolledYet checks that why
@@ -34,7 +35,7 @@ func TestWhyAndPlan_ReadTheBaselineOfAWorkloadNotRolledYet(t *testing.T) {
 	g := newT(t)
 	ns, sys := newNamespace(t), newNamespace(t)
 	installed := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	g.Expect(controller.PublishInstalledAt(t.Context(), k8s, types.NamespacedName{Namespace: sys, Name: "reroll-installation"}, installed)).To(gomega.Succeed())
+	g.Expect(state.PublishInstalledAt(t.Context(), k8s, types.NamespacedName{Namespace: sys, Name: "reroll-installation"}, installed)).To(gomega.Succeed())
 	cfg := configMap(ns, "cfg", nil, map[string]string{"read": "1", "unread": "1"})
 	create(t, cfg)
 	web := deployment(ns, "web", autoOn, pod(container(envKey("ConfigMap", "cfg", "read"))))

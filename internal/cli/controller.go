@@ -356,12 +356,13 @@ func (s *session) discover(ctx context.Context) []string {
 	if !changed("resources-to-ignore") && len(c.Config.ResourcesToIgnore) > 0 {
 		set.ResourcesToIgnore = c.Config.ResourcesToIgnore[0]
 	}
+	s.planOptions.ReloadOnCreate, s.planOptions.ReloadOnDelete = set.ReloadOnCreate, set.ReloadOnDelete
 	cfg, err := set.annotations()
 	if err != nil {
 		return []string{err.Error()}
 	}
 	cfg.Names = c.Config.Names
-	s.annotations = cfg
+	s.planOptions.Annotations = cfg
 	s.objects.selector = c.Config.ResourceSelector
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 // permission.
 func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 	in := plan.NewInput(t.kind, t.obj, t.template, time.Now())
-	p, err := plan.Decide(s.planOptions(), in, planSource{ctx: ctx, objects: s.objects})
+	p, err := plan.Decide(s.planOptions, in, planSource{ctx: ctx, objects: s.objects})
 	if err != nil {
 		return p, fmt.Errorf("deciding for %s: %w", t, err)
 	}
@@ -45,7 +45,7 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 		if _, _, ok := s.storedBaseline(ctx, t); !ok {
 			return t, nil
 		}
-	} else if ann[plan.KeyAnnotation] == s.planOptions().Key.ID() {
+	} else if ann[plan.KeyAnnotation] == s.planOptions.Key.ID() {
 		return t, nil
 	}
 	live := maps.Clone(ann)
@@ -57,10 +57,10 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	// The record of the live objects, as first sight writes it: without
 	// the installation time, the first-sight rule never turns it into a
 	// rollout (the workload has a record; the rule is not its question).
-	installedAt := s.installedAt
-	s.installedAt = time.Time{}
+	installedAt := s.planOptions.InstalledAt
+	s.planOptions.InstalledAt = time.Time{}
 	first, err := s.decide(ctx, rt)
-	s.installedAt = installedAt
+	s.planOptions.InstalledAt = installedAt
 	if err != nil || first.Outcome != plan.FirstSight {
 		return t, err
 	}
@@ -69,17 +69,17 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	return rt, nil
 }
 
-// planOptions are the planner's options for Reroll's settings. The
-// default strategy stands for any: it chooses the trigger's form, not
-// whether a workload rolls.
-func (s *session) planOptions() plan.Options {
+// planOptions are the planner's options for the settings s, reading
+// annotations as a. The default strategy stands for any: it chooses the
+// trigger's form, not whether a workload rolls. The installation time is
+// the session's (loadInstalledAt): with it, the first-sight rule applies as
+// the controller applies it (a workload with no record rolls for what
+// changed after its pod template was last written and after Reroll's
+// installation).
+func (s Settings) planOptions(a annotation.Config) plan.Options {
 	o := plan.DefaultOptions()
-	o.ReloadOnCreate, o.ReloadOnDelete = s.settings.ReloadOnCreate, s.settings.ReloadOnDelete
-	o.Annotations = s.annotations
-	// The first-sight rule, as the controller applies it: a workload with
-	// no record rolls for what changed after its pod template was last
-	// written and after Reroll's installation.
-	o.InstalledAt = s.installedAt
+	o.ReloadOnCreate, o.ReloadOnDelete = s.ReloadOnCreate, s.ReloadOnDelete
+	o.Annotations = a
 	return o
 }
 

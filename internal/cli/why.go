@@ -237,7 +237,7 @@ func (s *session) blocks(t target, p plan.Plan, evs []corev1.Event) []string {
 		out = append(out, "damaged record: "+p.DamagedRecord.Error()+"; Reroll records the current state without a rollout")
 	}
 	if d, ok := t.obj.(*appsv1.Deployment); ok {
-		key := s.annotations.Names.PausedAt
+		key := s.planOptions.Annotations.Names.PausedAt
 		if at, has := d.Annotations[key]; has {
 			msg := fmt.Sprintf("paused by Reroll at %s (%s)", at, key)
 			if start, err := time.Parse(time.RFC3339, at); err == nil && p.OptIn.PausePeriod > 0 {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/source"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -108,7 +109,7 @@ func (r *WorkloadReconciler) rollWorkloadRef(ctx context.Context, obj client.Obj
 // setTrigger computes a deferred trigger value, then sets the trigger in t.
 func (r *WorkloadReconciler) setTrigger(ctx context.Context, tr plan.Trigger, t *corev1.PodTemplateSpec) error {
 	if tr.Deferred == plan.DeferredWaveHash {
-		h, err := r.waveHash(ctx, tr.Namespace, tr.Wave)
+		h, err := source.WaveHash(ctx, r.APIReader, r.Options.Scope, tr.Namespace, tr.Wave)
 		if err != nil {
 			return err
 		}

@@ -22,10 +22,14 @@ import (
 	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/fairness"
+	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/source"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -72,7 +76,7 @@ type Options struct {
 	// ("deployments", "statefulsets", ...; --ignored-workload-types).
 	IgnoredWorkloads []string
 	// Scope limits the namespaces and objects Reroll sees.
-	Scope Scope
+	Scope scope.Scope
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// CoalesceWindow is the quiet time after the latest change to any
@@ -150,25 +154,15 @@ type Options struct {
 	// manager.Runnable, Setup adds it to the manager.
 	Alerter Alerter
 	// LegacyRecordsUntil is the migration deadline of the legacy digest
-	// scheme (LoadLegacyRecordsUntil): records that name it are compared
+	// scheme (state.LoadLegacyRecordsUntil): records that name it are compared
 	// under it only before then. The zero time compares none.
 	LegacyRecordsUntil time.Time
-	// DeferRecord writes no record on a workload before it first rolls
-	// (docs/design.md, "Install: no write per workload"): first sight keeps
-	// the record it would write in memory, as the workload's baseline; a
-	// restart falls back on the first-sight rule; and where the rule would
-	// roll for a change the workload does not read, the baseline is kept
-	// signed in Baselines (or, without Baselines or room there, written on
-	// the workload as before). It needs InstalledAt, and is off with the
-	// admission webhook (whose objectSelector needs a label on each
-	// workload) and with ReloadOnDelete (see defersRecord).
-	DeferRecord bool
 	// creations, when set (tests), is the first-sight memory every kind
 	// shares; nil gives each kind its own.
-	creations *creations
+	creations *firstsight.Memory
 	// Baselines is the name prefix, in Reroll's own namespace, of the
-	// ConfigMaps (one per namespace) where DeferRecord keeps the baselines
-	// it must keep durably (baselineStore); an empty Name keeps none there.
+	// ConfigMaps (one per namespace) where PlanOptions.DeferRecord keeps the baselines
+	// it must keep durably (state.Baselines); an empty Name keeps none there.
 	Baselines types.NamespacedName
 }
 
@@ -216,16 +210,16 @@ type WorkloadReconciler struct {
 	changeSets *changeSets
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
-	journal *jobJournal
+	journal *state.JobJournal
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
-	creations *creations
+	creations *firstsight.Memory
 	// legacyDigests keeps the digests of objects under an older key, for
 	// records made under it (decide).
-	legacyDigests legacyDigests
+	legacyDigests source.LegacyDigests
 	// baselines keeps the baselines DeferRecord must keep durably; nil
 	// without Options.Baselines. Shared by every kind.
-	baselines *baselineStore
+	baselines *state.Baselines
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
 	// asks it first (Debouncer.Admit).
@@ -262,20 +256,20 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			r.notifications.drop(req.NamespacedName)
 			if r.journal != nil {
 				// A Job Reroll deleted and could not create again yet.
-				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
+				return ctrl.Result{}, r.journal.Recover(ctx, req.NamespacedName)
 			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+	if in, err := r.Options.Scope.Includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
 			r.metrics.OutOfScope(req.NamespacedName)
-			r.creations.forget(obj.GetUID())
+			r.creations.Forget(obj.GetUID())
 		}
 		return ctrl.Result{}, err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
-		r.creations.forget(obj.GetUID())
+		r.creations.Forget(obj.GetUID())
 		return ctrl.Result{}, nil
 	}
 	var result ctrl.Result
@@ -338,7 +332,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	}
 	now := r.now()
 	in := plan.NewInput(r.Kind, obj, template, now)
-	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
+	in.Since.ResourceVersion = r.creations.Since(obj, in.Since.At)
 	deferring := r.defersRecord()
 	if deferring && obj.GetAnnotations()[plan.RecordAnnotation] == "" {
 		if in.Baseline, err = r.baselineOf(ctx, obj); err != nil {
@@ -438,7 +432,7 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	}
 	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
 		// Recorded (or forgotten): the first-sight rule is done with it.
-		r.creations.forget(obj.GetUID())
+		r.creations.Forget(obj.GetUID())
 		r.dropBaseline(ctx, obj)
 	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {

@@ -29,6 +29,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
 )
 
@@ -51,7 +52,7 @@ type changeSets struct {
 	// reader is the manager's cache (Namespaces, workloads).
 	reader client.Reader
 	kinds  []rollout.Kind
-	scope  Scope
+	scope  scope.Scope
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations may set waves.
 	readNamespaces bool
@@ -315,7 +316,7 @@ func (c *changeSets) waves(ctx context.Context, now time.Time) (safe.Order, erro
 			return safe.Order{}, fmt.Errorf("listing namespaces for their waves: %w", err)
 		}
 		for i := range nss.Items {
-			if !c.scope.watches(nss.Items[i].Name) {
+			if !c.scope.Watches(nss.Items[i].Name) {
 				continue
 			}
 			if w, ok := safe.NamespaceWave(nss.Items[i].Annotations); ok {

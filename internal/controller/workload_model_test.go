@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
@@ -178,7 +179,7 @@ type model struct {
 	watch     *rolloutWatch
 	// mem is the first-sight memory of the running Reroll: with
 	// DeferRecord, where a workload not rolled yet keeps its baseline.
-	mem    *creations
+	mem    *firstsight.Memory
 	script []string
 	values int
 	// writes are the writes of the current burst while Reroll is up, in
@@ -279,7 +280,7 @@ func runModel(t *testing.T, seed uint64) {
 // start starts Reroll with a first-sight memory of its own, as a restarted
 // process has.
 func (m *model) start() *reroll {
-	m.mem = newCreations()
+	m.mem = firstsight.NewMemory()
 	m.opts.creations = m.mem
 	return startReroll(m.t, m.ns, m.opts)
 }
@@ -516,7 +517,7 @@ func (m *model) barrier(b int, expected map[string]int) {
 				return rec
 			}
 			// Not rolled yet: the baseline Reroll keeps in its place.
-			return m.mem.baselineOf(cur.UID)
+			return m.mem.Baseline(cur.UID)
 		}).Should(gomega.Equal(want), "burst %d: the record (or baseline) of %s", b, w.name)
 		rv, err := strconv.ParseUint(get(t, d).ResourceVersion, 10, 64)
 		g.Expect(err).NotTo(gomega.HaveOccurred())

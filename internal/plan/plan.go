@@ -107,7 +107,7 @@ type Options struct {
 	// sight too.
 	NoEviction bool
 	// InstalledAt is Reroll's installation time, durable and the same for
-	// every replica (controller.LoadInstalledAt): on first sight, only what
+	// every replica (state.LoadInstalledAt): on first sight, only what
 	// happened after it rolls (firstsight.go). The zero time turns the
 	// first-sight rule off: first sight then only records.
 	InstalledAt time.Time
@@ -118,6 +118,12 @@ type Options struct {
 	// workload's baseline (Input.Baseline) instead (docs/design.md,
 	// "Install: no write per workload"). It needs the first-sight rule
 	// (InstalledAt): after a restart, the rule stands in for the baseline.
+	// The controller's options hold the wish (--defer-record); each
+	// reconcile passes what applies: off with the admission webhook (whose
+	// objectSelector needs a label on each workload) and with
+	// ReloadOnDelete, and where the rule would roll for a change the
+	// workload does not read, the controller keeps the baseline signed in
+	// its Baselines (or, without room there, writes it on the workload).
 	DeferRecord bool
 }
 
