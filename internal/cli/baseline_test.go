@@ -40,7 +40,7 @@ func TestWhyAndPlan_ReadTheBaselineOfAWorkloadNotRolledYet(t *testing.T) {
 	create(t, cfg)
 	web := deployment(ns, "web", autoOn, pod(container(envKey("ConfigMap", "cfg", "read"))))
 	create(t, web)
-	opts := controller.Options{PlanOptions: plan.Options{InstalledAt: installed}, DeferRecord: true,
+	opts := controller.Options{PlanOptions: plan.Options{InstalledAt: installed, DeferRecord: true},
 		Baselines: types.NamespacedName{Namespace: sys, Name: "reroll-baselines"}}
 	// Reroll's log, to know when it has looked at web (it writes nothing
 	// then, so nothing else in the API says so).
