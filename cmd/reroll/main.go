@@ -35,6 +35,7 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/certexpiry"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/lazysink"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/metricsauth"
 	"github.com/reroll/reroll/internal/projection"
@@ -296,7 +297,7 @@ func configure(args []string, env func(string) string) (*flags, controller.Optio
 // warn logs msg at zap's warning level when logger is backed by zap, and as
 // an info line otherwise; logr itself has no warning level.
 func warn(logger logr.Logger, msg string, keysAndValues ...any) {
-	if u, ok := logger.GetSink().(zapr.Underlier); ok {
+	if u, ok := logger.GetSink().(zapr.Underlier); ok && u.GetUnderlying() != nil {
 		u.GetUnderlying().Sugar().Warnw(msg, keysAndValues...)
 		return
 	}
@@ -373,7 +374,9 @@ func newLoggerTo(w io.Writer, format, level string) (logr.Logger, error) {
 	sink := zapcore.Lock(zapcore.AddSync(w))
 	base := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: opts.Encoder}, sink, opts.Level)
 	core := auditCore{all: base, sampled: zapcore.NewSamplerWithOptions(base, time.Second, 100, 100), audit: controller.AuditMessages}
-	return zapr.NewLogger(uzap.New(core, uzap.AddStacktrace(zapcore.ErrorLevel), uzap.ErrorOutput(sink))), nil
+	// The pairs of WithValues reach zap with a line written, not at each
+	// reconcile's WithValues (internal/lazysink).
+	return lazysink.New(zapr.NewLogger(uzap.New(core, uzap.AddStacktrace(zapcore.ErrorLevel), uzap.ErrorOutput(sink)))), nil
 }
 
 // auditCore writes the entries whose message is one of audit through all,

@@ -51,6 +51,11 @@ type session struct {
 	health *apiHealth
 	// installedLoaded is set once loadInstalledAt has run.
 	installedLoaded bool
+	// baselines caches the data of Reroll's baseline ConfigMap of each
+	// namespace read (storedBaseline); baselineNote says why one could
+	// not be read, "" when all could.
+	baselines    map[string]map[string]string
+	baselineNote string
 	// opts are the command's options; ctrl is the controller discover
 	// found (nil when none), discovered whether it ran.
 	opts       *Options

@@ -33,12 +33,19 @@ func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 // HMACs under the installation key, which the plugin never reads, so they
 // cannot be compared with the digests the plugin computes. plan then
 // compares the manifests with the live objects, not with what Reroll last
-// recorded (a change Reroll has not yet acted on is not shown). A workload
-// with no record, or an unkeyed one, is returned as it is. It must be called
-// with no overlay.
+// recorded (a change Reroll has not yet acted on is not shown). The same
+// for a workload with no record whose baseline Reroll keeps in its
+// baseline ConfigMaps (storedBaseline), keyed too: Reroll compares it with
+// that baseline, not by the first-sight rule. A workload with no record
+// and no stored baseline, or an unkeyed record, is returned as it is. It
+// must be called with no overlay.
 func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	ann := t.obj.GetAnnotations()
-	if ann[plan.RecordAnnotation] == "" || ann[plan.KeyAnnotation] == s.planOptions.Key.ID() {
+	if ann[plan.RecordAnnotation] == "" {
+		if _, _, ok := s.storedBaseline(ctx, t); !ok {
+			return t, nil
+		}
+	} else if ann[plan.KeyAnnotation] == s.planOptions.Key.ID() {
 		return t, nil
 	}
 	live := maps.Clone(ann)

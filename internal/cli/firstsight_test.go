@@ -69,7 +69,7 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	// Installed after the change: recorded, not rolled.
 	w = predict("installed-after")
 	g.Expect(w.Rolls).To(gomega.BeFalse())
-	g.Expect(w.Reason).To(gomega.Equal("no record yet: Reroll records first sight without a rollout"))
+	g.Expect(w.Reason).To(gomega.Equal("no record yet: Reroll takes what it sees first as the baseline, without a rollout"))
 
 	// Applied while no Reroll runs, in a later second than the ConfigMap's
 	// creation (a change in the same second cannot be told from the

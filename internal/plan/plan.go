@@ -452,7 +452,11 @@ func DecideChange(o Options, in Input, src Source) (Plan, error) {
 
 // deferRecord leaves the record off a workload that has none, under
 // Options.DeferRecord, when nothing else writes it: the outcomes that
-// would only record (FirstSight, Unchanged, Skipped).
+// would only record (FirstSight, Unchanged, Skipped). A workload that
+// mounts a Secrets Store CSI Driver volume keeps its record: the
+// first-sight rule does not see its versions change (a status has no
+// history of its own), so only a record finds a change made while no
+// Reroll ran.
 func (p *Plan) deferRecord(o Options, in Input) {
 	if !o.DeferRecord || in.Annotations[RecordAnnotation] != "" || p.RecordKeyChanged || p.DamagedRecord != nil {
 		return
@@ -461,6 +465,11 @@ func (p *Plan) deferRecord(o Options, in Input) {
 	case FirstSight, Unchanged, Skipped:
 	default:
 		return
+	}
+	for _, ref := range p.References {
+		if ref.Kind == reference.SecretProviderClass {
+			return
+		}
 	}
 	delete(p.Annotations, RecordAnnotation)
 	delete(p.Annotations, KeyAnnotation)

@@ -2,8 +2,6 @@ package state
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -88,8 +86,7 @@ func NewBaselines(c client.Client, r client.Reader, at types.NamespacedName, key
 
 // configMapName is the name of namespace ns's ConfigMap.
 func (s *Baselines) configMapName(ns string) string {
-	sum := sha256.Sum256([]byte(ns))
-	return s.prefix + "-" + hex.EncodeToString(sum[:10])
+	return baseline.ConfigMapName(s.prefix, ns)
 }
 
 // Get returns the baseline record of the workload kind/name with uid in
