@@ -79,7 +79,7 @@ bench-check: ## Run the built binary through the small bench profile and fail on
 # `make test-unit` runs the tests of their *_unit_test.go files with -unit,
 # which leaves the plane off (test/unitonly); it runs every other package whole.
 PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli
-PLANE_ONLY_PKGS := internal/store test/controlplane test/e2e
+PLANE_ONLY_PKGS := internal/store internal/state test/controlplane test/e2e
 
 # How many seeds `make soak` runs, from which, and how many at once.
 SEEDS ?= 1000

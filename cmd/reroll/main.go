@@ -35,9 +35,11 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/certexpiry"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/lazysink"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/metricsauth"
 	"github.com/reroll/reroll/internal/projection"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/version"
 	"github.com/reroll/reroll/internal/workload"
@@ -136,26 +138,26 @@ func run(args []string) error {
 		opts.Baselines = types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.baselines}
 	}
 	keySecret := types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.digestKeySecret}
-	opts.Key, err = controller.LoadDigestKey(keyCtx, direct, keySecret)
+	opts.Key, err = state.LoadDigestKey(keyCtx, direct, keySecret)
 	if err == nil {
 		// Durable and shared by the replicas: the first-sight rule rolls
 		// only what changed after it.
-		opts.InstalledAt, err = controller.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
+		opts.InstalledAt, err = state.LoadInstalledAt(keyCtx, direct, keySecret, time.Now())
 	}
 	if err == nil && f.installationConfigMap != "" {
 		// Readable without the key: for kubectl reroll plan and why.
-		err = controller.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
+		err = state.PublishInstalledAt(keyCtx, direct, types.NamespacedName{Namespace: f.digestKeyNamespace, Name: f.installationConfigMap}, opts.InstalledAt)
 	}
 	if err == nil {
 		// Written once: records of the legacy digest scheme are compared
 		// only until then.
-		opts.LegacyRecordsUntil, err = controller.LoadLegacyRecordsUntil(keyCtx, direct, keySecret, time.Now())
+		opts.LegacyRecordsUntil, err = state.LoadLegacyRecordsUntil(keyCtx, direct, keySecret, time.Now())
 	}
 	if err == nil {
 		// Written once: state signed under the v1 key derivation verifies
 		// (and is signed again) only until then.
 		var until time.Time
-		until, err = controller.LoadV1DerivationsUntil(keyCtx, direct, keySecret, time.Now())
+		until, err = state.LoadV1DerivationsUntil(keyCtx, direct, keySecret, time.Now())
 		opts.Key = opts.Key.WithV1DerivationsUntil(until)
 	}
 	var metricsToken []byte
@@ -295,7 +297,7 @@ func configure(args []string, env func(string) string) (*flags, controller.Optio
 // warn logs msg at zap's warning level when logger is backed by zap, and as
 // an info line otherwise; logr itself has no warning level.
 func warn(logger logr.Logger, msg string, keysAndValues ...any) {
-	if u, ok := logger.GetSink().(zapr.Underlier); ok {
+	if u, ok := logger.GetSink().(zapr.Underlier); ok && u.GetUnderlying() != nil {
 		u.GetUnderlying().Sugar().Warnw(msg, keysAndValues...)
 		return
 	}
@@ -372,7 +374,9 @@ func newLoggerTo(w io.Writer, format, level string) (logr.Logger, error) {
 	sink := zapcore.Lock(zapcore.AddSync(w))
 	base := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: opts.Encoder}, sink, opts.Level)
 	core := auditCore{all: base, sampled: zapcore.NewSamplerWithOptions(base, time.Second, 100, 100), audit: controller.AuditMessages}
-	return zapr.NewLogger(uzap.New(core, uzap.AddStacktrace(zapcore.ErrorLevel), uzap.ErrorOutput(sink))), nil
+	// The pairs of WithValues reach zap with a line written, not at each
+	// reconcile's WithValues (internal/lazysink).
+	return lazysink.New(zapr.NewLogger(uzap.New(core, uzap.AddStacktrace(zapcore.ErrorLevel), uzap.ErrorOutput(sink)))), nil
 }
 
 // auditCore writes the entries whose message is one of audit through all,

@@ -65,7 +65,7 @@ func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 	} else {
 		workers = controller.DefaultMaxConcurrentReconciles
 	}
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-fanout.log"), p.totalDeployments(), flags, nil)
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-fanout.log"), p, flags, nil)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,10 @@ type installResult struct {
 	// workload, ConfigMaps and Secrets in turn.
 	Changes       int     `json:"changes"`
 	SpreadSeconds float64 `json:"spreadSeconds"`
-	// BeforeFirstSight is how many changes were answered before the
-	// workload's first-sight record was seen: the first-sight rule rolled
-	// those.
+	// BeforeFirstSight is how many changes were answered before Reroll
+	// had looked at every workload (it writes no record on first sight, so
+	// the bench cannot tell each workload's moment): the first-sight rule
+	// rolled some of those, the in-memory baseline the rest.
 	BeforeFirstSight int `json:"beforeFirstSight"`
 	// RolloutsMin and RolloutsMax are the fewest and most rollouts of a
 	// changed workload (1 each is right); OtherRollouts those of every
@@ -26,6 +27,14 @@ type installResult struct {
 	RolloutsMin   int `json:"rolloutsMin"`
 	RolloutsMax   int `json:"rolloutsMax"`
 	OtherRollouts int `json:"otherRollouts"`
+	// DeploymentPatches are Reroll's successful PATCHes of Deployments
+	// from its start until quiet: one per changed workload is right (its
+	// rollout); first sight writes none (issue #36).
+	DeploymentPatches float64 `json:"deploymentPatches"`
+	// ConfigMapWrites are its creates and updates of ConfigMaps in the
+	// same time: its own state (the installation ConfigMap, baselines),
+	// at most one per namespace.
+	ConfigMapWrites float64 `json:"configMapWrites"`
 }
 
 // installChanges changes the objects of ws while Reroll starts.
@@ -76,8 +85,9 @@ func startInstallChanges(ctx context.Context, ch *changer, ws []workload, spread
 }
 
 // finish waits for the changes, for the rollout of each changed workload
-// and for quiet, and counts.
-func (ic *installChanges) finish(ctx context.Context, b *bench) (*installResult, error) {
+// and for quiet, and counts; lookedAt is when Reroll had looked at every
+// workload.
+func (ic *installChanges) finish(ctx context.Context, b *bench, lookedAt time.Time) (*installResult, error) {
 	if err := <-ic.done; err != nil {
 		return nil, err
 	}
@@ -95,7 +105,7 @@ func (ic *installChanges) finish(ctx context.Context, b *bench) (*installResult,
 		n := b.tr.rolloutCount(w.key())
 		res.RolloutsMin, res.RolloutsMax = min(res.RolloutsMin, n), max(res.RolloutsMax, n)
 		changed[w.key()] = true
-		if rec, ok := b.tr.recordedAt(w.key()); !ok || !rec.Before(ic.changed[w.key()]) {
+		if ic.changed[w.key()].Before(lookedAt) {
 			res.BeforeFirstSight++
 		}
 	}
@@ -130,4 +140,16 @@ func checkInstall(res *result) {
 	if i.OtherRollouts != 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("install: %d rollouts of workloads whose objects did not change, want none", i.OtherRollouts))
 	}
+	if i.DeploymentPatches != float64(i.Changes) {
+		res.Failures = append(res.Failures, fmt.Sprintf("install: %v Deployment PATCHes from the start until quiet for %d changed workloads, want one each (first sight writes no workload)", i.DeploymentPatches, i.Changes))
+	}
+	if limit := float64(res.Profile.Namespaces + 2); i.ConfigMapWrites > limit {
+		res.Failures = append(res.Failures, fmt.Sprintf("install: %v writes of ConfigMaps from the start until quiet, want at most one per namespace and the installation ConfigMap (%v)", i.ConfigMapWrites, limit))
+	}
+}
+
+// succeeded is the number of requests with verb and resource that the API
+// server accepted (2xx).
+func (a apiRequests) succeeded(verb, resource string) float64 {
+	return a[verb+" "+resource]
 }

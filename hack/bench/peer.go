@@ -17,9 +17,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/test/controlplane"
 )
@@ -97,31 +94,11 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &sideRun{Name: c.Name, Args: c.Args, Env: c.Env, Build: buildOf(c.Binary)}
-	root, err := controlplane.RepoRoot()
+	plane, _, client, err := startPlane(ctx, dir, c.Name+": ")
 	if err != nil {
 		return nil, err
 	}
-	bins, err := controlplane.BinariesFrom(root)
-	if err != nil {
-		return nil, err
-	}
-	logf("%s: starting etcd and kube-apiserver in %s", c.Name, filepath.Join(dir, "plane"))
-	plane, err := controlplane.Start(ctx, controlplane.Options{Binaries: bins, Dir: filepath.Join(dir, "plane")})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := plane.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-	cfg := rest.CopyConfig(plane.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+	defer stopPlane(plane)
 	logf("%s: creating the %s profile", c.Name, p.Name)
 	begin := time.Now()
 	if r.Objects, err = p.create(ctx, client, 64); err != nil {

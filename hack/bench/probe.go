@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
 )
 
@@ -54,7 +54,7 @@ func probe(design, kubeconfig string) error {
 	cfg.QPS, cfg.Burst = 50, 300
 	counter := metrics.NewRequestCounter()
 	cfg.Wrap(counter.Wrap)
-	opts := controller.Scope{}.CacheOptions()
+	opts := scope.Scope{}.CacheOptions()
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return err

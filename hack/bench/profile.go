@@ -235,3 +235,14 @@ func runJobs(jobs []func() error, workers int) error {
 
 // since is a short duration for tables.
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+// references are the references of every Deployment of the profile: one
+// ConfigMap each, and one Secret each but the shared ones without
+// SharedSecret.
+func (p profile) references() references {
+	r := references{ConfigMaps: p.totalDeployments(), Secrets: p.Namespaces * p.DeploymentsPerNamespace}
+	if p.SharedSecret {
+		r.Secrets += p.SharedDeployments
+	}
+	return r
+}

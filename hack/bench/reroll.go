@@ -297,3 +297,49 @@ func freePorts(n int) ([]int, error) {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// references are the references of opted-in workloads that Reroll counts
+// in reroll_references once it has looked at every workload.
+type references struct {
+	ConfigMaps int `json:"configMaps"`
+	Secrets    int `json:"secrets"`
+}
+
+// waitFirstSight waits until Reroll has looked at every workload of the
+// profile: reroll_references counts want. Reroll writes no workload on
+// first sight (--defer-record, its default: the record waits for the
+// first rollout), so its metric, not an annotation the bench could watch,
+// says when first sight is over. It scrapes every 100 ms (a scrape costs
+// Reroll a little CPU).
+func (r *rerollProcess) waitFirstSight(ctx context.Context, want references, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var got references
+	for {
+		if s, err := r.scrape(); err == nil {
+			got = references{}
+			for _, x := range s {
+				if x.name != "reroll_references" {
+					continue
+				}
+				switch x.labels["source_kind"] {
+				case "ConfigMap":
+					got.ConfigMaps += int(x.value)
+				case "Secret":
+					got.Secrets += int(x.value)
+				}
+			}
+			r.heapPeak = max(r.heapPeak, value(s, "go_memstats_heap_alloc_bytes"))
+			if got == want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("reroll counted %+v references after %s, want %+v: it has not looked at every workload", got, timeout, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

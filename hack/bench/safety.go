@@ -128,7 +128,7 @@ func safety(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 	}
 	// One namespace: its share of the bound is the whole bound.
 	flags := []string{"--max-concurrent-rollouts=" + strconv.Itoa(bound), "--max-concurrent-rollouts-per-namespace=" + strconv.Itoa(bound)}
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-safety.log"), p.totalDeployments(), flags, nil)
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-safety.log"), p, flags, nil)
 	if err != nil {
 		return err
 	}

@@ -13,23 +13,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-const (
-	// observedAnnotation is where Reroll records a workload on first sight.
-	observedAnnotation = "reroll.dev/observed"
-)
-
 // tracker watches every Deployment, as a user's watch would, and records
 // when each one's pod template was changed by Reroll.
 type tracker struct {
 	mu       sync.Mutex
 	rollouts map[string][]time.Time
-	recorded map[string]bool
-	// firstRecorded is when each Deployment was first seen recorded.
-	firstRecorded map[string]time.Time
 }
 
 func newTracker(ctx context.Context, cs kubernetes.Interface) (*tracker, error) {
-	t := &tracker{rollouts: map[string][]time.Time{}, recorded: map[string]bool{}, firstRecorded: map[string]time.Time{}}
+	t := &tracker{rollouts: map[string][]time.Time{}}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Apps().V1().Deployments().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -55,10 +47,6 @@ func (t *tracker) see(old, d *appsv1.Deployment) {
 	key := d.Namespace + "/" + d.Name
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, t.recorded[key] = d.Annotations[observedAnnotation]
-	if _, seen := t.firstRecorded[key]; t.recorded[key] && !seen {
-		t.firstRecorded[key] = now
-	}
 	// Any change of the pod template is a rollout: Reroll's trigger
 	// annotation (reroll.dev/config-hash, or Reloader's
 	// last-reloaded-from for a workload that opted in with Reloader's
@@ -85,14 +73,6 @@ func (t *tracker) rolloutCount(key string) int {
 	return len(t.rollouts[key])
 }
 
-// recordedAt returns when key was first seen recorded.
-func (t *tracker) recordedAt(key string) (time.Time, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	at, ok := t.firstRecorded[key]
-	return at, ok
-}
-
 // rolloutsExcept counts the rollouts of every Deployment not in keys.
 func (t *tracker) rolloutsExcept(keys map[string]bool) int {
 	t.mu.Lock()
@@ -101,18 +81,6 @@ func (t *tracker) rolloutsExcept(keys map[string]bool) int {
 	for k, r := range t.rollouts {
 		if !keys[k] {
 			n += len(r)
-		}
-	}
-	return n
-}
-
-func (t *tracker) recordedCount() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, ok := range t.recorded {
-		if ok {
-			n++
 		}
 	}
 	return n
@@ -138,20 +106,4 @@ func (t *tracker) waitRollout(ctx context.Context, key string, n int, timeout ti
 		case <-time.After(time.Millisecond):
 		}
 	}
-}
-
-// waitRecorded waits until n Deployments carry Reroll's first-sight record.
-func (t *tracker) waitRecorded(ctx context.Context, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for t.recordedCount() < n {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d Deployments recorded by Reroll after %s", t.recordedCount(), n, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil
 }

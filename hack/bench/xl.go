@@ -10,7 +10,7 @@ import (
 // which the install scenario changes 20 ConfigMaps and Secrets, then 20
 // single changes, one at a time, for the latency of one change at this size.
 func xl(ctx context.Context, res *result, p profile, tr *tracker, ch *changer, rerollBin, kubeconfig, dir string) error {
-	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-xl.log"), p.totalDeployments(), nil, installWorkloads(p.workloads(), 20))
+	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-xl.log"), p, nil, installWorkloads(p.workloads(), 20))
 	if err != nil {
 		return err
 	}

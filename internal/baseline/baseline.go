@@ -1,6 +1,8 @@
 package baseline
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"sort"
 	"strings"
 
@@ -55,29 +57,55 @@ func Seal(k Sealer, store, namespace string, e Entry) string {
 	return e.UID + " " + k.StateMAC(e.UID, name(store, namespace, e), e.Record) + " " + e.Record
 }
 
+// ConfigMapName is the name of the ConfigMap, in Reroll's namespace, that
+// holds the baselines of the workloads of namespace: "<store>-<20 hex
+// characters of the SHA-256 of namespace>" (store is the --baselines
+// prefix). A hash, so that any namespace name gives a valid, bounded name.
+func ConfigMapName(store, namespace string) string {
+	sum := sha256.Sum256([]byte(namespace))
+	return store + "-" + hex.EncodeToString(sum[:10])
+}
+
 // Open returns the entry of data key dataKey and value, in namespace of
 // store, and whether it is well formed and its signature verifies under k.
 // An entry that does not verify was not written by Reroll under this key
 // (a tenant with access to Reroll's namespace, or an older key): it counts
 // as absent.
 func Open(k Sealer, store, namespace, dataKey, value string) (Entry, bool) {
-	kind, wname, ok := strings.Cut(dataKey, ".")
-	if !ok || kind == "" || wname == "" {
+	e, mac, ok := parse(dataKey, value)
+	if !ok {
 		return Entry{}, false
 	}
-	uid, rest, ok := strings.Cut(value, " ")
-	if !ok || uid == "" {
-		return Entry{}, false
-	}
-	mac, record, ok := strings.Cut(rest, " ")
-	if !ok || record == "" {
-		return Entry{}, false
-	}
-	e := Entry{Kind: kind, Name: wname, UID: uid, Record: record}
-	if ok, _ := k.VerifyStateMAC(uid, name(store, namespace, e), record, mac); !ok {
+	if ok, _ := k.VerifyStateMAC(e.UID, name(store, namespace, e), e.Record, mac); !ok {
 		return Entry{}, false
 	}
 	return e, true
+}
+
+// Peek returns the entry of data key dataKey and value, and whether it is
+// well formed, without verifying its signature: for a reader that does not
+// hold the installation key (the kubectl plugin), which must treat what it
+// returns as a claim, not as Reroll's state.
+func Peek(dataKey, value string) (Entry, bool) {
+	e, _, ok := parse(dataKey, value)
+	return e, ok
+}
+
+// parse splits an entry into its fields and its signature.
+func parse(dataKey, value string) (e Entry, mac string, ok bool) {
+	kind, wname, ok := strings.Cut(dataKey, ".")
+	if !ok || kind == "" || wname == "" {
+		return Entry{}, "", false
+	}
+	uid, rest, ok := strings.Cut(value, " ")
+	if !ok || uid == "" {
+		return Entry{}, "", false
+	}
+	mac, record, ok := strings.Cut(rest, " ")
+	if !ok || record == "" {
+		return Entry{}, "", false
+	}
+	return Entry{Kind: kind, Name: wname, UID: uid, Record: record}, mac, true
 }
 
 // OpenAll returns the entries of a namespace's ConfigMap data that verify,

@@ -64,6 +64,41 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+func TestPeek(t *testing.T) {
+	e := Entry{Kind: "Deployment", Name: "web", UID: "u1", Record: `{"ConfigMap/cfg":{"a":"0123456789abcdef"}}`}
+	sealed := Seal(key(t, 1), "reroll-baselines", "team-a", e)
+	cases := map[string]struct {
+		// key and value are the data key and value read.
+		key, value string
+		// want is the entry Peek returns; ok whether it is well formed.
+		want Entry
+		ok   bool
+	}{
+		"a sealed entry reads without the key": {key: "Deployment.web", value: sealed, want: e, ok: true},
+		"a forged signature reads too (a claim, not Reroll's state)": {
+			key: "Deployment.web", value: "u1 forged " + e.Record, want: e, ok: true},
+		"a value without a signature is malformed": {key: "Deployment.web", value: "u1 " + e.Record},
+		"an empty value is malformed":              {key: "Deployment.web", value: ""},
+		"a data key without a kind is malformed":   {key: "web", value: sealed},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := Peek(tc.key, tc.value)
+			if ok != tc.ok || got != tc.want {
+				t.Fatalf("Peek = %+v, %t; want %+v, %t", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestConfigMapName checks the name against one computed outside Go:
+// printf %s team-a | sha256sum | cut -c1-20 gives 96c2886c51d1dfb4901d.
+func TestConfigMapName(t *testing.T) {
+	if got, want := ConfigMapName("reroll-baselines", "team-a"), "reroll-baselines-96c2886c51d1dfb4901d"; got != want {
+		t.Fatalf("ConfigMapName = %q, want %q", got, want)
+	}
+}
+
 func TestMerge(t *testing.T) {
 	k := key(t, 1)
 	const store, ns = "reroll-baselines", "team-a"

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
-	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
@@ -40,19 +39,23 @@ type session struct {
 	mapper meta.RESTMapper
 	// namespace is -n, or the kubeconfig context's; "" with -A.
 	namespace string
-	// annotations is how Reroll reads annotations (Settings).
-	annotations annotation.Config
+	// planOptions are the planner's options for Reroll's settings: how it reads
+	// annotations, --reload-on-create and --reload-on-delete, and its
+	// installation time (zero when unknown, and then a workload Reroll has
+	// not recorded yet is predicted not to roll; loadInstalledAt).
+	planOptions plan.Options
 	settings    Settings
 	// objects caches the ConfigMaps and Secrets read, as digests.
 	objects *objects
 	// health watches the client's answers (verdict).
 	health *apiHealth
-	// installedAt is Reroll's installation time (loadInstalledAt); zero
-	// when unknown, and then a workload Reroll has not recorded yet is
-	// predicted not to roll.
-	installedAt time.Time
 	// installedLoaded is set once loadInstalledAt has run.
 	installedLoaded bool
+	// baselines caches the data of Reroll's baseline ConfigMap of each
+	// namespace read (storedBaseline); baselineNote says why one could
+	// not be read, "" when all could.
+	baselines    map[string]map[string]string
+	baselineNote string
 	// opts are the command's options; ctrl is the controller discover
 	// found (nil when none), discovered whether it ran.
 	opts       *Options
@@ -83,12 +86,12 @@ func (s *session) loadInstalledAt(ctx context.Context) string {
 	if err != nil {
 		return fmt.Sprintf("ConfigMap %s/%s has no valid data key %s: a workload Reroll has not recorded yet is shown as not rolling", ns, name, installedAtData)
 	}
-	s.installedAt = at
+	s.planOptions.InstalledAt = at
 	return ""
 }
 
 // installedAtData is the data key of the installation ConfigMap
-// (controller.InstallationInstalledAtData; the plugin does not import the
+// (state.InstallationInstalledAtData; the plugin does not import the
 // controller).
 const installedAtData = "installed-at"
 
@@ -133,7 +136,7 @@ func newSession(o *Options) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{client: c, config: cfg, mapper: mapper, namespace: ns, annotations: cfgAnn, settings: o.Settings,
+	return &session{client: c, config: cfg, mapper: mapper, namespace: ns, planOptions: o.Settings.planOptions(cfgAnn), settings: o.Settings,
 		objects: &objects{c: c, read: map[objectKey]objectState{}}, health: health, opts: o}, nil
 }
 

@@ -67,6 +67,12 @@ type controllerConfig struct {
 	// (--digest-key-namespace and --installation-configmap), which holds
 	// its installation time.
 	Installation string
+	// Baselines is NAMESPACE/PREFIX of the ConfigMaps where it keeps the
+	// baselines of workloads it has not rolled yet (--digest-key-namespace
+	// and --baselines); "" when it keeps none there: --baselines="",
+	// --defer-record=false, or --enable-webhook or --reload-on-delete,
+	// which keep the record on every workload.
+	Baselines string
 	// Webhook is --enable-webhook; WebhookConfiguration and
 	// WebhookCertSecret (NAMESPACE/NAME) are --webhook-configuration-name
 	// and --webhook-cert-secret in --webhook-namespace.
@@ -122,8 +128,11 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 	fs.StringSliceVar(&resSel, "resource-label-selector", nil, "")
 	fs.StringVar(&keySecret, "digest-key-secret", "reroll-digest-key", "")
 	fs.StringVar(&keyNamespace, "digest-key-namespace", "", "")
-	var installation string
+	var installation, baselines string
 	fs.StringVar(&installation, "installation-configmap", "reroll-installation", "")
+	fs.StringVar(&baselines, "baselines", "reroll-baselines", "")
+	deferRecord := true
+	fs.BoolVar(&deferRecord, "defer-record", true, "")
 	var whNamespace, whSecret string
 	fs.BoolVar(&cfg.Webhook, "enable-webhook", false, "")
 	fs.StringVar(&cfg.WebhookConfiguration, "webhook-configuration-name", "reroll", "")
@@ -177,6 +186,9 @@ func parseControllerConfig(args []string, env map[string]string, namespace strin
 		cfg.MetricsPort = port
 	}
 	cfg.Installation = keyNamespace + "/" + installation
+	if baselines != "" && deferRecord && !cfg.Webhook && !cfg.ReloadOnDelete {
+		cfg.Baselines = keyNamespace + "/" + baselines
+	}
 	if whNamespace == "" {
 		whNamespace = namespace
 	}
@@ -338,15 +350,19 @@ func (s *session) discover(ctx context.Context) []string {
 	if !changed("installation") {
 		set.Installation = c.Config.Installation
 	}
+	if !changed("baselines") {
+		set.Baselines = c.Config.Baselines
+	}
 	if !changed("resources-to-ignore") && len(c.Config.ResourcesToIgnore) > 0 {
 		set.ResourcesToIgnore = c.Config.ResourcesToIgnore[0]
 	}
+	s.planOptions.ReloadOnCreate, s.planOptions.ReloadOnDelete = set.ReloadOnCreate, set.ReloadOnDelete
 	cfg, err := set.annotations()
 	if err != nil {
 		return []string{err.Error()}
 	}
 	cfg.Names = c.Config.Names
-	s.annotations = cfg
+	s.planOptions.Annotations = cfg
 	s.objects.selector = c.Config.ResourceSelector
 	return nil
 }

@@ -15,13 +15,13 @@ import (
 )
 
 // decide is Reroll's decision for t: the controller's own planner
-// (plan.Decide), given the objects the session reads (live, or plan's
+// (plan.DecideChange), given the objects the session reads (live, or plan's
 // manifests laid over them) instead of the controller's cache. It fails only
 // when reading an object fails for a reason other than a missing
 // permission.
 func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 	in := plan.NewInput(t.kind, t.obj, t.template, time.Now())
-	p, err := plan.Decide(s.planOptions(), in, planSource{ctx: ctx, objects: s.objects})
+	p, err := plan.DecideChange(s.planOptions, in, planSource{ctx: ctx, objects: s.objects})
 	if err != nil {
 		return p, fmt.Errorf("deciding for %s: %w", t, err)
 	}
@@ -33,12 +33,19 @@ func (s *session) decide(ctx context.Context, t target) (plan.Plan, error) {
 // HMACs under the installation key, which the plugin never reads, so they
 // cannot be compared with the digests the plugin computes. plan then
 // compares the manifests with the live objects, not with what Reroll last
-// recorded (a change Reroll has not yet acted on is not shown). A workload
-// with no record, or an unkeyed one, is returned as it is. It must be called
-// with no overlay.
+// recorded (a change Reroll has not yet acted on is not shown). The same
+// for a workload with no record whose baseline Reroll keeps in its
+// baseline ConfigMaps (storedBaseline), keyed too: Reroll compares it with
+// that baseline, not by the first-sight rule. A workload with no record
+// and no stored baseline, or an unkeyed record, is returned as it is. It
+// must be called with no overlay.
 func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	ann := t.obj.GetAnnotations()
-	if ann[plan.RecordAnnotation] == "" || ann[plan.KeyAnnotation] == s.planOptions().Key.ID() {
+	if ann[plan.RecordAnnotation] == "" {
+		if _, _, ok := s.storedBaseline(ctx, t); !ok {
+			return t, nil
+		}
+	} else if ann[plan.KeyAnnotation] == s.planOptions.Key.ID() {
 		return t, nil
 	}
 	live := maps.Clone(ann)
@@ -50,10 +57,10 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	// The record of the live objects, as first sight writes it: without
 	// the installation time, the first-sight rule never turns it into a
 	// rollout (the workload has a record; the rule is not its question).
-	installedAt := s.installedAt
-	s.installedAt = time.Time{}
+	installedAt := s.planOptions.InstalledAt
+	s.planOptions.InstalledAt = time.Time{}
 	first, err := s.decide(ctx, rt)
-	s.installedAt = installedAt
+	s.planOptions.InstalledAt = installedAt
 	if err != nil || first.Outcome != plan.FirstSight {
 		return t, err
 	}
@@ -62,17 +69,17 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	return rt, nil
 }
 
-// planOptions are the planner's options for Reroll's settings. The
-// default strategy stands for any: it chooses the trigger's form, not
-// whether a workload rolls.
-func (s *session) planOptions() plan.Options {
+// planOptions are the planner's options for the settings s, reading
+// annotations as a. The default strategy stands for any: it chooses the
+// trigger's form, not whether a workload rolls. The installation time is
+// the session's (loadInstalledAt): with it, the first-sight rule applies as
+// the controller applies it (a workload with no record rolls for what
+// changed after its pod template was last written and after Reroll's
+// installation).
+func (s Settings) planOptions(a annotation.Config) plan.Options {
 	o := plan.DefaultOptions()
-	o.ReloadOnCreate, o.ReloadOnDelete = s.settings.ReloadOnCreate, s.settings.ReloadOnDelete
-	o.Annotations = s.annotations
-	// The first-sight rule, as the controller applies it: a workload with
-	// no record rolls for what changed after its pod template was last
-	// written and after Reroll's installation.
-	o.InstalledAt = s.installedAt
+	o.ReloadOnCreate, o.ReloadOnDelete = s.ReloadOnCreate, s.ReloadOnDelete
+	o.Annotations = a
 	return o
 }
 

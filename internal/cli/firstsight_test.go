@@ -14,13 +14,14 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/state"
 )
 
 // TestPlan_FirstSightFollowsTheInstallationTime checks that plan and why
 // predict the controller's first-sight rule for a workload Reroll has not
 // recorded yet: a change after the workload's creation and after Reroll's
 // installation (the installation ConfigMap's installed-at, which the
-// controller writes with PublishInstalledAt) rolls it;
+// controller writes with state.PublishInstalledAt) rolls it;
 // with an installation after the change, nothing rolls. The prediction is
 // then checked against the controller, started after the apply. No digest
 // key Secret exists: the plugin needs none (the third review, M8: reading
@@ -34,7 +35,7 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	// below is after the first and before the second.
 	installed := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
 	for name, at := range map[string]time.Time{"installed-before": installed, "installed-after": time.Now().Add(time.Hour)} {
-		g.Expect(controller.PublishInstalledAt(t.Context(), k8s, types.NamespacedName{Namespace: sys, Name: name}, at)).To(gomega.Succeed())
+		g.Expect(state.PublishInstalledAt(t.Context(), k8s, types.NamespacedName{Namespace: sys, Name: name}, at)).To(gomega.Succeed())
 	}
 	var secrets corev1.SecretList
 	g.Expect(k8s.List(t.Context(), &secrets, client.InNamespace(sys))).To(gomega.Succeed())
@@ -68,7 +69,7 @@ func TestPlan_FirstSightFollowsTheInstallationTime(t *testing.T) {
 	// Installed after the change: recorded, not rolled.
 	w = predict("installed-after")
 	g.Expect(w.Rolls).To(gomega.BeFalse())
-	g.Expect(w.Reason).To(gomega.Equal("no record yet: Reroll records first sight without a rollout"))
+	g.Expect(w.Reason).To(gomega.Equal("no record yet: Reroll takes what it sees first as the baseline, without a rollout"))
 
 	// Applied while no Reroll runs, in a later second than the ConfigMap's
 	// creation (a change in the same second cannot be told from the

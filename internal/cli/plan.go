@@ -303,6 +303,9 @@ func (s *session) plan(ctx context.Context, manifests []manifestObject) (planRep
 		}
 	}
 	r.Summary.Namespaces = len(rolling)
+	if s.baselineNote != "" {
+		r.Notes = append(r.Notes, s.baselineNote)
+	}
 	return r, nil
 }
 
@@ -363,7 +366,7 @@ func planFor(t target, before, after plan.Plan, overlay map[objectKey]objectStat
 	case after.Outcome == plan.DamagedRecord:
 		w.Reason = "damaged record: Reroll records the state without a rollout"
 	case after.Outcome == plan.FirstSight:
-		w.Reason = "no record yet: Reroll records first sight without a rollout"
+		w.Reason = "no record yet: Reroll takes what it sees first as the baseline, without a rollout"
 	case after.Outcome == plan.Waiting:
 		w.Reason = "Wave's dialect waits for " + strings.Join(after.Missing, ", ")
 	case after.Outcome == plan.Refused:

@@ -56,7 +56,7 @@ func TestPlanFor(t *testing.T) {
 		"first sight": {
 			before: plan.Plan{Outcome: plan.FirstSight, OptIn: optIn, Considered: selected(cfg)},
 			after:  plan.Plan{Outcome: plan.FirstSight, OptIn: optIn, Considered: selected(cfg)},
-			want:   &planWorkload{Dialect: "reroll", Reason: "no record yet: Reroll records first sight without a rollout"},
+			want:   &planWorkload{Dialect: "reroll", Reason: "no record yet: Reroll takes what it sees first as the baseline, without a rollout"},
 		},
 		"not opted in, but reads the object": {
 			reads:  true,

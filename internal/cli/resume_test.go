@@ -19,6 +19,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	haltrecords "github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // TestResume_ContinuesTheHaltedChangeSetOfAMember: status lists a halted
@@ -149,7 +150,7 @@ func TestPlan_ShowsTheWaves(t *testing.T) {
 		configMap(other, "cfg", nil, map[string]string{"a": "1"}),
 		deployment(other, "web", map[string]string{"reroll.dev/auto": "true"}, pod(container(envFromConfigMap("cfg")))),
 	)
-	startReroll(t, ns, controller.Options{Scope: controller.Scope{Namespaces: []string{ns, other}}}, nil)
+	startReroll(t, ns, controller.Options{Scope: scope.Scope{Namespaces: []string{ns, other}}}, nil)
 	recorded(t, deployment(ns, "canary", nil, corev1.PodSpec{}), deployment(ns, "late", nil, corev1.PodSpec{}), deployment(other, "web", nil, corev1.PodSpec{}))
 
 	dir := t.TempDir()

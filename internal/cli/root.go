@@ -49,6 +49,10 @@ type Settings struct {
 	// (--digest-key-namespace, --installation-configmap), which holds the
 	// installation time that the first-sight rule reads.
 	Installation string
+	// Baselines is NAMESPACE/PREFIX of the ConfigMaps where Reroll keeps
+	// the baselines of workloads it has not rolled yet (--digest-key-namespace,
+	// --baselines); "" reads none.
+	Baselines string
 	// digestKeySecret is the deprecated --digest-key-secret, ignored.
 	digestKeySecret string
 }
@@ -59,6 +63,7 @@ func (s *Settings) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.ReloadOnDelete, "reload-on-delete", false, "Reroll runs with --reload-on-delete (by default read from the controller's arguments).")
 	fs.StringVar(&s.ResourcesToIgnore, "resources-to-ignore", "", "Reroll runs with --resources-to-ignore (configMaps or secrets; by default read from the controller's arguments).")
 	fs.StringVar(&s.Installation, "installation", "reroll-system/reroll-installation", "NAMESPACE/NAME of Reroll's installation ConfigMap: its data key installed-at is Reroll's installation time, which decides whether a workload Reroll has not recorded yet rolls (the first-sight rule). By default the controller's (--digest-key-namespace, --installation-configmap).")
+	fs.StringVar(&s.Baselines, "baselines", "reroll-system/reroll-baselines", "NAMESPACE/PREFIX of the ConfigMaps where Reroll keeps the baselines of workloads it has not rolled yet (a workload whose unread keys changed before its first rollout): plan and why compare such a workload with its baseline, as with a record; empty reads none. By default the controller's (--digest-key-namespace, --baselines).")
 	fs.StringVar(&s.digestKeySecret, "digest-key-secret", "", "Ignored: the installation time is read from --installation; the plugin never reads the digest key Secret.")
 	_ = fs.MarkDeprecated("digest-key-secret", "use --installation; the plugin no longer reads the digest key Secret")
 }

@@ -101,6 +101,11 @@ type whyReport struct {
 	// their digests.
 	Record        []recordEntry `json:"record"`
 	RecordProblem string        `json:"recordProblem,omitempty"`
+	// Baseline is NAMESPACE/NAME of the ConfigMap where Reroll keeps the
+	// workload's baseline, when it has no record yet and Reroll keeps one
+	// there (a key it does not read changed before its first rollout):
+	// Record is then that baseline.
+	Baseline string `json:"baseline,omitempty"`
 	// Trigger is what Reroll writes to roll the workload, as it is now.
 	Trigger []triggerEntry `json:"trigger"`
 	// Rollouts are Reroll's last rollout Events, newest first.
@@ -158,7 +163,23 @@ func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 	// Without it, a workload with no record shows no pending change; the
 	// plan's notes say why it is unknown, here the answer stays silent.
 	_ = s.loadInstalledAt(ctx)
-	p, err := s.decide(ctx, t)
+	recorded := t.obj.GetAnnotations()[plan.RecordAnnotation]
+	decided := t
+	if recorded == "" {
+		// No record: Reroll compares with the baseline it keeps, if it
+		// keeps one, keyed like a record (rebased).
+		if e, at, ok := s.storedBaseline(ctx, t); ok {
+			recorded, r.Baseline = e.Record, at
+			var err error
+			if decided, err = s.rebased(ctx, t); err != nil {
+				return r, err
+			}
+		}
+		if s.baselineNote != "" {
+			r.Notes = append(r.Notes, s.baselineNote)
+		}
+	}
+	p, err := s.decide(ctx, decided)
 	if err != nil {
 		return r, err
 	}
@@ -166,7 +187,7 @@ func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 	if r.OptedIn {
 		r.Dialect = string(p.OptIn.Dialect)
 	}
-	rec, err := plan.ParseRecord(t.obj.GetAnnotations()[plan.RecordAnnotation])
+	rec, err := plan.ParseRecord(recorded)
 	if err != nil {
 		r.RecordProblem = err.Error()
 	}
@@ -218,7 +239,7 @@ func (s *session) blocks(t target, p plan.Plan, evs []corev1.Event) []string {
 		out = append(out, "damaged record: "+p.DamagedRecord.Error()+"; Reroll records the current state without a rollout")
 	}
 	if d, ok := t.obj.(*appsv1.Deployment); ok {
-		key := s.annotations.Names.PausedAt
+		key := s.planOptions.Annotations.Names.PausedAt
 		if at, has := d.Annotations[key]; has {
 			msg := fmt.Sprintf("paused by Reroll at %s (%s)", at, key)
 			if start, err := time.Parse(time.RFC3339, at); err == nil && p.OptIn.PausePeriod > 0 {
@@ -363,12 +384,16 @@ func (r whyReport) write(w io.Writer) error {
 	for _, t := range r.Trigger {
 		fmt.Fprintf(w, "Trigger:   %s %s=%s\n", t.Where, t.Name, t.Value)
 	}
-	fmt.Fprintf(w, "Record:    %s", plan.RecordAnnotation)
+	if r.Baseline != "" {
+		fmt.Fprintf(w, "Record:    none on the workload yet; its baseline in ConfigMap %s", r.Baseline)
+	} else {
+		fmt.Fprintf(w, "Record:    %s", plan.RecordAnnotation)
+	}
 	switch {
 	case r.RecordProblem != "":
 		fmt.Fprintf(w, " is damaged: %s\n", r.RecordProblem)
 	case len(r.Record) == 0:
-		fmt.Fprintf(w, " is not set (Reroll has not seen the workload, or it is not opted in)\n")
+		fmt.Fprintf(w, " is not set: Reroll writes it with the workload's first rollout (until then it compares with what it saw first), or the workload is not opted in\n")
 	default:
 		fmt.Fprintln(w)
 		t := newTable(w, "  OBJECT", "KEYS RECORDED", "MISSING KEYS")

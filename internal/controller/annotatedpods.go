@@ -12,23 +12,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/go-logr/logr"
+
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
-	"github.com/reroll/reroll/internal/fairness"
-	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -43,7 +44,7 @@ import (
 // Reroll may neither patch such pods nor read their owner, so the record
 // of a group (the annotations a workload would carry: what it consumes and
 // the restart by eviction under way, eviction.ProgressAnnotation) lives in
-// an entryStore in Reroll's own namespace (Options.PodRecords is its
+// state.Entries in Reroll's own namespace (Options.PodRecords is their
 // prefix), one signed entry per group keyed by its namespace and
 // controller UID (the pod's own UID for a bare pod), whose value is the
 // JSON object of those annotations: one ConfigMap per group, so one
@@ -54,7 +55,7 @@ type annotatedPods struct {
 	// w supplies the client, options, planner options and Event recorder.
 	w *WorkloadReconciler
 	// records is the ConfigMap of the records.
-	records *entryStore
+	records *state.Entries
 	// handled are the owner kinds Reroll restarts some other way.
 	handled map[schema.GroupKind]bool
 }
@@ -62,15 +63,6 @@ type annotatedPods struct {
 // podsAnnotation is the key, in a group's record, of how many pods the
 // group ran when no restart was under way (decimal).
 const podsAnnotation = "reroll.dev/pods"
-
-// builtinOwners are the pod controllers of the built-in workload kinds: a
-// Deployment's or Argo Rollout's ReplicaSets, a DeploymentConfig's
-// ReplicationControllers, StatefulSets, DaemonSets and Jobs (a CronJob's
-// too).
-var builtinOwners = []schema.GroupKind{
-	{Group: "apps", Kind: "ReplicaSet"}, {Group: "", Kind: "ReplicationController"},
-	{Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"}, {Group: "batch", Kind: "Job"},
-}
 
 // setupAnnotatedPods registers the controller of annotated pods with mgr;
 // kinds are the workload kinds Reroll handles, whose pods it leaves alone.
@@ -80,23 +72,8 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
 			Recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		},
-		records: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
-		handled: map[schema.GroupKind]bool{},
-	}
-	for _, gk := range builtinOwners {
-		a.handled[gk] = true
-	}
-	for _, k := range kinds {
-		switch k := k.(type) {
-		case workload.PodOwner:
-			a.handled[k.GVK.GroupKind()] = true
-		case workload.Unstructured:
-			a.handled[k.GVK.GroupKind()] = true
-		}
-	}
-	workers := opts.MaxConcurrentReconciles
-	if workers <= 0 {
-		workers = DefaultMaxConcurrentReconciles
+		records: state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
+		handled: workload.PodControllers(kinds),
 	}
 	dataChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		before, ok1 := digest.Of(e.ObjectOld)
@@ -105,7 +82,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 	}}
 	b := ctrl.NewControllerManagedBy(mgr).Named("annotated-pods").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(a.requestsForPod), builder.WithPredicates(podChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(opts.Fairness, mgr.GetLogger())})
+		WithOptions(opts.controllerOptions(mgr.GetLogger()))
 	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
 		if !opts.Store.Watches(kind) {
 			continue
@@ -172,7 +149,7 @@ func (a *annotatedPods) requestsInNamespace(ctx context.Context, obj client.Obje
 
 // record reads a group's record: nil when there is none.
 func (a *annotatedPods) record(ctx context.Context, req types.NamespacedName) (map[string]string, error) {
-	v, ok, err := a.records.get(ctx, req)
+	v, ok, err := a.records.Get(ctx, req)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -195,7 +172,7 @@ func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec
 		}
 		v = string(b)
 	}
-	return a.records.put(ctx, req, v)
+	return a.records.Put(ctx, req, v)
 }
 
 // Reconcile plans the group of annotated pods req names as it would a
@@ -203,19 +180,12 @@ func (a *annotatedPods) write(ctx context.Context, req types.NamespacedName, rec
 // pods created before it, one at a time), with the record in the
 // ConfigMap of records. Events go to the pods.
 func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	if in, err := a.w.Options.Scope.includes(ctx, a.w.Client, req.Namespace); err != nil || !in {
+	if in, err := a.w.Options.Scope.Includes(ctx, a.w.Client, req.Namespace); err != nil || !in {
 		return ctrl.Result{}, err
 	}
-	var list corev1.PodList
-	if err := a.w.Client.List(ctx, &list, client.InNamespace(req.Namespace)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing pods in %s: %w", req.Namespace, err)
-	}
-	var pods []corev1.Pod
-	for _, p := range list.Items {
-		if string(a.group(&p)) == req.Name && a.optedIn(&p) {
-			pods = append(pods, p)
-		}
+	pods, err := a.podsOf(ctx, req)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	rec, err := a.record(ctx, req.NamespacedName)
 	if err != nil {
@@ -227,23 +197,15 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		return ctrl.Result{}, a.write(ctx, req.NamespacedName, nil)
 	}
-	// The group as a workload: its controller's kind and name (the pod's
-	// own for a bare pod), the record as its annotations.
-	kind := workload.PodOwner{GVK: corev1.SchemeGroupVersion.WithKind("Pod")}
-	name := pods[0].Name
-	if ref := metav1.GetControllerOf(&pods[0]); ref != nil {
-		kind.GVK = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-		name = ref.Name
-	}
-	obj := kind.New()
-	obj.SetNamespace(req.Namespace)
-	obj.SetName(name)
-	obj.SetUID(types.UID(req.Name))
-	obj.SetAnnotations(maps.Clone(rec))
-	log = log.WithValues("owner", kind.GVK.Kind+"/"+name)
+	kind, obj := groupAsWorkload(req, pods, rec)
+	log := ctrl.LoggerFrom(ctx).WithValues("owner", kind.GVK.Kind+"/"+obj.GetName())
 	template := workload.TemplateOfPods(pods)
 	now := a.w.now()
-	p, err := a.w.decide(ctx, a.w.planOptions(), plan.NewInput(kind, obj, template, now))
+	opts := a.w.planOptions()
+	// Records of annotated pods are always written (in the pod records):
+	// there is no workload to spare a write of.
+	opts.DeferRecord = false
+	p, err := a.w.decide(ctx, opts, plan.NewInput(kind, obj, template, now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -263,6 +225,62 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	case plan.Deleting, plan.Waiting, plan.Refused:
 		return ctrl.Result{}, nil
 	}
+	d := decideEviction(log, p, template, pods, rec, next, now)
+	next = workload.WithKey(next, eviction.ProgressAnnotation, d.Progress.String())
+	// The record first: a kill after the evictions below finds the evicted
+	// pods terminating or gone and never evicts them again. An unchanged
+	// record is not written again.
+	if !maps.Equal(next, rec) {
+		if err := a.write(ctx, req.NamespacedName, next); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	switch p.Outcome {
+	case plan.FirstSight:
+		log.Info("Recorded consumed data of annotated pods on first sight", "pods", len(pods))
+	case plan.Roll:
+		log.Info(AuditEvictingPods, "changes", p.Change.Summary(), "pods", d.Started)
+	}
+	return a.evict(ctx, req.NamespacedName, pods, d, p.Change.Summary(), next, now)
+}
+
+// podsOf returns the pods of the group req names that opt in.
+func (a *annotatedPods) podsOf(ctx context.Context, req ctrl.Request) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := a.w.Client.List(ctx, &list, client.InNamespace(req.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing pods in %s: %w", req.Namespace, err)
+	}
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if string(a.group(&p)) == req.Name && a.optedIn(&p) {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
+// groupAsWorkload returns the group of pods as a workload: its
+// controller's kind and name (the pod's own for a bare pod), the group's
+// UID, the record rec as its annotations.
+func groupAsWorkload(req ctrl.Request, pods []corev1.Pod, rec map[string]string) (workload.PodOwner, client.Object) {
+	kind := workload.PodOwner{GVK: corev1.SchemeGroupVersion.WithKind("Pod")}
+	name := pods[0].Name
+	if ref := metav1.GetControllerOf(&pods[0]); ref != nil {
+		kind.GVK = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		name = ref.Name
+	}
+	obj := kind.New()
+	obj.SetNamespace(req.Namespace)
+	obj.SetName(name)
+	obj.SetUID(types.UID(req.Name))
+	obj.SetAnnotations(maps.Clone(rec))
+	return kind, obj
+}
+
+// decideEviction decides the restart by eviction of the group's pods after
+// p, from the progress in rec; it records in next, the record to write,
+// how many pods the group runs outside a restart.
+func decideEviction(log logr.Logger, p plan.Plan, template *corev1.PodTemplateSpec, pods []corev1.Pod, rec, next map[string]string, now time.Time) eviction.Decision {
 	mode, problems := eviction.ParseMode(template.Annotations, 0)
 	if len(problems) > 0 {
 		log.Info("Ignoring malformed annotations", "error", errors.Join(problems...).Error())
@@ -289,23 +307,7 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		next[podsAnnotation] = strconv.Itoa(running)
 	}
 	in.Desired, _ = strconv.Atoi(next[podsAnnotation])
-	d := eviction.Decide(in)
-	next = workload.WithKey(next, eviction.ProgressAnnotation, d.Progress.String())
-	// The record first: a kill after the evictions below finds the evicted
-	// pods terminating or gone and never evicts them again. An unchanged
-	// record is not written again.
-	if !maps.Equal(next, rec) {
-		if err := a.write(ctx, req.NamespacedName, next); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	switch p.Outcome {
-	case plan.FirstSight:
-		log.Info("Recorded consumed data of annotated pods on first sight", "pods", len(pods))
-	case plan.Roll:
-		log.Info(AuditEvictingPods, "changes", p.Change.Summary(), "pods", d.Started)
-	}
-	return a.evict(ctx, req.NamespacedName, pods, d, p.Change.Summary(), next, now)
+	return eviction.Decide(in)
 }
 
 // evict carries out d for the group's pods and writes the record without
@@ -336,42 +338,13 @@ func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pod
 	if d.Progress == nil {
 		return ctrl.Result{}, nil
 	}
-	const kind = "Pod"
-	progress := d.Progress
-	var result ctrl.Result
-	var failure error
-	for _, ref := range d.Evict {
-		err := eviction.Evict(ctx, a.w.Client, req.Namespace, ref)
-		var blocked *eviction.BlockedError
-		switch {
-		case errors.As(err, &blocked):
-			metrics.Eviction(kind, metrics.EvictionBlocked)
-			if progress.BlockedSince == nil {
-				progress = progress.Without()
-				progress.BlockedSince = &now
-				if pod := byName[ref.Name]; pod != nil {
-					a.w.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
-				}
-			}
-			result.RequeueAfter = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
-		case err != nil:
-			metrics.Eviction(kind, metrics.EvictionError)
-			if pod := byName[ref.Name]; pod != nil {
-				a.w.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
-			}
-			failure = err
-		default:
-			metrics.Eviction(kind, metrics.EvictionEvicted)
-			if progress.BlockedSince != nil {
-				metrics.EvictionUnblocked(kind, now.Sub(*progress.BlockedSince))
-			}
-			log.Info(AuditEvicted, "pod", ref.Name)
-			progress = progress.Without(ref.UID)
+	progress, requeue, failure := evictPods(ctx, a.w.Client, a.w.Recorder, "Pod", req.Namespace, d, now, func(name string) runtime.Object {
+		if pod := byName[name]; pod != nil {
+			return pod
 		}
-		if err != nil {
-			break
-		}
-	}
+		return nil
+	})
+	result := ctrl.Result{RequeueAfter: requeue}
 	if err := a.write(ctx, req, workload.WithKey(rec, eviction.ProgressAnnotation, progress.String())); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -8,13 +8,27 @@
 // key changed. A second reconciler restarts pods that opt in with their own
 // annotations and whose owner Reroll does not handle (annotatedpods.go).
 //
-// One reconcile (WorkloadReconciler.sync) reads the workload and its
-// surroundings, asks internal/plan for a decision (plan.Decide, from the
-// cache), then amends the plan with safe delivery (workload_delivery.go),
-// the storm breaker, restarts by eviction and revert detection, and writes:
-// halt records, Warning Events, the notification endpoint's POST
-// (workload_notify.go), the workload in one write step per way of rolling
-// (workload_apply.go), its Events and alerts, and eviction progress. Issue
-// #31 moves these into gather, decide and write steps; the mutating
-// admission webhook already lives in internal/webhook.
+// Setup (workload_manager.go) builds what the kinds share and one
+// reconciler per kind: its indexes (workload_indexers.go), its watches and
+// its controller's options, the fair queue included.
+//
+// One reconcile (WorkloadReconciler.sync) makes three calls: observe
+// gathers what the decision needs (workload_observe.go, reads only; the
+// reads only some decisions need stay behind plan.View, which it
+// implements over internal/source's views of the cache), plan.Decide
+// decides everything (the change, safe delivery, the storm breaker, the
+// holds, the notification step, the restart by eviction and the revert
+// check), and write, the only writer, carries the plan out in one
+// documented order (workload_apply.go): halt records, Warning Events, the
+// stop on a hold, the notification endpoint's POST (workload_notify.go),
+// the workload in one write step per way of rolling (internal/apply),
+// Reroll's memory and the rollout bound, Events and alerts, then the
+// evictions and their progress (workload_eviction.go).
+//
+// What is not wiring lives beside: the mutating admission webhook in
+// internal/webhook; Reroll's own records (the digest key Secret, the Job
+// journal, signed entries and baselines) in internal/state; the scope,
+// cache options and permission probes in internal/scope; the first-sight
+// memory in internal/firstsight; the metrics hooks of the watches in
+// internal/metrics.
 package controller

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // The third review (H3): a tenant pauses a Deployment whose
@@ -30,7 +31,7 @@ func TestWorkloadReconciler_ParkedRolloutHoldsNoSlotPastTheRolloutTimeout(t *tes
 	create(t, parked, web)
 	// The most permissive override scope: the tenant's own annotation counts.
 	startReroll(t, victim, Options{PlanOptions: plan.Options{Key: testKey(t, 32), MaxConcurrentRollouts: 1, RolloutTimeout: 20 * time.Second,
-		Override: plan.OverrideWorkload, Recheck: time.Second}, Scope: Scope{Namespaces: []string{tenant, victim}}})
+		Override: plan.OverrideWorkload, Recheck: time.Second}, Scope: scope.Scope{Namespaces: []string{tenant, victim}}})
 	for _, d := range []*appsv1.Deployment{parked, web} {
 		recorded(t, d)
 		waitRolledOut(t, d)
@@ -70,7 +71,7 @@ func TestWorkloadReconciler_ReplayedPendingCountsForNothing(t *testing.T) {
 	web := deployment(victim, "web", autoOn, podSpec(envFrom("cfg")))
 	create(t, holder, queued, web)
 	startReroll(t, victim, Options{PlanOptions: plan.Options{Key: testKey(t, 33), MaxConcurrentRollouts: 1, MaxConcurrentRolloutsPerNamespace: 1,
-		RolloutTimeout: 15 * time.Second, Recheck: time.Second}, Scope: Scope{Namespaces: []string{tenant, victim}}})
+		RolloutTimeout: 15 * time.Second, Recheck: time.Second}, Scope: scope.Scope{Namespaces: []string{tenant, victim}}})
 	for _, d := range []*appsv1.Deployment{holder, queued, web} {
 		recorded(t, d)
 		waitRolledOut(t, d)

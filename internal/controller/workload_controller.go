@@ -3,10 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,16 +14,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/fairness"
+	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/source"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/workload"
@@ -78,7 +79,7 @@ type Options struct {
 	// ("deployments", "statefulsets", ...; --ignored-workload-types).
 	IgnoredWorkloads []string
 	// Scope limits the namespaces and objects Reroll sees.
-	Scope Scope
+	Scope scope.Scope
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// CoalesceWindow is the quiet time after the latest change to any
@@ -156,25 +157,15 @@ type Options struct {
 	// manager.Runnable, Setup adds it to the manager.
 	Alerter Alerter
 	// LegacyRecordsUntil is the migration deadline of the legacy digest
-	// scheme (LoadLegacyRecordsUntil): records that name it are compared
+	// scheme (state.LoadLegacyRecordsUntil): records that name it are compared
 	// under it only before then. The zero time compares none.
 	LegacyRecordsUntil time.Time
-	// DeferRecord writes no record on a workload before it first rolls
-	// (docs/design.md, "Install: no write per workload"): first sight keeps
-	// the record it would write in memory, as the workload's baseline; a
-	// restart falls back on the first-sight rule; and where the rule would
-	// roll for a change the workload does not read, the baseline is kept
-	// signed in Baselines (or, without Baselines or room there, written on
-	// the workload as before). It needs InstalledAt, and is off with the
-	// admission webhook (whose objectSelector needs a label on each
-	// workload) and with ReloadOnDelete (see defersRecord).
-	DeferRecord bool
 	// creations, when set (tests), is the first-sight memory every kind
 	// shares; nil gives each kind its own.
-	creations *creations
+	creations *firstsight.Memory
 	// Baselines is the name prefix, in Reroll's own namespace, of the
-	// ConfigMaps (one per namespace) where DeferRecord keeps the baselines
-	// it must keep durably (baselineStore); an empty Name keeps none there.
+	// ConfigMaps (one per namespace) where PlanOptions.DeferRecord keeps the baselines
+	// it must keep durably (state.Baselines); an empty Name keeps none there.
 	Baselines types.NamespacedName
 }
 
@@ -225,16 +216,16 @@ type WorkloadReconciler struct {
 	validation *validator.Gate
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
-	journal *jobJournal
+	journal *state.JobJournal
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
-	creations *creations
+	creations *firstsight.Memory
 	// legacyDigests keeps the digests of objects under an older key, for
 	// records made under it (decide).
-	legacyDigests legacyDigests
+	legacyDigests source.LegacyDigests
 	// baselines keeps the baselines DeferRecord must keep durably; nil
 	// without Options.Baselines. Shared by every kind.
-	baselines *baselineStore
+	baselines *state.Baselines
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
 	// rollout waits while it holds the workload (see held), and Reconcile
 	// asks it first (Debouncer.Admit).
@@ -247,11 +238,14 @@ type WorkloadReconciler struct {
 
 // Reconcile compares the data the workload consumes with what Reroll
 // recorded in ObservedAnnotation and writes, in one patch, the new record
-// and, when a consumed key changed, the rollout trigger. It is level-triggered:
-// the result depends only on the current workload and objects, never on which
-// event caused the call. It returns an error (and the request is retried with
-// backoff) only when reading or writing the API, or the webhook, fails; a
-// requeue delay only while a Deployment's pause period runs.
+// and, when a consumed key changed, the rollout trigger (sync: gather,
+// decide, write). A restart by eviction writes the workload a second time,
+// once its pods are evicted (see write). It is level-triggered: the result
+// depends only on the current workload and objects, never on which event
+// caused the call. It returns an error (and the request is retried with
+// backoff) only when reading or writing the API, or the notification
+// endpoint, fails; a requeue delay while something is due later (a pause
+// period, a deferred rollout, a notification on its way, an eviction).
 func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := r.coalesce.Admit(req)
 	if !a.Run {
@@ -271,20 +265,20 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			r.notifications.drop(req.NamespacedName)
 			if r.journal != nil {
 				// A Job Reroll deleted and could not create again yet.
-				return ctrl.Result{}, r.journal.recoverOne(ctx, req.NamespacedName)
+				return ctrl.Result{}, r.journal.Recover(ctx, req.NamespacedName)
 			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if in, err := r.Options.Scope.includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
+	if in, err := r.Options.Scope.Includes(ctx, r.Client, obj.GetNamespace()); err != nil || !in {
 		if err == nil {
 			r.metrics.OutOfScope(req.NamespacedName)
-			r.creations.forget(obj.GetUID())
+			r.creations.Forget(obj.GetUID())
 		}
 		return ctrl.Result{}, err
 	}
 	if f, ok := r.Kind.(workload.Filter); ok && !f.Handles(obj) {
-		r.creations.forget(obj.GetUID())
+		r.creations.Forget(obj.GetUID())
 		return ctrl.Result{}, nil
 	}
 	var result ctrl.Result
@@ -326,39 +320,22 @@ func retryable(err error) bool {
 	return false
 }
 
-// sync does one pass of Reconcile on obj: it reads the pod template, asks
-// the planner what to do, and applies the plan. burstEnded is true when the
-// debouncer started this reconcile (coalesce.Admission.Ended): the coalescing of the
-// workload's objects is over, and nothing holds its rollout again.
+// sync is one pass of Reconcile on obj: gather (observe, and the View),
+// decide (plan.Decide, pure), write (write, the only writer). burstEnded
+// is true when the debouncer started this reconcile
+// (coalesce.Admission.Ended): the coalescing of the workload's objects is
+// over, and nothing holds its rollout again.
 func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstEnded bool) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	if obj.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil
 	}
-	template, err := r.podTemplate(ctx, obj)
+	in, opts, err := r.observe(ctx, obj, burstEnded)
 	if errors.Is(err, workload.ErrShape) {
-		// The object's shape does not match the configured template path:
-		// retrying cannot help until the object or the flag changes.
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidWorkload, "%s", err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, r.invalidShape(obj, err)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := r.now()
-	in := plan.NewInput(r.Kind, obj, template, now)
-	in.Since.ResourceVersion = r.creations.since(obj, in.Since.At)
-	deferring := r.defersRecord()
-	if deferring && obj.GetAnnotations()[plan.RecordAnnotation] == "" {
-		if in.Baseline, err = r.baselineOf(ctx, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if in.NamespaceAnnotations, err = r.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
-		return ctrl.Result{}, err
-	}
-	opts := r.planOptions()
-	opts.DeferRecord = deferring
 	bounded := opts.Bounded(in) && r.rollouts != nil
 	if bounded {
 		// Count, decide and write as one step, so that two reconciles
@@ -369,121 +346,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 			return ctrl.Result{}, err
 		}
 	}
-	p, err := r.decide(ctx, opts, in)
+	p, err := plan.Decide(opts, in, r.view(ctx, obj, in.Now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.holdInvalid(ctx, obj, in, opts, &p); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.deliverSafely(ctx, obj, in, opts, &p); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.stormGate(in, opts, &p)
-	if len(p.Problems) > 0 {
-		log.Info("Ignoring malformed annotations", "error", strings.ReplaceAll(errors.Join(p.Problems...).Error(), "\n", "; "))
-	}
-	if p.DamagedRecord != nil {
-		log.Info("Replacing unreadable record", "error", p.DamagedRecord.Error())
-	}
-	if p.RecordKeyChanged {
-		log.Info("Recording again under the current digest key", "recordKey", obj.GetAnnotations()[KeyAnnotation], "key", r.Options.Key.ID())
-	}
-	for _, e := range p.Warnings {
-		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
-	}
-	r.recordReferences(obj, p.References)
-	if len(p.Changes) > 0 && !burstEnded && r.coalesce.Holds(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}) {
-		// A change to the workload's objects is inside its coalescing
-		// window (this reconcile came from the workload's own event, such
-		// as its first-sight record): the debounce adds the workload once
-		// the burst is over, and that one reconcile rolls it for the whole
-		// burst. Nothing is written now. The reconcile the debounce started
-		// itself is not held again by the next burst's first change, which
-		// can come between the debounce's timer and this check (a change
-		// every 0.2 s would otherwise hold a workload for another max-wait).
-		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
-		return ctrl.Result{}, nil
-	}
-	if wait := r.firstSightHold(obj, p, now, burstEnded); wait > 0 {
-		// Nothing is written: the workload stays unrecorded, so the next
-		// look (or a restarted Reroll) finds the same changes.
-		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", wait.String())
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	switch p.Outcome {
-	case plan.Deleting:
-		return ctrl.Result{}, nil
-	case plan.Waiting:
-		log.Info("Waiting for required references before rolling (Wave dialect)", "missing", strings.Join(p.Missing, ", "))
-		// Only Reroll's state goes (a pending change, a finished rollout):
-		// the record stays, so the change rolls once it is complete.
-		return ctrl.Result{RequeueAfter: p.Recheck}, r.applyState(ctx, obj, p)
-	case plan.Refused:
-		// The Warning Event says why; retrying costs the same until the
-		// annotations or the namespace's names change, which reconciles.
-		log.Info("Not rolling: list patterns cost too much to match", "annotation", p.OptIn.MatchBudgetExceeded())
-		r.recordOutcome(obj, p)
-		return ctrl.Result{RequeueAfter: p.Recheck}, r.applyState(ctx, obj, p)
-	case plan.Notify:
-		// The record waits until the endpoint accepted the notification.
-		accepted, wait, err := r.notifyEndpoint(obj, p)
-		if err != nil || !accepted {
-			return ctrl.Result{RequeueAfter: wait}, err
-		}
-	}
-	ev, evict, err := r.restart(ctx, obj, template, &p, now)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.apply(ctx, obj, p); err != nil {
-		if len(p.Changes) > 0 && !apierrors.IsConflict(err) {
-			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", p.Change.Summary(), err.Error())
-			r.recordFailure(obj, p)
-		}
-		return ctrl.Result{}, err
-	}
-	if p.Deferred {
-		if err := r.keepBaseline(ctx, obj, p); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if p.Annotations[plan.RecordAnnotation] != "" || p.Outcome == plan.NotOptedIn {
-		// Recorded (or forgotten): the first-sight rule is done with it.
-		r.creations.forget(obj.GetUID())
-		r.dropBaseline(ctx, obj)
-	}
-	if stamp := p.Annotations[plan.RolledAtAnnotation]; bounded && stamp != "" {
-		r.rollouts.Started(r.Kind, obj, stamp, plan.RolloutDeadline(*in.Progress, opts.RolloutTimeout))
-	}
-	if stamp, ok := p.Annotations[plan.RolledAtAnnotation]; ok && stamp == "" && r.rollouts != nil {
-		// A slot freed: the oldest waiting workloads need not wait for
-		// their next check.
-		if err := r.rollouts.WakeOldest(ctx, r.Client); err != nil {
-			log.Error(err, "Waking workloads waiting for a rollout slot")
-		}
-	}
-	if p.Outcome == plan.Notify {
-		// Recorded: the next change is a new notification.
-		r.notifications.forget(client.ObjectKeyFromObject(obj), p.Key)
-	}
-	r.recordOutcome(obj, p)
-	r.reportRevert(ctx, p)
-	r.tell(ctx, obj, p)
-	if evict {
-		return r.evict(ctx, obj, ev, p.Change.Summary(), now)
-	}
-	return ctrl.Result{RequeueAfter: minPositive(p.Pause.RequeueAfter, p.Recheck)}, nil
-}
-
-// applyState writes the state annotations of a plan that rolls nothing and
-// records nothing (Waiting, Refused): a pending change cleared, a finished
-// or timed-out rollout no longer stamped, forged state removed.
-func (r *WorkloadReconciler) applyState(ctx context.Context, obj client.Object, p plan.Plan) error {
-	if len(p.Annotations) == 0 {
-		return nil
-	}
-	return r.apply(ctx, obj, p)
+	return r.write(ctx, obj, p, written{bounded: bounded, progress: in.Progress, timeout: opts.RolloutTimeout, now: in.Now})
 }
 
 // namespaceBound reads a namespace's bound on concurrent rollouts for the
@@ -503,62 +370,6 @@ func (r *WorkloadReconciler) namespaceBound(opts plan.Options) rollout.Namespace
 // planOptions are the planner's share of the options.
 func (r *WorkloadReconciler) planOptions() plan.Options {
 	return r.Options.PlanOptions
-}
-
-// tell logs and reports a plan that was written: its Events, in order, and
-// the alert of a rollout.
-func (r *WorkloadReconciler) tell(ctx context.Context, obj client.Object, p plan.Plan) {
-	log := ctrl.LoggerFrom(ctx)
-	summary := p.Change.Summary()
-	switch p.Outcome {
-	case plan.Notify:
-		log.Info(AuditNotified, "changes", summary)
-	case plan.NotRolled:
-		log.Info("Not rolling workload", "changes", summary, "reason", p.Roll.Why)
-	case plan.Roll:
-		log.Info(AuditRolled, "changes", summary, "way", string(p.Roll.Way), "strategy", string(r.Options.Strategy), "dialect", string(p.OptIn.Dialect))
-	case plan.DeferredRollout:
-		// Logged once per reason; each later check at V(1).
-		l := log.V(1)
-		if len(p.Annotations) > 0 {
-			l = log.V(0)
-		}
-		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "detail", p.Deferral.Detail, "since", p.Deferral.Since, "until", p.Deferral.Until)
-	case plan.FirstSight:
-		if p.Deferred {
-			// Nothing written: one line per workload at install would be
-			// noise (DeferRecord).
-			log.V(1).Info("Took consumed data as baseline on first sight", "references", len(p.References))
-			break
-		}
-		log.Info("Recorded consumed data on first sight", "references", len(p.References))
-	case plan.Skipped:
-		log.V(1).Info("Not rolling for create or delete", "flags", strings.Join(p.HeldBy, ","))
-	}
-	switch {
-	case p.Pause.Pause:
-		log.Info("Paused Deployment for its pause period", "period", p.Pause.Period.String())
-	case p.Pause.Resume:
-		log.Info("Resumed Deployment after its pause period")
-	}
-	for _, e := range p.Events {
-		r.Recorder.Event(obj, e.Type, e.Reason, e.Note)
-	}
-	if p.Alert != nil && r.Options.Alerter != nil {
-		r.Options.Alerter.Alert(ctx, *p.Alert)
-	}
-}
-
-// podTemplate returns the pod template obj's pods run: its own, or the one
-// of the object it refers to (workload.TemplateReader).
-func (r *WorkloadReconciler) podTemplate(ctx context.Context, obj client.Object) (*corev1.PodTemplateSpec, error) {
-	if o, ok := r.Kind.(workload.PodOwner); ok {
-		return o.ReadPodTemplate(ctx, r.Client, obj)
-	}
-	if tr, ok := r.Kind.(workload.TemplateReader); ok {
-		return tr.ReadPodTemplate(ctx, r.Client, obj)
-	}
-	return r.Kind.PodTemplate(obj)
 }
 
 // minPositive is the smaller of two durations, ignoring those not positive.

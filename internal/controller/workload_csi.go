@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
-	"github.com/reroll/reroll/internal/digest"
-	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/source"
 )
 
 // Secrets Store CSI Driver integration (--enable-csi-integration), as
@@ -30,10 +29,6 @@ import (
 // (digest.Latest), one digest per object ID, recorded in
 // reroll.dev/observed like a Secret's keys.
 
-// providerClassIndex is the field index on SecretProviderClassPodStatus
-// objects: the name of the SecretProviderClass each one is for.
-const providerClassIndex = "reroll.dev/secretproviderclass"
-
 // AddToScheme registers the Secrets Store CSI Driver types Reroll reads.
 var AddToScheme = csiv1.AddToScheme
 
@@ -43,7 +38,7 @@ var AddToScheme = csiv1.AddToScheme
 // chart's csiIntegration.enabled, or config/components/csi, grants it): then
 // no workload rolls for CSI volumes, as in Reloader without the CRD, and
 // everything else runs.
-func setupCSI(ctx context.Context, mgr ctrl.Manager, scope Scope) (bool, error) {
+func setupCSI(ctx context.Context, mgr ctrl.Manager, s scope.Scope) (bool, error) {
 	gvk := schema.GroupVersionKind{Group: csiv1.GroupVersion.Group, Version: csiv1.GroupVersion.Version, Kind: "SecretProviderClassPodStatus"}
 	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		if meta.IsNoMatchError(err) {
@@ -52,11 +47,11 @@ func setupCSI(ctx context.Context, mgr ctrl.Manager, scope Scope) (bool, error) 
 		}
 		return false, fmt.Errorf("discovering %s: %w", gvk.String(), err)
 	}
-	if err := permitted(ctx, mgr, scope, gvk.Group, "secretproviderclasspodstatuses", "list", "watch"); err != nil {
+	if err := s.Permitted(ctx, mgr.GetClient(), gvk.Group, "secretproviderclasspodstatuses", "list", "watch"); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Not watching SecretProviderClassPodStatuses")
 		return false, nil
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &csiv1.SecretProviderClassPodStatus{}, providerClassIndex, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &csiv1.SecretProviderClassPodStatus{}, source.ProviderClassIndex, func(o client.Object) []string {
 		return []string{o.(*csiv1.SecretProviderClassPodStatus).Status.SecretProviderClassName}
 	}); err != nil {
 		return false, fmt.Errorf("indexing SecretProviderClassPodStatuses: %w", err)
@@ -65,36 +60,6 @@ func setupCSI(ctx context.Context, mgr ctrl.Manager, scope Scope) (bool, error) 
 		return false, fmt.Errorf("creating the SecretProviderClassPodStatus informer: %w", err)
 	}
 	return true, nil
-}
-
-// providerClass reads what the cache holds of a SecretProviderClass: the
-// versions in its SecretProviderClassPodStatus written last in namespace.
-// With no status (no pod mounts it yet) the class counts as absent.
-func (s cacheSource) providerClass(namespace, name string) (plan.Object, bool, error) {
-	var list csiv1.SecretProviderClassPodStatusList
-	if err := s.c.List(s.ctx, &list, client.InNamespace(namespace), client.MatchingFields{providerClassIndex: name}); err != nil {
-		return plan.Object{}, false, fmt.Errorf("listing cached SecretProviderClassPodStatuses of %s/%s: %w", namespace, name, err)
-	}
-	latest := digest.Latest(list.Items)
-	if latest == nil {
-		return plan.Object{}, false, nil
-	}
-	return plan.Object{Data: digest.OfSecretProviderClassPodStatus(latest), UID: string(latest.UID), ResourceVersion: latest.ResourceVersion}, true, nil
-}
-
-// providerClassNames returns the names of the SecretProviderClasses that
-// some cached status in namespace is for, sorted and unique.
-func (s cacheSource) providerClassNames(namespace string) ([]string, error) {
-	var list csiv1.SecretProviderClassPodStatusList
-	if err := s.c.List(s.ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing cached SecretProviderClassPodStatuses in %s: %w", namespace, err)
-	}
-	var names []string
-	for _, st := range list.Items {
-		names = append(names, st.Status.SecretProviderClassName)
-	}
-	slices.Sort(names)
-	return slices.Compact(names), nil
 }
 
 // requestsForProviderClassStatus maps a SecretProviderClassPodStatus to the

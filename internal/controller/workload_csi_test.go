@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -169,12 +170,17 @@ func TestWorkloadReconciler_CSIChangeWhileDownRollsOnce(t *testing.T) {
 	create(t, status)
 	d := deployment(ns, "web", map[string]string{"secretproviderclass.reloader.stakater.com/auto": "true"}, podSpec(csiVolume("vault-db")))
 	create(t, d)
-	first := startReroll(t, ns, csiOn())
+	// As the binary ships (--defer-record): a workload that mounts a CSI
+	// volume still gets its record on first sight, since the first-sight
+	// rule cannot see its versions change while no Reroll runs.
+	opts := csiOn()
+	opts.DeferRecord, opts.Key, opts.InstalledAt = true, testKey(t, 37), time.Now().Add(-time.Minute).Truncate(time.Second)
+	first := startReroll(t, ns, opts)
 	recorded(t, d)
 	first.stop(t)
 
 	update(t, status, func(s *csiv1.SecretProviderClassPodStatus) { setVersions(s, map[string]string{"secret/api-key": "v2"}) })
-	startReroll(t, ns, csiOn())
+	startReroll(t, ns, opts)
 	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.ConsistOf(gomega.ContainSubstring("SecretProviderClass/vault-db changed keys secret/api-key")))
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(1))
 }

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +27,7 @@ import (
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
 )
 
@@ -51,7 +50,7 @@ type changeSets struct {
 	// reader is the manager's cache (Namespaces, workloads).
 	reader client.Reader
 	kinds  []rollout.Kind
-	scope  Scope
+	scope  scope.Scope
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations may set waves.
 	readNamespaces bool
@@ -315,7 +314,7 @@ func (c *changeSets) waves(ctx context.Context, now time.Time) (safe.Order, erro
 			return safe.Order{}, fmt.Errorf("listing namespaces for their waves: %w", err)
 		}
 		for i := range nss.Items {
-			if !c.scope.watches(nss.Items[i].Name) {
+			if !c.scope.Watches(nss.Items[i].Name) {
 				continue
 			}
 			if w, ok := safe.NamespaceWave(nss.Items[i].Annotations); ok {
@@ -358,147 +357,10 @@ func indexChangeSets(obj client.Object) []string {
 	return r.Sets
 }
 
-// deliver decides, for a workload whose plan p rolls or which takes part in
-// a change set, what safe delivery does (delivery.Decide): it holds the
-// rollout for an earlier wave or a halt (plan.Hold), records the workload's
-// part of the set in p's write, records a halt when the breaker trips and
-// tells of it. A workload that rolls with no wave anywhere and no bound,
-// and has no part in a set, costs a lookup of the halts in memory only.
-func (r *WorkloadReconciler) deliverSafely(ctx context.Context, obj client.Object, in plan.Input, opts plan.Options, p *plan.Plan) error {
-	cs := r.changeSets
-	if cs == nil {
-		return nil
-	}
-	pk, ok := r.progressKind()
-	if !ok {
-		return nil
-	}
-	// Only a record Reroll signed counts; a forged one is removed by
-	// plan.Decide (ForgedState) and the workload joins afresh.
-	raw, member := plan.Verified(opts.Key, in.UID, safe.MemberAnnotation, in.Annotations)
-	rolling := p.Outcome == plan.Roll && !opts.Overridden(in)
-	if !rolling && !member {
-		return nil
-	}
-	old, err := safe.ParseRecord(raw)
-	if err != nil {
-		r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error()+"; replacing it")
-		old = safe.Record{}
-	}
-	order, err := cs.waves(ctx, in.Now)
-	if err != nil {
-		return err
-	}
-	halts, err := cs.halts(ctx, true)
-	if err != nil {
-		return err
-	}
-	ns := obj.GetNamespace()
-	rec := old
-	if rolling {
-		if !order.Tracked(ns) && !opts.Bounded(in) && !member && !anyActive(halts, nil) {
-			// Today's fast path: nothing waits for a wave here, nothing is
-			// tracked, no halt is recorded.
-			return nil
-		}
-		sets, objects := r.setsOf(ctx, obj, order.Scope(ns), p)
-		if !order.Tracked(ns) && !opts.Bounded(in) && !member && !anyActive(halts, sets) {
-			// Only a recorded halt of one of its sets holds.
-			return nil
-		}
-		pos, werr := safe.PositionOf(in.Annotations, in.NamespaceAnnotations)
-		if werr != nil {
-			p.Warnings = append(p.Warnings, plan.Event{Type: corev1.EventTypeWarning, Reason: ReasonInvalidAnnotation, Note: "Ignoring " + werr.Error()})
-		}
-		if !order.Shared(ns) {
-			// The Namespace's wave counts only where the operator set it
-			// and Reroll read it (order): elsewhere all is place 0.
-			pos.Place = 0
-		}
-		rec = old.Join(sets, objects, pos)
-	}
-	if len(rec.Sets) == 0 {
-		return nil
-	}
-	self, err := r.member(ctx, pk, obj, rec)
-	if err != nil {
-		return err
-	}
-	o := safe.Options{Window: r.Options.ChangeSetWindow, BakeTime: r.Options.BakeTime, HaltAfter: r.Options.HaltAfterFailedRollouts, First: order.First(ns), Recheck: r.Options.Recheck}
-	var hold safe.Decision
-	for _, id := range rec.Sets {
-		set := safe.Set{ID: id, Halt: halts[id]}
-		if set.Members, err = r.members(ctx, id, obj.GetUID()); err != nil {
-			return err
-		}
-		d := safe.Decide(o, set, self, in.Now)
-		self.Record = d.Record
-		p.Recheck = minPositive(p.Recheck, d.Recheck)
-		if d.Halt != nil {
-			if err := r.halt(ctx, set, *d.Halt, self); err != nil {
-				return err
-			}
-		}
-		if d.Hold != "" && hold.Hold == "" {
-			hold = d
-		}
-	}
-	rec = self.Record
-	if hold.Hold != "" {
-		p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(hold.Hold), Detail: hold.Detail, Since: plan.PendingSince(opts.Key, in.UID, in.Annotations, in.Now), Until: hold.Until})
-		if hold.Hold == safe.HoldHalted && len(p.Events) > 0 {
-			// The pending mark changed: told once, as a Warning.
-			p.Events = append(p.Events, plan.Event{Type: corev1.EventTypeWarning, Reason: safe.ReasonChangeHalted, Note: "Held: " + hold.Detail})
-		}
-	} else if rolling {
-		rec.Rolled = in.Now.UTC().Truncate(time.Second)
-		rec.Healthy, rec.Failed = time.Time{}, ""
-	}
-	if v := rec.String(); v != raw {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[safe.MemberAnnotation] = plan.Sign(opts.Key, in.UID, safe.MemberAnnotation, v)
-	}
-	return nil
-}
-
 // progressKind returns r's kind as the bound counts it.
 func (r *WorkloadReconciler) progressKind() (rollout.Kind, bool) {
 	p, ok := rollout.ProgressOf(r.Kind)
 	return rollout.Kind{Kind: r.Kind, Progress: p}, ok
-}
-
-// setsOf returns the change sets of p's changes (sorted, without
-// duplicates) in scope (safe.Order.Scope of obj's namespace), and the
-// changed objects, "Kind/namespace/name".
-func (r *WorkloadReconciler) setsOf(ctx context.Context, obj client.Object, scope string, p *plan.Plan) ([]string, []string) {
-	var sets, objects []string
-	for _, c := range p.Changes {
-		ns := c.Ref.Namespace
-		if ns == "" {
-			ns = obj.GetNamespace()
-		}
-		objects = append(objects, string(c.Ref.Kind)+"/"+ns+"/"+c.Ref.Name)
-		// The content: the digest of the whole object that the store keeps
-		// (Reloader's SHA-1, never written anywhere unkeyed). Not the
-		// per-key digests: under a real key they are bound to their
-		// namespace, and the copies would be as many sets.
-		content := ""
-		deleted := c.Deleted
-		if c.Ref.Kind == reference.ConfigMap || c.Ref.Kind == reference.Secret {
-			o, ok, err := r.Options.Store.Get(ctx, c.Ref.Kind, ns, c.Ref.Name)
-			if err == nil && ok {
-				content = o.Data().ReloaderSHA1
-			} else {
-				deleted = true
-			}
-		}
-		sets = append(sets, safe.SetID(r.Options.Key, scope, string(c.Ref.Kind), c.Ref.Name, content, deleted))
-	}
-	sort.Strings(sets)
-	sort.Strings(objects)
-	return slices.Compact(sets), slices.Compact(objects)
 }
 
 // member is obj as a member of its sets, with record rec.
@@ -577,30 +439,27 @@ func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.
 	return out, nil
 }
 
-// halt records halt h of set and tells of it: a ChangeHalted Warning Event
-// on each failed workload and each changed object.
-func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt, self safe.Member) error {
-	objects := self.Objects
-	for _, m := range set.Members {
-		objects = append(objects, m.Objects...)
-	}
-	sort.Strings(objects)
-	h.Objects = slices.Compact(objects)
-	wrote, err := r.changeSets.records.Record(ctx, set.ID, h)
+// halt records the halt of a change set that plan.Decide decided and
+// tells of it: a ChangeHalted Warning Event on each failed workload and
+// each changed object, and the alert. A halt the API refuses holds all
+// the same, from memory (changeSets.keep), and is told.
+func (r *WorkloadReconciler) halt(ctx context.Context, hr plan.HaltRecord) {
+	set, h := hr.Set, hr.Halt
+	wrote, err := r.changeSets.records.Record(ctx, set, h)
 	if err != nil {
 		// The halt holds all the same, from memory, and is told: a halt
 		// that cannot be recorded must not let the set roll on silently.
-		ctrl.LoggerFrom(ctx).Error(err, "Recording a halt; holding the change set from memory until it is recorded", "changeSet", set.ID)
-		if wrote = r.changeSets.keep(set.ID, h); !wrote {
-			return nil
+		ctrl.LoggerFrom(ctx).Error(err, "Recording a halt; holding the change set from memory until it is recorded", "changeSet", set)
+		if wrote = r.changeSets.keep(set, h); !wrote {
+			return
 		}
 	}
 	if !wrote {
 		// Told once, by the reconcile that wrote the halt.
-		return nil
+		return
 	}
-	note := fmt.Sprintf("Halted change set %s after %d failed rollout(s): %s; workloads not yet rolled keep their pods (pending: halted) until kubectl reroll resume, or a newer content supersedes it", set.ID, len(h.Failed), h.Signal)
-	ctrl.LoggerFrom(ctx).Info("Halted change set", "changeSet", set.ID, "failed", strings.Join(h.Failed, ","), "signal", h.Signal)
+	note := fmt.Sprintf("Halted change set %s after %d failed rollout(s): %s; workloads not yet rolled keep their pods (pending: halted) until kubectl reroll resume, or a newer content supersedes it", set, len(h.Failed), h.Signal)
+	ctrl.LoggerFrom(ctx).Info("Halted change set", "changeSet", set, "failed", strings.Join(h.Failed, ","), "signal", h.Signal)
 	for _, w := range h.Failed {
 		if ref := r.objectRef(ctx, w); ref != nil {
 			r.Recorder.Event(ref, corev1.EventTypeWarning, safe.ReasonChangeHalted, note)
@@ -613,9 +472,8 @@ func (r *WorkloadReconciler) halt(ctx context.Context, set safe.Set, h safe.Halt
 	}
 	if r.Options.Alerter != nil {
 		// ALERT_ON_RELOAD: the halt is told where the rollouts are.
-		r.Options.Alerter.Alert(ctx, haltAlert(set.ID, h))
+		r.Options.Alerter.Alert(ctx, haltAlert(set, h))
 	}
-	return nil
 }
 
 // haltAlert is the alert of halt h of set id: the change of the first
@@ -689,25 +547,6 @@ func toUnstructured(obj client.Object, scheme *runtime.Scheme) (*unstructured.Un
 	return u, nil
 }
 
-// anyActive reports whether any of sets is halted; with sets nil, whether
-// any set is.
-func anyActive(halts map[string]*safe.Halt, sets []string) bool {
-	if sets == nil {
-		for _, h := range halts {
-			if h.Active() {
-				return true
-			}
-		}
-		return false
-	}
-	for _, id := range sets {
-		if halts[id].Active() {
-			return true
-		}
-	}
-	return false
-}
-
 // eachObject calls f for each item of list.
 func eachObject(list runtime.Object, f func(client.Object)) error {
 	return meta.EachListItem(list, func(o runtime.Object) error {
@@ -770,28 +609,4 @@ func (c *changeSets) halted(ctx context.Context) (int, error) {
 func registerLatest(c prometheus.Collector) error {
 	ctrlmetrics.Registry.Unregister(c) // by its descriptors, not by identity
 	return ctrlmetrics.Registry.Register(c)
-}
-
-// stormGate holds a rollout of a workload that Reroll rolled
-// Options.Storm.Max times within Options.Storm.Period (the storm breaker),
-// with a RolloutStorm Warning Event, until the oldest of them leaves the
-// period or the user removes delivery.RolloutsAnnotation (kubectl reroll
-// resume); a rollout it lets through is noted in that annotation, in the
-// same patch.
-func (r *WorkloadReconciler) stormGate(in plan.Input, opts plan.Options, p *plan.Plan) {
-	s := r.Options.Storm
-	if p.Outcome != plan.Roll || s.Max <= 0 || opts.Overridden(in) {
-		return
-	}
-	// Only the times Reroll signed count: a forged list holds nothing.
-	latest, _ := plan.Verified(opts.Key, in.UID, safe.RolloutsAnnotation, in.Annotations)
-	ok, kept, until, detail := s.Allow(safe.ParseRollouts(latest), in.Now)
-	if ok {
-		p.Annotations[safe.RolloutsAnnotation] = plan.Sign(opts.Key, in.UID, safe.RolloutsAnnotation, safe.FormatRollouts(kept))
-		return
-	}
-	p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(safe.HoldStorm), Detail: detail, Since: plan.PendingSince(opts.Key, in.UID, in.Annotations, in.Now), Until: until})
-	if len(p.Events) > 0 {
-		p.Events = append(p.Events, plan.Event{Type: corev1.EventTypeWarning, Reason: safe.ReasonRolloutStorm, Note: "Held: " + detail})
-	}
 }

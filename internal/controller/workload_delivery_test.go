@@ -32,6 +32,7 @@ import (
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -43,7 +44,7 @@ import (
 func deliveryOptions(t *testing.T, own string, namespaces ...string) Options {
 	t.Helper()
 	return Options{
-		Scope:                   Scope{Namespaces: namespaces},
+		Scope:                   scope.Scope{Namespaces: namespaces},
 		ChangeSets:              types.NamespacedName{Namespace: own, Name: "reroll-change-sets"},
 		ChangeSetWindow:         2 * time.Second,
 		BakeTime:                3 * time.Second,

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,9 +10,6 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
@@ -101,37 +97,4 @@ func TestWorkloadReconciler_StateSignedBeforeTheKeyDerivationUpgradeKeepsItsPlac
 	startReroll(t, ns, options(key.WithV1DerivationsUntil(time.Now().Add(-time.Second))))
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "holder", plan.ReasonForgedState) }).ShouldNot(gomega.BeEmpty())
 	g.Eventually(func() []string { return rolledEvents(t, ns, "queued") }).Should(gomega.HaveLen(1))
-}
-
-// The v1 derivation's deadline is written once: the creation time on a
-// Secret Reroll creates (nothing was ever signed under v1), 7 days after
-// the first start on one that existed before (an upgrade), and a later
-// start keeps it.
-func TestLoadV1DerivationsUntil_WrittenOnce(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
-	ns := newNamespace(t)
-	now := time.Now().UTC().Truncate(time.Second)
-
-	created := types.NamespacedName{Namespace: ns, Name: "created"}
-	_, err := LoadDigestKey(t.Context(), k8s, created)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	until, err := LoadV1DerivationsUntil(t.Context(), k8s, created, now)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(until).To(gomega.BeTemporally("<=", now), "a new installation accepts no v1 signature")
-
-	// A Secret of a Reroll before v2: it has the legacy deadline already.
-	upgraded := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upgraded",
-		Annotations: map[string]string{LegacyRecordsUntilAnnotation: now.Add(-time.Hour).Format(time.RFC3339)}},
-		Data: map[string][]byte{DigestKeyData: bytes.Repeat([]byte{7}, digest.MinKeyBytes)}}
-	create(t, upgraded)
-	until, err = LoadV1DerivationsUntil(t.Context(), k8s, client.ObjectKeyFromObject(upgraded), now)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(until).To(gomega.Equal(now.Add(DefaultV1DerivationsGrace)))
-	again, err := LoadV1DerivationsUntil(t.Context(), k8s, client.ObjectKeyFromObject(upgraded), now.Add(30*24*time.Hour))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(again).To(gomega.Equal(until), "a later start keeps the deadline")
-	legacy, err := LoadLegacyRecordsUntil(t.Context(), k8s, client.ObjectKeyFromObject(upgraded), now)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(legacy).To(gomega.Equal(now.Add(-time.Hour)), "the legacy scheme's deadline is its own")
 }

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -47,110 +45,6 @@ const evictingIndex = "reroll.dev/evicting"
 // restartUnderWay is how often a workload with a restart by eviction under
 // way is reconciled even when no pod event arrives, as a safety net.
 const restartUnderWay = time.Minute
-
-// restartMode returns how obj restarts: by eviction for a --evict-owner
-// kind, an OnDelete StatefulSet or DaemonSet and a workload annotated
-// reroll.dev/restart: evict; by its pod
-// template otherwise. Kinds whose rollout is not a pod restart (CronJob,
-// Job) always use their own way.
-func (r *WorkloadReconciler) restartMode(obj client.Object) (eviction.Mode, []error) {
-	switch r.Kind.(type) {
-	case workload.CronJob, workload.Job:
-		return eviction.Mode{MaxUnavailable: 1}, nil
-	}
-	m, problems := eviction.ParseMode(obj.GetAnnotations(), workload.DesiredPods(obj))
-	if _, ok := r.Kind.(workload.PodOwner); ok || workload.OnDelete(obj) {
-		// An OnDelete StatefulSet or DaemonSet ignores a new template.
-		m.Evict = true
-	}
-	return m, problems
-}
-
-// restart completes plan p with how the workload restarts beyond the
-// planner's trigger, and returns the decision of a restart by eviction and
-// whether one applies (evict must then run once p is written). For a
-// restart by eviction (p rolls ByEviction, or one is under way) it puts the
-// record of the restart into p's annotations, so that it is written with
-// the record of the change; for a workload restarted by its template it
-// checks whether an operator put Reroll's last template change back.
-func (r *WorkloadReconciler) restart(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec, p *plan.Plan, now time.Time) (eviction.Decision, bool, error) {
-	mode, problems := r.restartMode(obj)
-	if len(problems) > 0 {
-		msg := errors.Join(problems...).Error()
-		ctrl.LoggerFrom(ctx).Info("Ignoring malformed annotations", "error", msg)
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: %s", msg)
-	}
-	switch {
-	case p.Outcome == plan.NotOptedIn:
-		// Opted out: a restart under way ends with the record.
-		p.Annotations[eviction.ProgressAnnotation] = ""
-		return eviction.Decision{}, false, nil
-	case !mode.Evict:
-		p.Annotations[eviction.ProgressAnnotation] = ""
-		return eviction.Decision{}, false, r.checkRevert(ctx, obj, template, now, p)
-	case r.Options.NoEviction:
-		// The planner said why nothing restarts.
-		p.Annotations[eviction.ProgressAnnotation] = ""
-		return eviction.Decision{}, false, nil
-	}
-	var c *eviction.Change
-	if p.Outcome == plan.Roll && p.Roll.Way == workload.ByEviction {
-		c = &eviction.Change{Hash: p.Record.ConfigHash(), At: now}
-	}
-	ev, err := r.decideEviction(ctx, obj, mode, c)
-	if err != nil {
-		return eviction.Decision{}, false, err
-	}
-	if len(ev.Evict) > 0 || ev.Done {
-		// Evict and finish only from the current record: a cache behind
-		// Reroll's last write would evict a pod again or report the end
-		// twice. A conflict re-reads the workload.
-		if err := r.ensureCurrent(ctx, obj); err != nil {
-			return eviction.Decision{}, false, err
-		}
-	}
-	p.Annotations[eviction.ProgressAnnotation] = ev.Progress.String()
-	return ev, true, nil
-}
-
-// ensureCurrent returns a conflict error, which makes Reconcile re-read the
-// workload from the API server, when obj is older than the stored version.
-func (r *WorkloadReconciler) ensureCurrent(ctx context.Context, obj client.Object) error {
-	cur := r.Kind.New()
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-		return err
-	}
-	if cur.GetResourceVersion() != obj.GetResourceVersion() {
-		return apierrors.NewConflict(schema.GroupResource{Resource: workload.Plural(r.Kind)}, obj.GetName(), errors.New("the cached workload is behind the API server"))
-	}
-	return nil
-}
-
-// decideEviction reads the workload's pods from the cache and returns the
-// decision of a restart by eviction; change is the change seen now, nil
-// when none.
-func (r *WorkloadReconciler) decideEviction(ctx context.Context, obj client.Object, mode eviction.Mode, change *eviction.Change) (eviction.Decision, error) {
-	progress, err := eviction.ParseProgress(obj.GetAnnotations()[eviction.ProgressAnnotation])
-	if err != nil {
-		// A damaged record cannot say which pods are left; a restart is
-		// started again only by the next change, never guessed.
-		ctrl.LoggerFrom(ctx).Info("Dropping unreadable eviction record", "error", err.Error())
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, "%s; dropping it", err.Error())
-	}
-	if progress == nil && change == nil {
-		return eviction.Decision{}, nil
-	}
-	pods, err := r.podsOf(ctx, obj)
-	if err != nil {
-		return eviction.Decision{}, err
-	}
-	_, sts := obj.(*appsv1.StatefulSet)
-	in := eviction.Input{Progress: progress, Change: change, Desired: workload.DesiredPods(obj), MaxUnavailable: mode.MaxUnavailable, HighestOrdinalFirst: sts}
-	for i := range pods {
-		in.Pods = append(in.Pods, eviction.FromPod(&pods[i]))
-	}
-	return eviction.Decide(in), nil
-}
 
 // podsOf returns, from the cache, the pods a restart by eviction of obj
 // concerns: for a --evict-owner kind, the pods obj controls and the bare
@@ -215,40 +109,8 @@ func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d evi
 	if d.Progress == nil {
 		return ctrl.Result{}, nil
 	}
-	progress := d.Progress
-	var result ctrl.Result
-	var failure error
-	for _, ref := range d.Evict {
-		err := eviction.Evict(ctx, r.Client, obj.GetNamespace(), ref)
-		var blocked *eviction.BlockedError
-		switch {
-		case errors.As(err, &blocked):
-			metrics.Eviction(r.Kind.Name(), metrics.EvictionBlocked)
-			if progress.BlockedSince == nil {
-				progress = progress.Without()
-				progress.BlockedSince = &now
-				log.Info("Eviction blocked by a PodDisruptionBudget", "pod", ref.Name, "detail", blocked.Budget)
-				r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
-			}
-			result.RequeueAfter = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
-		case err != nil:
-			metrics.Eviction(r.Kind.Name(), metrics.EvictionError)
-			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
-			failure = err
-		default:
-			metrics.Eviction(r.Kind.Name(), metrics.EvictionEvicted)
-			if progress.BlockedSince != nil {
-				metrics.EvictionUnblocked(r.Kind.Name(), now.Sub(*progress.BlockedSince))
-			}
-			log.Info(AuditEvicted, "pod", ref.Name)
-			progress = progress.Without(ref.UID)
-		}
-		if err != nil {
-			// One refusal or failure at a time: the next pods wait for the
-			// retry, so that the order stays one by one.
-			break
-		}
-	}
+	progress, requeue, failure := evictPods(ctx, r.Client, r.Recorder, r.Kind.Name(), obj.GetNamespace(), d, now, func(string) runtime.Object { return obj })
+	result := ctrl.Result{RequeueAfter: requeue}
 	desired := obj.DeepCopyObject().(client.Object)
 	workload.SetAnnotation(desired, eviction.ProgressAnnotation, progress.String())
 	if err := r.patch(ctx, obj, desired); err != nil {
@@ -264,6 +126,57 @@ func (r *WorkloadReconciler) evict(ctx context.Context, obj client.Object, d evi
 		log.V(1).Info("Restart by eviction waiting", "reason", d.Waiting)
 	}
 	return result, nil
+}
+
+// evictPods is the one eviction loop, of workloads and of groups of
+// annotated pods: it evicts d's pods in order, one refusal or failure at a
+// time (the next pods wait for the retry, so that the order stays one by
+// one), counts each in the metrics of kind, and tells of a blocked or
+// failed eviction in an Event on the object on names for the pod (none
+// when nil). It returns the progress left to record (d.Progress without
+// the pods evicted, blocked since now at the first refusal), how soon to
+// retry a refused eviction (0 when none was), and the error of a failed
+// one.
+func evictPods(ctx context.Context, c client.Client, rec record.EventRecorder, kind, namespace string, d eviction.Decision, now time.Time, on func(pod string) runtime.Object) (*eviction.Progress, time.Duration, error) {
+	log := ctrl.LoggerFrom(ctx)
+	progress := d.Progress
+	var requeue time.Duration
+	var failure error
+	tell := func(pod, eventtype, reason, messageFmt string, args ...any) {
+		if obj := on(pod); obj != nil {
+			rec.Eventf(obj, eventtype, reason, messageFmt, args...)
+		}
+	}
+	for _, ref := range d.Evict {
+		err := eviction.Evict(ctx, c, namespace, ref)
+		var blocked *eviction.BlockedError
+		switch {
+		case errors.As(err, &blocked):
+			metrics.Eviction(kind, metrics.EvictionBlocked)
+			if progress.BlockedSince == nil {
+				progress = progress.Without()
+				progress.BlockedSince = &now
+				log.Info("Eviction blocked by a PodDisruptionBudget", "pod", ref.Name, "detail", blocked.Budget)
+				tell(ref.Name, corev1.EventTypeWarning, ReasonEvictionBlocked, "Eviction of pod %s blocked by %s; retrying", ref.Name, blockerOf(blocked))
+			}
+			requeue = eviction.RetryDelay(*progress.BlockedSince, now, blocked.RetryAfter)
+		case err != nil:
+			metrics.Eviction(kind, metrics.EvictionError)
+			tell(ref.Name, corev1.EventTypeWarning, ReasonEvictionFailed, "Could not evict pod %s: %s", ref.Name, err.Error())
+			failure = err
+		default:
+			metrics.Eviction(kind, metrics.EvictionEvicted)
+			if progress.BlockedSince != nil {
+				metrics.EvictionUnblocked(kind, now.Sub(*progress.BlockedSince))
+			}
+			log.Info(AuditEvicted, "pod", ref.Name)
+			progress = progress.Without(ref.UID)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return progress, requeue, failure
 }
 
 // blockerOf names what refused an eviction, for the Event.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -47,7 +48,7 @@ const floodWorkloads = 150
 func TestWorkloadReconciler_AnotherNamespacesFloodDoesNotHoldBackARollout(t *testing.T) {
 	g := newT(t)
 	flood, quiet := newNamespace(t), newNamespace(t)
-	startReroll(t, flood, Options{PlanOptions: plan.Options{Key: testKey(t, 41)}, Scope: Scope{Namespaces: []string{flood, quiet}}})
+	startReroll(t, flood, Options{PlanOptions: plan.Options{Key: testKey(t, 41)}, Scope: scope.Scope{Namespaces: []string{flood, quiet}}})
 
 	create(t, configMap(flood, "shared", map[string]string{"n": "0"}), configMap(quiet, "app", map[string]string{"level": "info"}))
 	var floods []*appsv1.Deployment

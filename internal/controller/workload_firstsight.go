@@ -3,236 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reroll/reroll/internal/baseline"
-	"github.com/reroll/reroll/internal/digest"
-	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/plan"
-	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/workload"
 )
-
-// InstalledAtAnnotation is the annotation on the digest key Secret that
-// holds Reroll's installation time (plan.InstalledAtAnnotation).
-const InstalledAtAnnotation = plan.InstalledAtAnnotation
-
-// LoadInstalledAt returns Reroll's installation time: InstalledAtAnnotation
-// of the digest key Secret name. A Secret without it (provided by the user,
-// or made by a Reroll before the first-sight rule) gets it now, by an update
-// guarded by the Secret's resourceVersion, so that two replicas starting at
-// once agree on the first write. It returns an error when the Secret cannot
-// be read or written. c must read from the API server.
-func LoadInstalledAt(ctx context.Context, c client.Client, name types.NamespacedName, now time.Time) (time.Time, error) {
-	var at time.Time
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var s corev1.Secret
-		if err := c.Get(ctx, name, &s); err != nil {
-			return err
-		}
-		if t, ok := plan.InstalledAt(s.Annotations); ok {
-			at = t
-			return nil
-		}
-		at = now.UTC().Truncate(time.Second)
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		s.Annotations[InstalledAtAnnotation] = at.Format(time.RFC3339)
-		return c.Update(ctx, &s, client.FieldOwner(FieldManager))
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading or writing the installation time (annotation %s) of the digest key Secret %s: %w", InstalledAtAnnotation, name, err)
-	}
-	return at, nil
-}
-
-// creations remembers the revision at which a workload's creation was seen
-// on the watch, until its first sight is recorded: it orders, within the
-// API's one-second resolution, the workload's creation against the changes
-// the store saw (plan.Input.Since). It is memory only: after a restart the
-// rule orders by seconds, which can only add a rollout, never lose one.
-//
-// It also keeps, per workload whose first-sight rollout is held for the
-// coalescing window (firstSightHold), the change it was first held for, so
-// that a burst that goes on cannot hold it past the max-wait.
-type creations struct {
-	mu    sync.Mutex
-	byUID map[types.UID]uint64
-	held  map[types.UID]time.Time
-	// baseline is, per workload Reroll leaves unrecorded
-	// (Options.DeferRecord), the record it would have written on it.
-	baseline map[types.UID]string
-}
-
-func newCreations() *creations {
-	return &creations{byUID: map[types.UID]uint64{}, held: map[types.UID]time.Time{}, baseline: map[types.UID]string{}}
-}
-
-// noted is a predicate that passes every event, and first notes each
-// workload created while the informer watched (not those of its initial
-// list) and forgets each deleted one. As a predicate it runs before the
-// request is queued, so the first sight always finds the note.
-func (c *creations) noted() predicate.Predicate {
-	if c == nil {
-		return predicate.Funcs{}
-	}
-	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool {
-			if rv, err := strconv.ParseUint(e.Object.GetResourceVersion(), 10, 64); err == nil && !e.IsInInitialList {
-				c.mu.Lock()
-				c.byUID[e.Object.GetUID()] = rv
-				c.mu.Unlock()
-			}
-			return true
-		},
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			c.forget(e.Object.GetUID())
-			return true
-		},
-	}
-}
-
-// since returns the revision of obj's creation when it was seen and
-// nothing wrote obj's spec or opt-in in a later second (writtenAt is
-// plan.WrittenAt), else 0.
-func (c *creations) since(obj client.Object, writtenAt time.Time) uint64 {
-	if c == nil || writtenAt.Unix() != obj.GetCreationTimestamp().Unix() {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byUID[obj.GetUID()]
-}
-
-// baselineOf returns the baseline kept in memory of workload uid, "" when
-// none (Options.DeferRecord).
-func (c *creations) baselineOf(uid types.UID) string {
-	if c == nil {
-		return ""
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.baseline[uid]
-}
-
-// keep keeps record as the baseline of workload uid, in place of a record
-// on it: the first-sight rule is done with it while this process runs.
-func (c *creations) keep(uid types.UID, record string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.byUID, uid)
-	delete(c.held, uid)
-	c.baseline[uid] = record
-}
-
-// heldSince returns when the first-sight hold of workload uid began: the
-// change at which it was first held, at, or the one noted at an earlier
-// hold, until the workload is forgotten (recorded, opted out or deleted).
-// A nil creations notes nothing and returns at.
-func (c *creations) heldSince(uid types.UID, at time.Time) time.Time {
-	if c == nil {
-		return at
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if first, ok := c.held[uid]; ok {
-		return first
-	}
-	c.held[uid] = at
-	return at
-}
-
-func (c *creations) forget(uid types.UID) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	delete(c.byUID, uid)
-	delete(c.held, uid)
-	delete(c.baseline, uid)
-	c.mu.Unlock()
-}
-
-// history is the first-sight history of a stored object; its
-// resourceVersion bounds the revision of both its creation and its latest
-// data change.
-func history(obj *digest.Object) plan.History {
-	created, changed := obj.History()
-	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	h := plan.History{Created: plan.Happened{At: created, ResourceVersion: rv}}
-	if !changed.IsZero() {
-		h.Changed = plan.Happened{At: changed, ResourceVersion: rv}
-	}
-	return h
-}
-
-// Deleted implements plan.Deletions with the deletions the store saw.
-func (s cacheSource) Deleted(kind reference.Kind, namespace, name string) (plan.Happened, bool) {
-	if s.store == nil || (kind != reference.ConfigMap && kind != reference.Secret) {
-		return plan.Happened{}, false
-	}
-	d, ok := s.store.Deleted(kind, namespace, name)
-	if !ok {
-		return plan.Happened{}, false
-	}
-	return plan.Happened{At: d.At, ResourceVersion: d.ResourceVersion}, true
-}
-
-// summarizeWrites is the cache transform of workloads: plan.SummarizeWrites
-// (one managedFields entry instead of all) before k's transform, which
-// drops managedFields; every other object only goes through k's. The pod
-// templates of Deployments, StatefulSets and DaemonSets, which Reroll
-// writes only by strategic merge patches between two cached copies, keep
-// long env values as a digest (envtrim.Values); Jobs and CronJobs
-// (re-created, or copied into a Job, whole) and custom kinds (JSON merge
-// patches replace lists whole) keep theirs.
-func summarizeWrites(k digest.Key) toolscache.TransformFunc {
-	return func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			envtrim.Values(&o.Spec.Template.Spec)
-		case *appsv1.StatefulSet:
-			envtrim.Values(&o.Spec.Template.Spec)
-		case *appsv1.DaemonSet:
-			envtrim.Values(&o.Spec.Template.Spec)
-		}
-		var m metav1.Object
-		switch o := obj.(type) {
-		case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob, *unstructured.Unstructured:
-			m = o.(metav1.Object)
-		default:
-			return k.Transform(obj)
-		}
-		if len(m.GetManagedFields()) == 0 {
-			return k.Transform(obj)
-		}
-		at := metav1.NewTime(plan.WrittenAt(m))
-		out, err := k.Transform(obj)
-		m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: plan.SummaryManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &at}})
-		return out, err
-	}
-}
 
 // firstSightHold returns how long to hold back a rollout of the first-sight
 // rule: until Options.CoalesceWindow has passed since the latest change it
@@ -254,7 +34,7 @@ func (r *WorkloadReconciler) firstSightHold(obj client.Object, p plan.Plan, now 
 	if wait <= 0 {
 		return 0
 	}
-	first := r.creations.heldSince(obj.GetUID(), p.FirstSightChanged)
+	first := r.creations.HeldSince(obj.GetUID(), p.FirstSightChanged)
 	return min(wait, first.Add(max(r.coalescing().MaxWait, w)).Sub(now))
 }
 
@@ -271,7 +51,7 @@ func (r *WorkloadReconciler) defersRecord() bool {
 // baselineOf returns the baseline of obj, a workload without a record: the
 // one kept in memory, else the one kept signed in Reroll's namespace.
 func (r *WorkloadReconciler) baselineOf(ctx context.Context, obj client.Object) (string, error) {
-	if b := r.creations.baselineOf(obj.GetUID()); b != "" {
+	if b := r.creations.Baseline(obj.GetUID()); b != "" {
 		return b, nil
 	}
 	return r.storedBaseline(ctx, obj)
@@ -283,7 +63,7 @@ func (r *WorkloadReconciler) storedBaseline(ctx context.Context, obj client.Obje
 	if r.baselines == nil {
 		return "", nil
 	}
-	rec, _, err := r.baselines.get(ctx, obj.GetNamespace(), r.Kind.Name(), obj.GetName(), obj.GetUID())
+	rec, _, err := r.baselines.Get(ctx, obj.GetNamespace(), r.Kind.Name(), obj.GetName(), obj.GetUID())
 	return rec, err
 }
 
@@ -301,18 +81,18 @@ func (r *WorkloadReconciler) keepBaseline(ctx context.Context, obj client.Object
 			return err
 		}
 		if rec != stored {
-			err = errBaselineFull
+			err = state.ErrBaselinesFull
 			if r.baselines != nil {
-				err = r.baselines.put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName(), UID: string(obj.GetUID()), Record: rec})
+				err = r.baselines.Put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName(), UID: string(obj.GetUID()), Record: rec})
 			}
-			if errors.Is(err, errBaselineFull) {
+			if errors.Is(err, state.ErrBaselinesFull) {
 				desired := obj.DeepCopyObject().(client.Object)
 				workload.SetAnnotation(desired, plan.RecordAnnotation, rec)
 				workload.SetAnnotation(desired, plan.KeyAnnotation, r.Options.Key.ID())
 				if err := workload.PatchGuarded(ctx, r.Client, obj, desired); err != nil {
 					return err
 				}
-				r.creations.forget(obj.GetUID())
+				r.creations.Forget(obj.GetUID())
 				return nil
 			}
 			if err != nil {
@@ -320,7 +100,7 @@ func (r *WorkloadReconciler) keepBaseline(ctx context.Context, obj client.Object
 			}
 		}
 	}
-	r.creations.keep(obj.GetUID(), rec)
+	r.creations.Keep(obj.GetUID(), rec)
 	return nil
 }
 
@@ -331,55 +111,9 @@ func (r *WorkloadReconciler) keepBaseline(ctx context.Context, obj client.Object
 func (r *WorkloadReconciler) dropBaseline(ctx context.Context, obj client.Object) {
 	stored, err := r.storedBaseline(ctx, obj)
 	if err == nil && stored != "" {
-		err = r.baselines.put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName()})
+		err = r.baselines.Put(ctx, obj.GetNamespace(), baseline.Entry{Kind: r.Kind.Name(), Name: obj.GetName()})
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Removing the baseline of a recorded or opted-out workload")
 	}
-}
-
-// InstallationInstalledAtData is the data key of the installation
-// ConfigMap (PublishInstalledAt) that holds Reroll's installation time
-// (RFC 3339, UTC).
-const InstallationInstalledAtData = "installed-at"
-
-// PublishInstalledAt writes at, Reroll's installation time
-// (LoadInstalledAt), into the ConfigMap name (--installation-configmap, in
-// Reroll's namespace), creating it when it does not exist: the kubectl
-// plugin reads it there, so that whoever runs `kubectl reroll plan` or
-// `why` needs no access to the digest key Secret (whose readers can sign
-// Reroll's state and test guesses against its digests). The ConfigMap holds
-// nothing else and nothing secret. A ConfigMap that holds the time already
-// is left as it is. c must read from the API server.
-func PublishInstalledAt(ctx context.Context, c client.Client, name types.NamespacedName, at time.Time) error {
-	value := at.UTC().Format(time.RFC3339)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cm corev1.ConfigMap
-		err := c.Get(ctx, name, &cm)
-		if apierrors.IsNotFound(err) {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name,
-				Labels: map[string]string{"app.kubernetes.io/name": "reroll"}},
-				Data: map[string]string{InstallationInstalledAtData: value}}
-			if err := c.Create(ctx, &cm, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), name.Name, err)
-			} else {
-				return err
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if cm.Data[InstallationInstalledAtData] == value {
-			return nil
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[InstallationInstalledAtData] = value
-		return c.Update(ctx, &cm, client.FieldOwner(FieldManager))
-	})
-	if err != nil {
-		return fmt.Errorf("writing the installation time into ConfigMap %s: %w", name, err)
-	}
-	return nil
 }

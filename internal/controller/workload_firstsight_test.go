@@ -15,7 +15,6 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -250,45 +249,6 @@ func TestWorkloadReconciler_FirstSightRollsNothingCreatedTogetherOrBeforeInstall
 	})
 }
 
-func TestLoadInstalledAt_WrittenOnceAndSharedByReplicas(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
-	ns := newNamespace(t)
-	// A key Secret the user provided, without the annotation.
-	name := types.NamespacedName{Namespace: ns, Name: "user-key"}
-	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name.Name}, Data: map[string][]byte{DigestKeyData: make([]byte, 32)}})
-
-	// Replicas starting at once, each with its own clock.
-	times := make([]time.Time, 4)
-	var wg sync.WaitGroup
-	for i := range times {
-		wg.Go(func() {
-			at, err := LoadInstalledAt(t.Context(), k8s, name, time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC))
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-			times[i] = at
-		})
-	}
-	wg.Wait()
-	for _, at := range times {
-		g.Expect(at).To(gomega.Equal(times[0]), "every replica reads the time the first write made")
-	}
-	g.Expect(get(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name.Name}}).Annotations).
-		To(gomega.HaveKeyWithValue(InstalledAtAnnotation, times[0].Format(time.RFC3339)))
-	again, err := LoadInstalledAt(t.Context(), k8s, name, time.Now())
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(again).To(gomega.Equal(times[0]), "a restart reads the same time")
-
-	// A key Secret Reroll creates carries it from its creation.
-	own := types.NamespacedName{Namespace: ns, Name: "reroll-digest-key"}
-	before := time.Now().Truncate(time.Second)
-	_, err = LoadDigestKey(t.Context(), k8s, own)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	at, err := LoadInstalledAt(t.Context(), k8s, own, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(at).To(gomega.BeTemporally(">=", before))
-	g.Expect(at).To(gomega.BeTemporally("<=", time.Now()))
-}
-
 // TestWorkloadReconciler_FirstSightDuringEndlessBurstRollsWithinMaxWait:
 // a ConfigMap is changed every 0.2 s from before Reroll's start, and goes
 // on being changed; its Deployment, first seen during that burst, rolls
@@ -330,7 +290,7 @@ func TestWorkloadReconciler_FirstSightDuringEndlessBurstRollsWithinMaxWait(t *te
 	t.Cleanup(stopWriting)
 	g.Eventually(writes.Load).Should(gomega.BeNumerically(">=", 5), "the writes began before Reroll's start")
 
-	// As a fresh installation starts: installed now (LoadInstalledAt keeps
+	// As a fresh installation starts: installed now (state.LoadInstalledAt keeps
 	// whole seconds), default coalescing, a real key.
 	started := time.Now()
 	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: started.Truncate(time.Second)},

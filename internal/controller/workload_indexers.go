@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -206,7 +205,7 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 // the Namespace is outside the scope.
 func (r *WorkloadReconciler) requestsInNamespaceWhere(ctx context.Context, ns client.Object, keep func(client.Object) bool) []reconcile.Request {
 	// Namespaces are watched cluster-wide; most are outside the scope.
-	if s := r.Options.Scope; (len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, ns.GetName())) || slices.Contains(s.IgnoredNamespaces, ns.GetName()) {
+	if !r.Options.Scope.Watches(ns.GetName()) {
 		return nil
 	}
 	list := r.Kind.NewList()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/state"
 )
 
 // readsKey makes the container read key of ConfigMap name, and no other.
@@ -55,7 +56,7 @@ func TestWorkloadReconciler_InstallWritesNoWorkload(t *testing.T) {
 	}
 	nextSecond(t, time.Now())
 
-	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: time.Now().Truncate(time.Second)}, DeferRecord: true,
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 36), InstalledAt: time.Now().Truncate(time.Second), DeferRecord: true},
 		Baselines:      types.NamespacedName{Namespace: own, Name: "reroll-baselines"},
 		CoalesceWindow: DefaultCoalesceWindow, CoalesceMaxWait: DefaultCoalesceMaxWait}
 	counter := metrics.NewRequestCounter()
@@ -90,8 +91,8 @@ func TestWorkloadReconciler_InstallWritesNoWorkload(t *testing.T) {
 	// after a restart).
 	update(t, configMap(ns, name(3), nil), func(cm *corev1.ConfigMap) { cm.Data["unread"] = "2" })
 	g.Eventually(func() bool {
-		fresh := newBaselineStore(k8s, k8s, opts.Baselines, opts.Key)
-		_, ok, err := fresh.get(t.Context(), ns, "Deployment", name(3), get(t, &appsv1.Deployment{ObjectMeta: deploymentMeta(ns, name(3))}).UID)
+		fresh := state.NewBaselines(k8s, k8s, opts.Baselines, opts.Key)
+		_, ok, err := fresh.Get(t.Context(), ns, "Deployment", name(3), get(t, &appsv1.Deployment{ObjectMeta: deploymentMeta(ns, name(3))}).UID)
 		return err == nil && ok
 	}).Should(gomega.BeTrue(), "web-3's baseline is kept")
 	g.Consistently(func() []string { return rolledEvents(t, ns, name(3)) }).Should(gomega.BeEmpty())
@@ -110,8 +111,8 @@ func TestWorkloadReconciler_InstallWritesNoWorkload(t *testing.T) {
 	// After the restart, a key web-5 does not read rolls nothing either.
 	update(t, configMap(ns, name(5), nil), func(cm *corev1.ConfigMap) { cm.Data["unread"] = "2" })
 	g.Eventually(func() bool {
-		fresh := newBaselineStore(k8s, k8s, opts.Baselines, opts.Key)
-		_, ok, err := fresh.get(t.Context(), ns, "Deployment", name(5), get(t, &appsv1.Deployment{ObjectMeta: deploymentMeta(ns, name(5))}).UID)
+		fresh := state.NewBaselines(k8s, k8s, opts.Baselines, opts.Key)
+		_, ok, err := fresh.Get(t.Context(), ns, "Deployment", name(5), get(t, &appsv1.Deployment{ObjectMeta: deploymentMeta(ns, name(5))}).UID)
 		return err == nil && ok
 	}).Should(gomega.BeTrue(), "web-5's baseline is kept")
 	settled(t, second)

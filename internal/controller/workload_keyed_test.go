@@ -3,16 +3,15 @@ package controller
 import (
 	"bytes"
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/trigger"
 
 	"github.com/reroll/reroll/internal/plan"
@@ -23,40 +22,6 @@ func testKey(t *testing.T, b byte) digest.Key {
 	k, err := digest.NewKey(bytes.Repeat([]byte{b}, digest.MinKeyBytes))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	return k
-}
-
-func TestLoadDigestKey_CreatedOnceAndSharedByReplicas(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
-	ns := newNamespace(t)
-	name := types.NamespacedName{Namespace: ns, Name: "reroll-digest-key"}
-
-	// Four replicas starting at once. Each goroutine only stores its result:
-	// a failed assertion must not run off the test's goroutine.
-	keys := make([]digest.Key, 4)
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	for i := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys[i], errs[i] = LoadDigestKey(t.Context(), k8s, name)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		g.Expect(err).NotTo(gomega.HaveOccurred())
-	}
-	var s corev1.Secret
-	g.Expect(k8s.Get(t.Context(), name, &s)).To(gomega.Succeed())
-	g.Expect(s.Data[DigestKeyData]).To(gomega.HaveLen(digest.MinKeyBytes))
-	for _, k := range keys {
-		g.Expect(k.ID()).NotTo(gomega.BeEmpty())
-		g.Expect(k.ID()).To(gomega.Equal(keys[0].ID()))
-	}
-	again, err := LoadDigestKey(t.Context(), k8s, name)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(again.ID()).To(gomega.Equal(keys[0].ID()), "a restart reads the same key")
 }
 
 func TestWorkloadReconciler_RecordsKeyedDigests(t *testing.T) {
@@ -141,7 +106,7 @@ func TestWorkloadReconciler_KeyedCompatHashes(t *testing.T) {
 		s.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_BAR_CONFIGMAP", Value: oldValue}}
 	}))
 	create(t, webA, webB, old)
-	startReroll(t, a, Options{Scope: Scope{Namespaces: []string{a, b}}, PlanOptions: plan.Options{Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true}})
+	startReroll(t, a, Options{Scope: scope.Scope{Namespaces: []string{a, b}}, PlanOptions: plan.Options{Key: testKey(t, 3), Strategy: trigger.EnvVars, KeyedCompatHashes: true}})
 	recorded(t, webA)
 	recorded(t, webB)
 	recorded(t, old)

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -11,13 +10,9 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/trigger"
 )
@@ -126,31 +121,4 @@ func TestWorkloadReconciler_LegacySchemeIsNoOracle(t *testing.T) {
 			g.Expect(written.all()).To(gomega.ContainElement(gomega.ContainSubstring(bound)), "positive control: the watch sees the records")
 		})
 	}
-}
-
-// The migration deadline is written once: none on a Secret Reroll creates
-// (no legacy record can exist), DefaultLegacyGrace after the first start on
-// a Secret from before (an upgrade), the same at every later start.
-func TestLoadLegacyRecordsUntil_WrittenOnce(t *testing.T) {
-	t.Parallel()
-	g := newT(t)
-	ns := newNamespace(t)
-	now := time.Now().UTC().Truncate(time.Second)
-
-	created := types.NamespacedName{Namespace: ns, Name: "created"}
-	_, err := LoadDigestKey(t.Context(), k8s, created)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	until, err := LoadLegacyRecordsUntil(t.Context(), k8s, created, now)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(until).To(gomega.BeTemporally("<=", now), "a new installation compares no legacy record")
-
-	upgraded := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upgraded"},
-		Data: map[string][]byte{DigestKeyData: bytes.Repeat([]byte{7}, digest.MinKeyBytes)}}
-	create(t, upgraded)
-	until, err = LoadLegacyRecordsUntil(t.Context(), k8s, client.ObjectKeyFromObject(upgraded), now)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(until).To(gomega.Equal(now.Add(DefaultLegacyGrace)))
-	again, err := LoadLegacyRecordsUntil(t.Context(), k8s, client.ObjectKeyFromObject(upgraded), now.Add(48*time.Hour))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(again).To(gomega.Equal(until), "a later start keeps the deadline")
 }

@@ -7,17 +7,13 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -27,17 +23,22 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
+	"github.com/go-logr/logr"
+
 	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/coalesce"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/fairness"
+	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
+	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/validator"
@@ -54,180 +55,22 @@ const notifiedBuffer = 1024
 // means annotations and zero annotation names mean Reloader's. It returns an
 // error when an index or a controller cannot be registered.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	// The planner keeps ManagedLabel on the workloads it manages while the
-	// admission webhook selects on it.
-	opts.Managed = opts.Admission.Enabled
-	// ConfigMaps and Secrets live in the store, not in the manager's cache
-	// (internal/store says why). The controllers' sources wait for it.
-	if opts.Store == nil {
-		st, err := store.New(mgr.GetConfig(), opts.StoreOptions())
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(st); err != nil {
-			return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
-		}
-		opts.Store = st
+	if err := opts.complete(ctx, mgr); err != nil {
+		return err
 	}
-	if !opts.Annotations.Ignores(reference.SecretProviderClass) {
-		served, err := setupCSI(ctx, mgr, opts.Scope)
-		if err != nil {
-			return err
-		}
-		opts.Annotations.SecretProviderClasses = served
-	}
-	if opts.Strategy == "" {
-		opts.Strategy = trigger.Annotations
-	}
-	if opts.Annotations.Names == (annotation.Names{}) {
-		opts.Annotations.Names = annotation.DefaultNames()
-	}
-	if run, ok := opts.Alerter.(manager.Runnable); ok {
-		// The sender stops with the manager.
-		if err := mgr.Add(run); err != nil {
-			return fmt.Errorf("adding the alert sender: %w", err)
-		}
-	}
-	var journal *jobJournal
-	if opts.JobJournal.Name != "" {
-		journal = &jobJournal{store: newEntryStore(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal"),
-			recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}} //nolint:staticcheck // see WorkloadReconciler.Recorder
-		journal.store.maxAge, journal.store.now = JobJournalMaxAge, opts.Now
-		jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
-		journal.log = &jl
-		// Once leading, re-create the Jobs a previous leader left deleted.
-		if err := mgr.Add(journal); err != nil {
-			return fmt.Errorf("adding the Job journal: %w", err)
-		}
-	}
-	var baselines *baselineStore
-	if opts.DeferRecord && opts.Baselines.Name != "" {
-		baselines = newBaselineStore(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
-	}
-	var endpoint *notify.Sender
-	if opts.WebhookURL != "" {
-		endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
-		// The sender stops with the manager.
-		if err := mgr.Add(endpoint); err != nil {
-			return fmt.Errorf("adding the notification sender: %w", err)
-		}
-	}
-	log := ctrl.LoggerFrom(ctx)
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	counted := rollout.NewTracker(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
-	if err := counted.Register(); err != nil {
-		return fmt.Errorf("registering the rollout metrics: %w", err)
-	}
-	readNamespaces, err := canWatchNamespaces(ctx, mgr.GetClient())
+	sh, err := newShared(ctx, mgr, opts)
 	if err != nil {
 		return err
 	}
-	if !readNamespaces {
-		log.Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
-	}
-	var sets *changeSets
-	if opts.ChangeSets.Name != "" {
-		records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager, opts.Key)
-		if err != nil {
-			return err
-		}
-		records.Recorder = boundedRecorder{mgr.GetEventRecorderFor(FieldManager)} //nolint:staticcheck // see WorkloadReconciler.Recorder
-		// The halt records, read at each change that rolls: from a watch of
-		// their one ConfigMap, never from the API server per change.
-		if err := mgr.Add(records); err != nil {
-			return fmt.Errorf("adding the watch of the halt records: %w", err)
-		}
-		sets = &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key, store: opts.Store}
-		// The records of superseded sets go; the leader deletes them.
-		if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
-			return fmt.Errorf("adding the expiry of the halt records: %w", err)
-		}
-	}
-	var validation *validator.Gate
-	if opts.Validate {
-		if validation, err = setupValidation(ctx, mgr, opts); err != nil {
-			return err
-		}
-	}
-	kinds := opts.Kinds
-	if kinds == nil {
-		kinds = workload.Builtin()
-	}
-	if !opts.PodEviction {
-		// No pod informer, no pod in the cache, no pod permission needed.
-		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
-		opts.NoEviction = true
-	} else if err := evictionAllowed(ctx, mgr, opts.Scope); err != nil {
-		log.Error(err, "Not restarting any workload by eviction")
-		opts.NoEviction = true
-	} else {
-		for _, o := range opts.EvictOwners {
-			kinds = append(kinds, o)
-		}
-	}
+	kinds := opts.handledKinds(ctx, mgr)
 	for _, kind := range kinds {
-		if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
-			log.Info("Not handling ignored workload kind", "kind", kind.Name())
-			continue
-		}
-		if err := available(ctx, mgr, kind, opts.Scope); err != nil {
-			if errors.Is(err, errNotServed) {
-				log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
-			} else {
-				log.Error(err, "Not handling workload kind", "kind", kind.Name())
-			}
-			continue
-		}
-		var wake chan event.GenericEvent
-		if p, ok := rollout.ProgressOf(kind); ok {
-			wake = make(chan event.GenericEvent, rollout.WakeBuffer)
-			counted.Add(rollout.Kind{Kind: kind, Progress: p, Wake: wake})
-			if sets != nil {
-				sets.kinds = append(sets.kinds, rollout.Kind{Kind: kind, Progress: p})
-			}
-		}
-		r := &WorkloadReconciler{
-			Client:     mgr.GetClient(),
-			APIReader:  mgr.GetAPIReader(),
-			Recorder:   boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
-			Kind:       kind,
-			Options:    opts,
-			endpoint:   endpoint,
-			metrics:    metrics.NewWorkloads(kind.Name(), nil),
-			rollouts:   counted,
-			slotFreed:  wake,
-			changeSets: sets,
-			baselines:  baselines,
-			validation: validation,
-
-			readNamespaces: readNamespaces,
-		}
-		if _, isJob := kind.(workload.Job); isJob {
-			r.journal = journal
-		}
-		if endpoint != nil {
-			r.notifications = newNotifications()
-			r.notified = make(chan event.GenericEvent, notifiedBuffer)
-		}
-		if !opts.InstalledAt.IsZero() {
-			r.creations = opts.creations
-			if r.creations == nil {
-				r.creations = newCreations()
-			}
-		}
-		if err := r.SetupWithManager(ctx, mgr); err != nil {
+		if err := setupKind(ctx, mgr, opts, kind, sh); err != nil {
 			return err
 		}
-		if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
-			r.registerWebhook(mgr)
-		}
 	}
-	if sets != nil {
+	if sh.sets != nil {
 		// Once its kinds are known: a scrape reads them.
-		if err := registerLatest(sets); err != nil {
+		if err := registerLatest(sh.sets); err != nil {
 			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
 	}
@@ -240,42 +83,296 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// SetupWithManager registers r's field index and controller with mgr.
+// complete fills o's defaults and what Setup derives from the cluster: the
+// store (unless given), the CSI integration (when the API serves it), the
+// trigger strategy, the annotation names, and ManagedLabel with the
+// admission webhook.
+func (o *Options) complete(ctx context.Context, mgr ctrl.Manager) error {
+	// The planner keeps ManagedLabel on the workloads it manages while the
+	// admission webhook selects on it.
+	o.Managed = o.Admission.Enabled
+	// ConfigMaps and Secrets live in the store, not in the manager's cache
+	// (internal/store says why). The controllers' sources wait for it.
+	if o.Store == nil {
+		st, err := store.New(mgr.GetConfig(), o.StoreOptions())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(st); err != nil {
+			return fmt.Errorf("adding the ConfigMap and Secret store: %w", err)
+		}
+		o.Store = st
+	}
+	if !o.Annotations.Ignores(reference.SecretProviderClass) {
+		served, err := setupCSI(ctx, mgr, o.Scope)
+		if err != nil {
+			return err
+		}
+		o.Annotations.SecretProviderClasses = served
+	}
+	if o.Strategy == "" {
+		o.Strategy = trigger.Annotations
+	}
+	if o.Annotations.Names == (annotation.Names{}) {
+		o.Annotations.Names = annotation.DefaultNames()
+	}
+	return nil
+}
+
+// shared is what the reconcilers of every kind share, built once by Setup.
+type shared struct {
+	journal   *state.JobJournal
+	baselines *state.Baselines
+	endpoint  *notify.Sender
+	// counted is the tracker of the concurrent rollout bound.
+	counted *rollout.Tracker
+	sets    *changeSets
+	// validation is the gate of new content (nil when validation is off).
+	validation *validator.Gate
+	// readNamespaces is true when Reroll may list and watch Namespaces.
+	readNamespaces bool
+}
+
+// newShared builds what the reconcilers share, and adds its runnables (the
+// alert and notification senders, the Job journal, the halt records) to
+// mgr.
+func newShared(ctx context.Context, mgr ctrl.Manager, opts Options) (*shared, error) {
+	if run, ok := opts.Alerter.(manager.Runnable); ok {
+		// The sender stops with the manager.
+		if err := mgr.Add(run); err != nil {
+			return nil, fmt.Errorf("adding the alert sender: %w", err)
+		}
+	}
+	sh := &shared{}
+	var err error
+	if sh.journal, err = newJournal(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
+	if opts.DeferRecord && opts.Baselines.Name != "" {
+		sh.baselines = state.NewBaselines(mgr.GetClient(), mgr.GetAPIReader(), opts.Baselines, opts.Key)
+	}
+	if opts.WebhookURL != "" {
+		sh.endpoint = notify.NewSender(notify.Config{Sink: notify.Endpoint, URL: opts.WebhookURL, Log: ctrl.LoggerFrom(ctx).WithName("notify")})
+		// The sender stops with the manager.
+		if err := mgr.Add(sh.endpoint); err != nil {
+			return nil, fmt.Errorf("adding the notification sender: %w", err)
+		}
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	sh.counted = rollout.NewTracker(opts.RolloutTimeout, opts.Key, mgr.GetClient(), now)
+	if err := sh.counted.Register(); err != nil {
+		return nil, fmt.Errorf("registering the rollout metrics: %w", err)
+	}
+	if sh.readNamespaces, err = scope.CanWatchNamespaces(ctx, mgr.GetClient()); err != nil {
+		return nil, err
+	}
+	if !sh.readNamespaces {
+		ctrl.LoggerFrom(ctx).Info("Not reading Namespace annotations (rollout window, max-concurrent-rollouts): no permission to list and watch namespaces")
+	}
+	if sh.sets, err = newChangeSets(mgr, opts, sh.readNamespaces); err != nil {
+		return nil, err
+	}
+	if opts.Validate {
+		if sh.validation, err = setupValidation(ctx, mgr, opts); err != nil {
+			return nil, err
+		}
+	}
+	return sh, nil
+}
+
+// newJournal returns the Job journal (nil without Options.JobJournal),
+// added to mgr: once leading, it re-creates the Jobs a previous leader
+// left deleted.
+func newJournal(ctx context.Context, mgr ctrl.Manager, opts Options) (*state.JobJournal, error) {
+	if opts.JobJournal.Name == "" {
+		return nil, nil
+	}
+	entries := state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.JobJournal, opts.Key, "the Job journal")
+	entries.MaxAge, entries.Now = state.JobJournalMaxAge, opts.Now
+	jl := ctrl.LoggerFrom(ctx).WithName("job-journal")
+	journal := state.NewJobJournal(entries, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, &jl) //nolint:staticcheck // see WorkloadReconciler.Recorder
+	if err := mgr.Add(journal); err != nil {
+		return nil, fmt.Errorf("adding the Job journal: %w", err)
+	}
+	return journal, nil
+}
+
+// newChangeSets returns safe delivery's change sets (nil without
+// Options.ChangeSets), with the watch of their halt records and the expiry
+// of superseded ones added to mgr.
+func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*changeSets, error) {
+	if opts.ChangeSets.Name == "" {
+		return nil, nil
+	}
+	records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager, opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	records.Recorder = boundedRecorder{mgr.GetEventRecorderFor(FieldManager)} //nolint:staticcheck // see WorkloadReconciler.Recorder
+	// The halt records, read at each change that rolls: from a watch of
+	// their one ConfigMap, never from the API server per change.
+	if err := mgr.Add(records); err != nil {
+		return nil, fmt.Errorf("adding the watch of the halt records: %w", err)
+	}
+	sets := &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key, store: opts.Store}
+	// The records of superseded sets go; the leader deletes them.
+	if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
+		return nil, fmt.Errorf("adding the expiry of the halt records: %w", err)
+	}
+	return sets, nil
+}
+
+// handledKinds returns the workload kinds to set up: o.Kinds (the built-in
+// ones when nil), and the --evict-owner kinds when restarts by eviction are
+// on and permitted; it sets o.NoEviction when they are not.
+func (o *Options) handledKinds(ctx context.Context, mgr ctrl.Manager) []workload.Kind {
+	log := ctrl.LoggerFrom(ctx)
+	kinds := o.Kinds
+	if kinds == nil {
+		kinds = workload.Builtin()
+	}
+	if !o.PodEviction {
+		// No pod informer, no pod in the cache, no pod permission needed.
+		log.Info("Not watching pods: restarts by eviction are off (--enable-pod-eviction)")
+		o.NoEviction = true
+	} else if err := o.Scope.EvictionAllowed(ctx, mgr.GetClient()); err != nil {
+		log.Error(err, "Not restarting any workload by eviction")
+		o.NoEviction = true
+	} else {
+		for _, owner := range o.EvictOwners {
+			kinds = append(kinds, owner)
+		}
+	}
+	return kinds
+}
+
+// setupKind registers the reconciler of kind with mgr, unless the kind is
+// ignored, not served or not permitted (one log line then).
+func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workload.Kind, sh *shared) error {
+	log := ctrl.LoggerFrom(ctx)
+	if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
+		log.Info("Not handling ignored workload kind", "kind", kind.Name())
+		return nil
+	}
+	if err := opts.Scope.Available(ctx, mgr, kind); err != nil {
+		if errors.Is(err, scope.ErrNotServed) {
+			log.Info("Not handling workload kind: the API server does not serve it", "kind", kind.Name(), "detail", err.Error())
+		} else {
+			log.Error(err, "Not handling workload kind", "kind", kind.Name())
+		}
+		return nil
+	}
+	var wake chan event.GenericEvent
+	if p, ok := rollout.ProgressOf(kind); ok {
+		wake = make(chan event.GenericEvent, rollout.WakeBuffer)
+		sh.counted.Add(rollout.Kind{Kind: kind, Progress: p, Wake: wake})
+		if sh.sets != nil {
+			sh.sets.kinds = append(sh.sets.kinds, rollout.Kind{Kind: kind, Progress: p})
+		}
+	}
+	r := &WorkloadReconciler{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		Kind:       kind,
+		Options:    opts,
+		endpoint:   sh.endpoint,
+		metrics:    metrics.NewWorkloads(kind.Name(), nil),
+		rollouts:   sh.counted,
+		slotFreed:  wake,
+		changeSets: sh.sets,
+		baselines:  sh.baselines,
+		validation: sh.validation,
+
+		readNamespaces: sh.readNamespaces,
+	}
+	if _, ok := kind.(workload.Roller); ok {
+		// A Job: re-created through the journal.
+		r.journal = sh.journal
+	}
+	if sh.endpoint != nil {
+		r.notifications = newNotifications()
+		r.notified = make(chan event.GenericEvent, notifiedBuffer)
+	}
+	if !opts.InstalledAt.IsZero() {
+		r.creations = opts.creations
+		if r.creations == nil {
+			r.creations = firstsight.NewMemory()
+		}
+	}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
+		r.registerWebhook(mgr)
+	}
+	return nil
+}
+
+// SetupWithManager registers r's field indexes and controller with mgr.
 func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
-		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	if err := r.index(ctx, mgr); err != nil {
+		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
-		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
-	}
-	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), rollout.Index, rollout.Indexer(p, r.Options.Key)); err != nil {
-			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
-		}
-	}
-	if _, ok := rollout.ProgressOf(r.Kind); ok && r.changeSets != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
-			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
-		}
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), waveIndex, indexWave); err != nil {
-			return fmt.Errorf("indexing %s by wave: %w", r.Kind.Name(), err)
-		}
-	}
-	_, readsTemplates := r.Kind.(workload.TemplateReader)
-	if readsTemplates {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
-			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
-		}
-	}
-	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(controllerName(r.Kind)).
+		Named(workload.ControllerName(r.Kind)).
 		// The workload itself: a new workload is recorded on first sight; a
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
 		// The first-sight rule notes each creation seen live first.
-		For(r.Kind.New(), builder.WithPredicates(r.creations.noted(), r.workloadChanges()))
+		For(r.Kind.New(), builder.WithPredicates(r.creations.Noted(), r.workloadChanges()))
+	b, err := r.watchConsumed(ctx, b)
+	if err != nil {
+		return err
+	}
+	b = r.watchOthers(b).WithOptions(r.Options.controllerOptions(mgr.GetLogger()))
+	if err := b.Complete(metrics.CountReconciles(r)); err != nil {
+		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
+	}
+	return nil
+}
+
+// index registers r's field indexes: the references, the restarts under
+// way, and, by kind, the rollouts, change sets and waves, and the
+// Deployment whose template a workload runs.
+func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
+		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
+	}
+	if err := indexer.IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
+	}
+	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
+		if err := indexer.IndexField(ctx, r.Kind.New(), rollout.Index, rollout.Indexer(p, r.Options.Key)); err != nil {
+			return fmt.Errorf("indexing %s by rollout: %w", r.Kind.Name(), err)
+		}
+	}
+	if _, ok := rollout.ProgressOf(r.Kind); ok && r.changeSets != nil {
+		if err := indexer.IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
+			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
+		}
+		if err := indexer.IndexField(ctx, r.Kind.New(), waveIndex, indexWave); err != nil {
+			return fmt.Errorf("indexing %s by wave: %w", r.Kind.Name(), err)
+		}
+	}
+	if _, ok := r.Kind.(workload.TemplateReader); ok {
+		if err := indexer.IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
+			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
+		}
+	}
+	return nil
+}
+
+// watchConsumed adds to b the watches of what workloads consume:
+// ConfigMaps, Secrets and SecretProviderClassPodStatuses, through one
+// debounce.
+func (r *WorkloadReconciler) watchConsumed(ctx context.Context, b *builder.Builder) (*builder.Builder, error) {
+	relevantCM, relevantSecret := r.relevantChange(ctx, reference.ConfigMap), r.relevantChange(ctx, reference.Secret)
 	// ConfigMaps and Secrets: a data change maps through the reference
 	// index to the workloads that may consume the object. Updates of
 	// other metadata are dropped here, before any work. A kind in
@@ -288,9 +385,9 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		if !r.Options.Store.Watches(kind) {
 			continue
 		}
-		src, err := r.Options.Store.Source(kind, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsFor(kind)))), relevant)
+		src, err := r.Options.Store.Source(kind, r.metrics.TrackChanges(coalesce.Handler(debounce, r.metrics.CountMatched(r.requestsFor(kind)))), relevant)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b = b.WatchesRawSource(src)
 	}
@@ -298,10 +395,16 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// Secrets Store CSI Driver statuses (--enable-csi-integration): a
 		// change of the versions mounted for a SecretProviderClass maps,
 		// through the reference index, to the workloads that mount it.
-		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.trackChanges(coalesce.Handler(debounce, r.countMatched(r.requestsForProviderClassStatus))),
+		b = b.Watches(&csiv1.SecretProviderClassPodStatus{}, r.metrics.TrackChanges(coalesce.Handler(debounce, r.metrics.CountMatched(r.requestsForProviderClassStatus))),
 			builder.WithPredicates(providerClassChanged()))
 	}
-	if readsTemplates {
+	return b, nil
+}
+
+// watchOthers adds to b the watches that wake a workload for something
+// other than what it consumes.
+func (r *WorkloadReconciler) watchOthers(b *builder.Builder) *builder.Builder {
+	if _, ok := r.Kind.(workload.TemplateReader); ok {
 		// Deployments whose pod template an Argo Rollout runs
 		// (spec.workloadRef): a change to that template changes what the
 		// Rollout consumes, and must reach its record before the next data
@@ -340,7 +443,13 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.requestsInNamespace),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
-	workers := r.Options.MaxConcurrentReconciles
+	return b
+}
+
+// controllerOptions are the options of each of Reroll's controllers and
+// its workqueue (the fair queue logs with log).
+func (o Options) controllerOptions(log logr.Logger) controller.Options {
+	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = DefaultMaxConcurrentReconciles
 	}
@@ -349,11 +458,7 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	// bounded by the client's QPS rather than by one worker's round trips.
 	// The queue puts a namespace over its budget behind the others, so one
 	// tenant's flood or many costly workloads delay that tenant only.
-	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(r.Options.Fairness, mgr.GetLogger())})
-	if err := b.Complete(countedReconciler{r}); err != nil {
-		return fmt.Errorf("creating the %s controller: %w", r.Kind.Name(), err)
-	}
-	return nil
+	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(o.Fairness, log)}
 }
 
 // workloadChanges passes the workload events that may change a decision:
@@ -420,85 +525,6 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 	return true
 }
 
-// errNotServed marks a kind whose API the cluster does not serve.
-var errNotServed = errors.New("API not served")
-
-// available checks that the API server serves kind and that Reroll may
-// list, watch and patch it (in each namespace of the scope, or cluster-wide),
-// so that one missing CRD or permission costs one log line instead of a
-// controller that never syncs. It returns an error wrapping errNotServed,
-// or one naming the missing permission.
-func available(ctx context.Context, mgr ctrl.Manager, kind workload.Kind, scope Scope) error {
-	gvk, err := apiutil.GVKForObject(kind.New(), mgr.GetScheme())
-	if err != nil {
-		return fmt.Errorf("kind %s: %w", kind.Name(), err)
-	}
-	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("%w: %s", errNotServed, gvk.String())
-	}
-	if err != nil {
-		return fmt.Errorf("discovering %s: %w", gvk.String(), err)
-	}
-	return permitted(ctx, mgr, scope, gvk.Group, mapping.Resource.Resource, "list", "watch", "patch")
-}
-
-// permitted checks, with SelfSubjectAccessReviews, that Reroll may use verbs
-// on resource of group in each namespace of the scope (or cluster-wide); the
-// error names the first missing permission. A resource "pods/eviction"
-// names a subresource.
-func permitted(ctx context.Context, mgr ctrl.Manager, scope Scope, group, resource string, verbs ...string) error {
-	resource, subresource, _ := strings.Cut(resource, "/")
-	namespaces := scope.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{""}
-	}
-	for _, ns := range namespaces {
-		for _, verb := range verbs {
-			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: subresource,
-				},
-			}}
-			if err := mgr.GetClient().Create(ctx, review); err != nil {
-				return fmt.Errorf("checking permission to %s %s: %w", verb, resource, err)
-			}
-			if !review.Status.Allowed {
-				where := "cluster-wide"
-				if ns != "" {
-					where = "in namespace " + ns
-				}
-				name := resource
-				if subresource != "" {
-					name += "/" + subresource
-				}
-				return fmt.Errorf("missing RBAC permission: %s on %s (group %q) %s", verb, name, group, where)
-			}
-		}
-	}
-	return nil
-}
-
-// evictionAllowed checks the permissions a restart by eviction needs: list
-// and watch pods, create pods/eviction. Without them Reroll does not watch
-// pods, and workloads that ask for eviction are told so by an Event.
-func evictionAllowed(ctx context.Context, mgr ctrl.Manager, scope Scope) error {
-	if err := permitted(ctx, mgr, scope, "", "pods", "list", "watch"); err != nil {
-		return err
-	}
-	return permitted(ctx, mgr, scope, "", "pods/eviction", "create")
-}
-
-// controllerName is unique per kind: "deployment" for the built-in kinds,
-// "<kind>.<group>" for others (two groups may both have a StatefulSet).
-func controllerName(k workload.Kind) string {
-	name := strings.ToLower(k.Name())
-	if u, ok := k.(workload.Unstructured); ok && u.GVK.Group != "" {
-		name += "." + u.GVK.Group
-	}
-	return name
-}
-
 // The certificate rotation of --enable-webhook (cert-controller) keeps the
 // serving certificate in a Secret and the CA in the webhook configuration, so
 // it needs, only when the webhook is enabled with self-signed certificates:
@@ -517,7 +543,7 @@ const ManagedLabel = plan.ManagedLabel
 
 // WebhookPath returns the path the admission webhook of kind is served on:
 // "/mutate-deployment" for the built-in kinds.
-func WebhookPath(k workload.Kind) string { return "/mutate-" + controllerName(k) }
+func WebhookPath(k workload.Kind) string { return "/mutate-" + workload.ControllerName(k) }
 
 // AdmissionOptions configure the mutating admission webhook (--enable-webhook).
 type AdmissionOptions struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/state"
 )
 
 // changingAndStill creates, in ns, Deployment web reading ConfigMap cfg
@@ -82,9 +83,9 @@ func TestWorkloadReconciler_KeyRotationLosesNoChange(t *testing.T) {
 
 	// The key Secret as the procedure leaves it, read as Reroll starts.
 	keySecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reroll-digest-key"},
-		Data: map[string][]byte{DigestKeyData: bytes.Repeat([]byte{4}, digest.MinKeyBytes)}}
+		Data: map[string][]byte{state.DigestKeyData: bytes.Repeat([]byte{4}, digest.MinKeyBytes)}}
 	create(t, keySecret)
-	loaded, err := LoadDigestKey(t.Context(), k8s, client.ObjectKeyFromObject(keySecret))
+	loaded, err := state.LoadDigestKey(t.Context(), k8s, client.ObjectKeyFromObject(keySecret))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(loaded.ID()).To(gomega.Equal(oldKey.ID()))
 	old := startReroll(t, ns, Options{PlanOptions: plan.Options{Key: loaded}})
@@ -94,11 +95,11 @@ func TestWorkloadReconciler_KeyRotationLosesNoChange(t *testing.T) {
 	old.stop(t)
 
 	update(t, keySecret, func(s *corev1.Secret) {
-		s.Data[DigestKeyPreviousData] = s.Data[DigestKeyData]
-		s.Data[DigestKeyData] = newSecret
+		s.Data[state.DigestKeyPreviousData] = s.Data[state.DigestKeyData]
+		s.Data[state.DigestKeyData] = newSecret
 	})
 	update(t, configMap(ns, "cfg", nil), func(cm *corev1.ConfigMap) { cm.Data["a"] = "2" })
-	rotated, err := LoadDigestKey(t.Context(), k8s, client.ObjectKeyFromObject(keySecret))
+	rotated, err := state.LoadDigestKey(t.Context(), k8s, client.ObjectKeyFromObject(keySecret))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	newKey := testKey(t, 5)
 	g.Expect(rotated.ID()).To(gomega.Equal(newKey.ID()))

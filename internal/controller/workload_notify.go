@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,20 +26,6 @@ import (
 // in between loses it, so the new leader notifies again (a duplicate, never
 // a loss).
 
-// notifyPoll is how often a workload whose notification is on its way is
-// reconciled anyway, in case its wake-up was lost (a full channel).
-const notifyPoll = 5 * time.Second
-
-// notifyState is where one notification is.
-type notifyState int
-
-const (
-	notifyNone notifyState = iota
-	notifyPending
-	notifyAccepted
-	notifyFailed
-)
-
 // notifications holds the notification on its way for each workload of one
 // kind, keyed by the plan's Key: a newer change replaces an older one.
 type notifications struct {
@@ -50,7 +35,7 @@ type notifications struct {
 
 type notification struct {
 	key   string
-	state notifyState
+	state plan.NotifyState
 	err   error
 }
 
@@ -58,21 +43,21 @@ func newNotifications() *notifications {
 	return &notifications{m: map[types.NamespacedName]*notification{}}
 }
 
-// state returns where the notification of key for nn is; notifyNone for a
-// key other than the one on its way.
-func (d *notifications) state(nn types.NamespacedName, key string) (notifyState, error) {
+// state returns where the notification of key for nn is; plan.NotifyNone
+// for a key other than the one on its way.
+func (d *notifications) state(nn types.NamespacedName, key string) (plan.NotifyState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e := d.m[nn]; e != nil && e.key == key {
 		return e.state, e.err
 	}
-	return notifyNone, nil
+	return plan.NotifyNone, nil
 }
 
 func (d *notifications) start(nn types.NamespacedName, key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.m[nn] = &notification{key: key, state: notifyPending}
+	d.m[nn] = &notification{key: key, state: plan.NotifyPending}
 }
 
 // finish records the end of the POST of key; one of a replaced key is
@@ -84,9 +69,9 @@ func (d *notifications) finish(nn types.NamespacedName, key string, err error) {
 	if e == nil || e.key != key {
 		return
 	}
-	e.state, e.err = notifyAccepted, nil
+	e.state, e.err = plan.NotifyAccepted, nil
 	if err != nil {
-		e.state, e.err = notifyFailed, err
+		e.state, e.err = plan.NotifyFailed, err
 	}
 }
 
@@ -108,21 +93,16 @@ func (d *notifications) forget(nn types.NamespacedName, key string) {
 	}
 }
 
-// notifyEndpoint moves the plan's notification along: it queues it the first
-// time, and reports whether the endpoint accepted it, so the record may be
-// written. While it is on its way, wait is how long to wait at most for the
-// wake-up. A failed POST is an error, retried by the workqueue.
-func (r *WorkloadReconciler) notifyEndpoint(obj client.Object, p plan.Plan) (accepted bool, wait time.Duration, err error) {
+// notify carries out a plan's notification step (plan.Decide decided it
+// from the state of the notification of p.Key): it hands the notification
+// to the endpoint (NotifySend), or forgets one whose POST failed and
+// returns the error (NotifyFail), which the workqueue retries with
+// backoff. The POST's end wakes the workload up (wake).
+func (r *WorkloadReconciler) notify(obj client.Object, p plan.Plan) error {
 	nn := client.ObjectKeyFromObject(obj)
-	state, lastErr := r.notifications.state(nn, p.Key)
-	switch state {
-	case notifyAccepted:
-		return true, 0, nil
-	case notifyPending:
-		return false, notifyPoll, nil
-	case notifyFailed:
+	if p.Notify == plan.NotifyFail {
 		r.notifications.forget(nn, p.Key)
-		return false, 0, fmt.Errorf("notifying %s: %w", r.endpoint.Endpoint(), lastErr)
+		return fmt.Errorf("notifying %s: %w", r.endpoint.Endpoint(), p.NotifyFailure)
 	}
 	summary := p.Change.Summary()
 	ref := obj.DeepCopyObject().(client.Object)
@@ -145,13 +125,13 @@ func (r *WorkloadReconciler) notifyEndpoint(obj client.Object, p plan.Plan) (acc
 		r.notifications.forget(nn, p.Key)
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not notify after %s: %s", summary, err.Error())
 		r.recordFailure(obj, p)
-		return false, 0, err
+		return err
 	}
-	return false, notifyPoll, nil
+	return nil
 }
 
 // wake enqueues a workload whose notification ended; it never blocks (a full
-// channel leaves it to notifyPoll).
+// channel leaves it to plan.NotifyPoll).
 func (r *WorkloadReconciler) wake(nn types.NamespacedName) {
 	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
 	select {

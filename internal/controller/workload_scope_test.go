@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
 )
 
@@ -29,7 +30,7 @@ func TestWorkloadReconciler_IgnoredNamespaceIsNeitherRolledNorCached(t *testing.
 	in, out := newNamespace(t), newNamespace(t)
 	scopeFixture(t, in)
 	scopeFixture(t, out)
-	r := startReroll(t, in, Options{Scope: Scope{Namespaces: []string{in, out}, IgnoredNamespaces: []string{out}}})
+	r := startReroll(t, in, Options{Scope: scope.Scope{Namespaces: []string{in, out}, IgnoredNamespaces: []string{out}}})
 	recorded(t, deployment(in, "web", nil, podSpec()))
 
 	changeData(t, in)
@@ -49,7 +50,7 @@ func TestWorkloadReconciler_NamespaceOutsideNamespacesIsNotCached(t *testing.T) 
 	in, out := newNamespace(t), newNamespace(t)
 	scopeFixture(t, in)
 	scopeFixture(t, out)
-	r := startReroll(t, in, Options{Scope: Scope{Namespaces: []string{in}}})
+	r := startReroll(t, in, Options{Scope: scope.Scope{Namespaces: []string{in}}})
 	recorded(t, deployment(in, "web", nil, podSpec()))
 	changeData(t, out)
 	changeData(t, in)
@@ -72,7 +73,7 @@ func TestWorkloadReconciler_NamespaceSelector(t *testing.T) {
 	labelNamespace(t, selected, "reroll-test-team", "a")
 	sel, err := labels.Parse("reroll-test-team=a")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	startReroll(t, selected, Options{Scope: Scope{Namespaces: []string{selected, other}, NamespaceSelector: sel}})
+	startReroll(t, selected, Options{Scope: scope.Scope{Namespaces: []string{selected, other}, NamespaceSelector: sel}})
 	recorded(t, deployment(selected, "web", nil, podSpec()))
 
 	changeData(t, selected)
@@ -100,7 +101,7 @@ func TestWorkloadReconciler_ResourceLabelSelector(t *testing.T) {
 	create(t, d)
 	sel, err := labels.Parse("reroll-test=watched")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	r := startReroll(t, ns, Options{Scope: Scope{ResourceSelector: sel}})
+	r := startReroll(t, ns, Options{Scope: scope.Scope{ResourceSelector: sel}})
 	recorded(t, d)
 
 	g.Expect(r.cachedConfigMap(t, ns, "labelled")).To(gomega.BeTrue())

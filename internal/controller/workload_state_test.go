@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // A tenant who can edit Deployments in one namespace writes Reroll's state
@@ -33,7 +34,7 @@ func TestWorkloadReconciler_ForgedStateHoldsNoRollout(t *testing.T) {
 	create(t, web, api)
 
 	startReroll(t, victim, Options{PlanOptions: plan.Options{Key: testKey(t, 9), MaxConcurrentRollouts: 1, Recheck: time.Second},
-		Scope: Scope{Namespaces: []string{tenant, victim}}})
+		Scope: scope.Scope{Namespaces: []string{tenant, victim}}})
 	for _, d := range []*appsv1.Deployment{web, api} {
 		recorded(t, d)
 		waitRolledOut(t, d)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // The security review's list-annotation cases (issue #24), run as a tenant
@@ -58,7 +59,7 @@ func rollsBesideTenant(t *testing.T, tenant func(ns string) []string) {
 	create(t, configMap(other, "cfg", map[string]string{"a": "1"}))
 	innocent := deployment(other, "innocent", autoOn, podSpec(envFrom("cfg")))
 	create(t, innocent)
-	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
+	startReroll(t, ns, Options{Scope: scope.Scope{Namespaces: []string{ns, other}}})
 	recorded(t, innocent)
 	// Positive control of the heap bound's baseline: measured with Reroll
 	// running and idle.
@@ -133,7 +134,7 @@ func TestWorkloadReconciler_NeverOpeningWindowsDelayNoOtherNamespace(t *testing.
 		tenant = append(tenant, d)
 		create(t, d)
 	}
-	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
+	startReroll(t, ns, Options{Scope: scope.Scope{Namespaces: []string{ns, other}}})
 	recorded(t, innocent)
 	for _, d := range tenant {
 		recorded(t, d)

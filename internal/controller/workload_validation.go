@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
-	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/validate"
@@ -64,24 +60,24 @@ func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*vali
 	return gate, nil
 }
 
-// holdInvalid holds a plan that rolls when the new content of one of its
-// changed ConfigMaps or Secrets fails a Validator's rule (hold reason
-// validator.HoldInvalid), before safe delivery lets the workload join a
-// change set: nothing rolls for that content, in any wave. In a namespace
-// that shares change sets (a Namespace wave), the copies of the object with
-// the same content in the other shared namespaces are checked too, so an
-// invalid copy anywhere holds the whole set. The Warning Event
-// InvalidContent goes on the workload when the hold starts.
-func (r *WorkloadReconciler) holdInvalid(ctx context.Context, obj client.Object, in plan.Input, opts plan.Options, p *plan.Plan) error {
+// Validity implements plan.View: the Validators' verdict on the new
+// content of changes (validator.Gate.Check, one GET per content, cached),
+// and, in a namespace that shares change sets (a Namespace wave), on the
+// copies with the same content in the other shared namespaces, so that an
+// invalid copy anywhere holds the whole set. A copy that a Validator checks
+// and that does not hold this content yet is Awaited. The zero Validity
+// when validation is off.
+func (v workloadView) Validity(changes []plan.Diff) (plan.Validity, error) {
+	r, ctx, obj := v.r, v.Ctx, v.obj
 	g := r.validation
-	if g == nil || p.Outcome != plan.Roll || opts.Overridden(in) {
-		return nil
+	if g == nil {
+		return plan.Validity{}, nil
 	}
 	var shared []string
 	if r.changeSets != nil && r.changeSets.readNamespaces {
-		order, err := r.changeSets.waves(ctx, in.Now)
+		order, err := r.changeSets.waves(ctx, v.now)
 		if err != nil {
-			return err
+			return plan.Validity{}, err
 		}
 		if order.Shared(obj.GetNamespace()) {
 			for ns := range order.Places {
@@ -92,8 +88,8 @@ func (r *WorkloadReconciler) holdInvalid(ctx context.Context, obj client.Object,
 			sort.Strings(shared)
 		}
 	}
-	var failed, awaited []string
-	for _, c := range p.Changes {
+	var val plan.Validity
+	for _, c := range changes {
 		if c.Deleted || (c.Ref.Kind != reference.ConfigMap && c.Ref.Kind != reference.Secret) {
 			continue
 		}
@@ -103,10 +99,10 @@ func (r *WorkloadReconciler) holdInvalid(ctx context.Context, obj client.Object,
 		}
 		fs, err := g.Check(ctx, c.Ref.Kind, ns, c.Ref.Name)
 		if err != nil {
-			return err
+			return plan.Validity{}, err
 		}
 		if len(fs) > 0 {
-			failed = append(failed, fmt.Sprintf("%s/%s: %s", c.Ref.Kind, c.Ref.Name, validate.Summary(fs, 3)))
+			val.Failed = append(val.Failed, fmt.Sprintf("%s/%s: %s", c.Ref.Kind, c.Ref.Name, validate.Summary(fs, 3)))
 			continue
 		}
 		for _, other := range shared {
@@ -120,46 +116,21 @@ func (r *WorkloadReconciler) holdInvalid(ctx context.Context, obj client.Object,
 				// copy that a Validator checks and that does not hold this
 				// content yet may be about to.
 				if sel, err := g.Selects(ctx, c.Ref.Kind, other, c.Ref.Name); err != nil {
-					return err
+					return plan.Validity{}, err
 				} else if sel {
-					awaited = append(awaited, fmt.Sprintf("%s/%s in namespace %s", c.Ref.Kind, c.Ref.Name, other))
+					val.Awaited = append(val.Awaited, fmt.Sprintf("%s/%s in namespace %s", c.Ref.Kind, c.Ref.Name, other))
 				}
 				continue
 			}
 			fs, err := g.Check(ctx, c.Ref.Kind, other, c.Ref.Name)
 			if err != nil {
-				return err
+				return plan.Validity{}, err
 			}
 			if len(fs) > 0 {
-				failed = append(failed, fmt.Sprintf("%s/%s in namespace %s (the same change set): %s", c.Ref.Kind, c.Ref.Name, other, validate.Summary(fs, 3)))
+				val.Failed = append(val.Failed, fmt.Sprintf("%s/%s in namespace %s (the same change set): %s", c.Ref.Kind, c.Ref.Name, other, validate.Summary(fs, 3)))
 				break
 			}
 		}
 	}
-	since := plan.PendingSince(opts.Key, in.UID, in.Annotations, in.Now)
-	if len(failed) == 0 && len(awaited) > 0 {
-		// Before the first wave rolls, the copies that Validators check
-		// get the change set's window to receive the same content.
-		window := r.Options.ChangeSetWindow
-		if window <= 0 {
-			window = safe.DefaultWindow
-		}
-		if until := since.Add(window); in.Now.Before(until) {
-			p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(safe.HoldWave), Since: since, Until: until,
-				Detail: "waiting for the copies that Validators check to receive the same content: " + strings.Join(awaited, ", ")})
-		}
-		return nil
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	detail := "the new content fails validation: " + strings.Join(failed, "; ")
-	p.Hold(opts, in, plan.Deferral{Reason: plan.DeferReason(validator.HoldInvalid), Detail: detail, Since: since})
-	if len(p.Events) > 0 {
-		// The pending mark changed: told once, as a Warning.
-		p.Events = append(p.Events, plan.Event{Type: corev1.EventTypeWarning, Reason: validator.ReasonInvalidContent,
-			Note: "Held, nothing rolls: " + detail + "; it rolls once the content changes to content that passes"})
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Holding a rollout: the new content fails validation", "detail", detail)
-	return nil
+	return val, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/trigger"
 )
 
@@ -63,7 +64,7 @@ func TestWorkloadReconciler_WaveDialect(t *testing.T) {
 	waitFirstReplicaSet(t, switched)
 
 	// Wave's cross-namespace lists need the opt-in.
-	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}, PlanOptions: plan.Options{AllowCrossNamespaceReferences: true}})
+	startReroll(t, ns, Options{Scope: scope.Scope{Namespaces: []string{ns, other}}, PlanOptions: plan.Options{AllowCrossNamespaceReferences: true}})
 	recorded(t, switched)
 	g.Consistently(func() []string { return rolledEvents(t, ns, "switched") }).Should(gomega.BeEmpty())
 	g.Expect(replicaSets(t, ns, "switched")).To(gomega.HaveLen(1), "switching from Wave rolls nothing")
@@ -98,7 +99,7 @@ func TestWorkloadReconciler_CrossNamespaceReferenceRefused(t *testing.T) {
 	create(t, d)
 	waitFirstReplicaSet(t, d)
 	// Reroll watches both namespaces: only the boundary keeps the Secret out.
-	startReroll(t, ns, Options{Scope: Scope{Namespaces: []string{ns, other}}})
+	startReroll(t, ns, Options{Scope: scope.Scope{Namespaces: []string{ns, other}}})
 
 	recorded(t, d)
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "tenant", plan.ReasonCrossNamespaceReference) }).Should(

@@ -5,5 +5,7 @@
 // cannot tell a LIST from a GET from a WATCH). They are registered with
 // controller-runtime's registry, so the manager serves them on /metrics
 // beside its workqueue, reconcile and REST client metrics (docs/metrics.md
-// lists them all).
+// lists them all). The hooks of hooks.go feed them from a workload
+// controller's watches and reconciler: the time a change was seen, the
+// workloads a change matched, each Reconcile.
 package metrics

@@ -31,7 +31,7 @@ func TestDecide_CrossNamespaceReferences(t *testing.T) {
 			o := defaults()
 			o.AllowCrossNamespaceReferences = tc.allow
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", Annotations: wave, Template: template([]string{"cfg"}), Now: now}
-			p, err := Decide(o, in, src)
+			p, err := DecideChange(o, in, src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestDecide_CrossNamespaceReferences(t *testing.T) {
 			}
 			// Once recorded, the same state emits no further Warning.
 			in.Annotations = map[string]string{annotation.WaveUpdate: "true", annotation.WaveExtraSecrets: "other/db,local", RecordAnnotation: rec}
-			again, err := Decide(o, in, src)
+			again, err := DecideChange(o, in, src)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ func TestDecide_RefusesPatternsPastTheMatchBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now,
 				Annotations: map[string]string{key: tc.list}, Template: template(nil)}
-			p, err := Decide(defaults(), in, src)
+			p, err := DecideChange(defaults(), in, src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestDecide_RecordFitsBesideALargeAnnotation(t *testing.T) {
 	after[cm(names[1234])] = obj(map[string]string{"k": "2"}, nil, "2")
 	in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now, Template: template(names),
 		Annotations: map[string]string{"reroll.dev/auto": "true", "kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 171_000)}}
-	first, err := Decide(defaults(), in, before)
+	first, err := DecideChange(defaults(), in, before)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +103,14 @@ func TestDecide_RecordFitsBesideALargeAnnotation(t *testing.T) {
 		t.Errorf("events = %+v", first.Events)
 	}
 	in.Annotations[RecordAnnotation] = first.Annotations[RecordAnnotation]
-	again, err := Decide(defaults(), in, before)
+	again, err := DecideChange(defaults(), in, before)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Outcome != Unchanged || len(again.Warnings) != 0 || len(again.Events) != 0 {
 		t.Errorf("unchanged: outcome %s, warnings %+v, events %+v", again.Outcome, again.Warnings, again.Events)
 	}
-	p, err := Decide(defaults(), in, after)
+	p, err := DecideChange(defaults(), in, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestDecide_ClearsThePendingChangeOfAWorkloadThatRollsNothing(t *testing.T) 
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now,
 				Annotations: c.annotations, Template: template(c.template), Progress: &workload.Progress{Done: true}}
 			in.Annotations[PendingAnnotation] = Sign(o.Key, in.UID, PendingAnnotation, formatPending(now.Add(-time.Hour), DeferMaxConcurrent, now.Add(time.Minute)))
-			p, err := Decide(o, in, names)
+			p, err := DecideChange(o, in, names)
 			if err != nil {
 				t.Fatal(err)
 			}

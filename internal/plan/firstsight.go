@@ -36,7 +36,7 @@ import (
 
 // InstalledAtAnnotation is the annotation on the digest key Secret that
 // holds Reroll's installation time (RFC 3339, UTC), written once by the
-// controller (controller.LoadInstalledAt): the first-sight rule rolls only
+// controller (state.LoadInstalledAt): the first-sight rule rolls only
 // what happened after it (Options.InstalledAt). It lives in the cluster, so
 // every replica, every restart and kubectl reroll read the same time.
 const InstalledAtAnnotation = "reroll.dev/installed-at"

@@ -222,7 +222,7 @@ func TestDecide_FirstSight(t *testing.T) {
 			}
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "w", Annotations: annotations,
 				Template: template([]string{"cfg"}), Now: now, Since: tc.since}
-			p, err := Decide(o, in, tc.src)
+			p, err := DecideChange(o, in, tc.src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +285,7 @@ func TestDecide_DeferRecord(t *testing.T) {
 		o.InstalledAt, o.DeferRecord = at(1), true
 		in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "w", Annotations: map[string]string{"reroll.dev/auto": "true"},
 			Template: template(nil, secretKey("db", "password")), Now: now, Since: Happened{At: at(10)}}
-		p, err := Decide(o, in, memory{secret("db"): since(base, 5, 0, 3)})
+		p, err := DecideChange(o, in, memory{secret("db"): since(base, 5, 0, 3)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func TestDecide_DeferRecord(t *testing.T) {
 			case name == "a damaged baseline counts as none: the first-sight rule decides":
 				in.Baseline = `{"Secret/db":`
 			}
-			p, err := Decide(o, in, memory{secret("db"): tc.data})
+			p, err := DecideChange(o, in, memory{secret("db"): tc.data})
 			if err != nil {
 				t.Fatal(err)
 			}

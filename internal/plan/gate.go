@@ -514,11 +514,11 @@ func minPositive(a, b time.Duration) time.Duration {
 	return min(a, b)
 }
 
-// Hold turns a plan that would roll into a DeferredRollout held by a gate
-// decided outside the planner (safe delivery's waves and halts,
-// internal/delivery), as the planner's own gates do: only
-// PendingAnnotation is written, and the change rolls later, once.
-func (p *Plan) Hold(o Options, in Input, d Deferral) {
+// holdBack turns a plan that would roll into a DeferredRollout held by a
+// gate decided after DecideChange (safe delivery's waves and halts,
+// internal/delivery; the storm breaker), as DecideChange's own gates do:
+// only PendingAnnotation is written, and the change rolls later, once.
+func (p *Plan) holdBack(o Options, in Input, d Deferral) {
 	p.deferTo(o, in, d, p.Change.Summary())
 	// A pause period starts with the rollout, not with its hold.
 	p.Pause = Pause{}

@@ -242,7 +242,7 @@ func TestDecide_Gates(t *testing.T) {
 				Annotations: map[string]string{"reroll.dev/auto": "true"}, Template: template([]string{"cfg"}),
 				Action: workload.Action{Way: workload.ByTemplate}, Pausable: !c.hold, Now: now,
 				NamespaceAnnotations: c.namespace, Progress: c.progress, Rollouts: c.rollouts}
-			first, err := Decide(o, in, before)
+			first, err := DecideChange(o, in, before)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +254,7 @@ func TestDecide_Gates(t *testing.T) {
 				}
 				in.Annotations[k] = v
 			}
-			p, err := Decide(o, in, after)
+			p, err := DecideChange(o, in, after)
 			if err != nil {
 				t.Fatal(err)
 			}

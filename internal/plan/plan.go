@@ -13,7 +13,9 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
@@ -107,7 +109,7 @@ type Options struct {
 	// sight too.
 	NoEviction bool
 	// InstalledAt is Reroll's installation time, durable and the same for
-	// every replica (controller.LoadInstalledAt): on first sight, only what
+	// every replica (state.LoadInstalledAt): on first sight, only what
 	// happened after it rolls (firstsight.go). The zero time turns the
 	// first-sight rule off: first sight then only records.
 	InstalledAt time.Time
@@ -118,6 +120,12 @@ type Options struct {
 	// workload's baseline (Input.Baseline) instead (docs/design.md,
 	// "Install: no write per workload"). It needs the first-sight rule
 	// (InstalledAt): after a restart, the rule stands in for the baseline.
+	// The controller's options hold the wish (--defer-record); each
+	// reconcile passes what applies: off with the admission webhook (whose
+	// objectSelector needs a label on each workload) and with
+	// ReloadOnDelete, and where the rule would roll for a change the
+	// workload does not read, the controller keeps the baseline signed in
+	// its Baselines (or, without room there, writes it on the workload).
 	DeferRecord bool
 }
 
@@ -192,6 +200,28 @@ type Input struct {
 	// is compared with it as with its own record. Empty: none, and the
 	// first-sight rule applies.
 	Baseline string
+
+	// The rest is read by Decide only (DecideChange ignores it): what the
+	// controller knows of the workload beyond its change.
+
+	// LegacyRecordsUntil is the migration deadline of the legacy digest
+	// scheme: a record made under it is compared under it only before
+	// then (see DecideRecord).
+	LegacyRecordsUntil time.Time
+	// Coalesce is where the workload is in the debounce of its objects'
+	// changes (the holds).
+	Coalesce Coalescing
+	// Delivery holds safe delivery's options; nil when safe delivery is
+	// off or the kind reports no progress.
+	Delivery *DeliveryInput
+	// Storm is the storm breaker (a zero Max is off).
+	Storm delivery.Storm
+	// Validate is set when Validators are read (--enable-validation, and
+	// Reroll may list them): a plan that rolls asks View.Validity.
+	Validate bool
+	// Restart is how the workload's pods restart beyond its trigger; nil
+	// decides no restart (no eviction, no revert check).
+	Restart *RestartInput
 }
 
 // NewInput builds the Input of obj, of kind k, whose pods run template
@@ -345,6 +375,30 @@ type Plan struct {
 	// and record after give the same Key, so a delivery or a write retried
 	// after a conflict is recognised.
 	Key string
+
+	// The rest is set by Decide only.
+
+	// Halts are the halt records of change sets that safe delivery's
+	// breaker halted in this decision: the writer records them first,
+	// whatever else it writes, then tells of them.
+	Halts []HaltRecord
+	// Hold, when set, says why nothing of the plan is written now beyond
+	// Halts and Warnings; Requeue says when to look again.
+	Hold Hold
+	// Notify is the notification step of Outcome Notify; NotifyFailure is
+	// the error of a POST that failed (NotifyFail).
+	Notify        NotifyStep
+	NotifyFailure error
+	// Eviction is the restart by eviction to carry out once the plan is
+	// written (its record is in Annotations); nil when none applies.
+	Eviction *eviction.Decision
+	// Reverted is set when Annotations record that another field manager
+	// put back Reroll's last pod template change (revert.Reverted).
+	Reverted bool
+	// Requeue is how soon to decide again once the plan is written (or
+	// held), when no eviction follows: the pause period's end, a recheck,
+	// the notification's poll, the first-sight hold; 0 waits for events.
+	Requeue time.Duration
 }
 
 // Rolling is how the workload rolls.
@@ -381,11 +435,15 @@ type Event struct {
 	Type, Reason, Note string
 }
 
-// Decide plans what Reroll does with one workload. It reads ConfigMaps and
-// Secrets only through src, makes no API call and writes nothing; given
-// the same inputs it returns the same Plan. It returns an error only when src
-// fails with an error other than ErrUnreadable.
-func Decide(o Options, in Input, src Source) (Plan, error) {
+// DecideChange plans what a change of the data a workload consumes does to
+// it: the record, the rollout and its gates, what to tell. It reads
+// ConfigMaps and Secrets only through src, makes no API call and writes
+// nothing; given the same inputs it returns the same Plan. It returns an
+// error only when src fails with an error other than ErrUnreadable. The
+// kubectl plugin asks it; the controller asks Decide, which calls it and
+// adds safe delivery, the storm breaker, the holds, the notification step
+// and the restart.
+func DecideChange(o Options, in Input, src Source) (Plan, error) {
 	p, err := decide(o, in, src)
 	if err != nil {
 		return Plan{}, err
@@ -397,7 +455,11 @@ func Decide(o Options, in Input, src Source) (Plan, error) {
 
 // deferRecord leaves the record off a workload that has none, under
 // Options.DeferRecord, when nothing else writes it: the outcomes that
-// would only record (FirstSight, Unchanged, Skipped).
+// would only record (FirstSight, Unchanged, Skipped). A workload that
+// mounts a Secrets Store CSI Driver volume keeps its record: the
+// first-sight rule does not see its versions change (a status has no
+// history of its own), so only a record finds a change made while no
+// Reroll ran.
 func (p *Plan) deferRecord(o Options, in Input) {
 	if !o.DeferRecord || in.Annotations[RecordAnnotation] != "" || p.RecordKeyChanged || p.DamagedRecord != nil {
 		return
@@ -406,6 +468,11 @@ func (p *Plan) deferRecord(o Options, in Input) {
 	case FirstSight, Unchanged, Skipped:
 	default:
 		return
+	}
+	for _, ref := range p.References {
+		if ref.Kind == reference.SecretProviderClass {
+			return
+		}
 	}
 	delete(p.Annotations, RecordAnnotation)
 	delete(p.Annotations, KeyAnnotation)

@@ -621,7 +621,7 @@ func TestDecide(t *testing.T) {
 			case c.record != "":
 				in.Annotations[RecordAnnotation] = c.record
 			case c.before != nil:
-				first, err := Decide(o, in, c.before)
+				first, err := DecideChange(o, in, c.before)
 				if err != nil || first.Outcome != FirstSight {
 					t.Fatalf("recording: %v, outcome %s", err, first.Outcome)
 				}
@@ -630,7 +630,7 @@ func TestDecide(t *testing.T) {
 			for k, v := range c.extra {
 				in.Annotations[k] = v
 			}
-			p, err := Decide(o, in, c.after)
+			p, err := DecideChange(o, in, c.after)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -666,7 +666,7 @@ func ruleOf(id string, selected bool, rule Rule) func(*testing.T, Plan) {
 
 func TestDecide_Deleting(t *testing.T) {
 	in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", Annotations: map[string]string{"reroll.dev/auto": "true"}, Deleting: true, Now: now}
-	p, err := Decide(defaults(), in, memory{})
+	p, err := DecideChange(defaults(), in, memory{})
 	if err != nil || p.Outcome != Deleting || len(p.Annotations) != 0 {
 		t.Errorf("Decide = %+v, %v; want Deleting and nothing written", p, err)
 	}
@@ -674,7 +674,7 @@ func TestDecide_Deleting(t *testing.T) {
 
 func TestDecide_SourceErrorFails(t *testing.T) {
 	in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", Annotations: map[string]string{"reroll.dev/auto": "true"}, Template: template([]string{"cfg"}), Now: now}
-	if _, err := Decide(defaults(), in, failing{}); err == nil || !strings.Contains(err.Error(), "ConfigMap ns/cfg") {
+	if _, err := DecideChange(defaults(), in, failing{}); err == nil || !strings.Contains(err.Error(), "ConfigMap ns/cfg") {
 		t.Errorf("Decide error = %v, want one naming the object", err)
 	}
 }

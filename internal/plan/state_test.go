@@ -64,7 +64,7 @@ func TestDecide_IgnoresForgedState(t *testing.T) {
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u",
 				Annotations: map[string]string{"reroll.dev/auto": "true"}, Template: template([]string{"cfg"}),
 				Action: workload.Action{Way: workload.ByTemplate}, Pausable: !c.hold, Now: now, Progress: c.progress}
-			first, err := Decide(o, in, base)
+			first, err := DecideChange(o, in, base)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestDecide_IgnoresForgedState(t *testing.T) {
 			if c.want == DeferredRollout {
 				src = changed
 			}
-			p, err := Decide(o, in, src)
+			p, err := DecideChange(o, in, src)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,9 +14,9 @@ import (
 // the apply step computes it before it sets the trigger.
 type Deferred string
 
-// DeferredWaveHash is Wave's hash, which hashes values: the apply step reads
-// Trigger.Wave's objects from the API server and sets Trigger.Value to
-// digest.WaveHash of their consumed values.
+// DeferredWaveHash is Wave's hash, which hashes values: DecideChange leaves
+// it to Decide, which reads Trigger.Wave's objects through View.WaveHash
+// and sets Trigger.Value to digest.WaveHash of their consumed values.
 const DeferredWaveHash Deferred = "wave-hash"
 
 // ErrDeferred is returned by Trigger.Set while a Deferred value is not
@@ -31,7 +31,7 @@ type Trigger struct {
 	// wave.pusher.com/config-hash).
 	Annotation string
 	Value      string
-	// Deferred, when set, means Value is computed by the apply step; Wave
+	// Deferred, when set, means Value is computed by Decide; Wave
 	// then lists the references whose values it hashes, each in Namespace
 	// unless the reference names its own.
 	Deferred  Deferred

@@ -37,9 +37,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
-	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/test/controlplane"
 	"github.com/reroll/reroll/test/unitonly"
@@ -285,7 +285,7 @@ func startProjections(t *testing.T, ns string, opts Options, mutate ...func(*ctr
 	if opts.Key == nil {
 		opts.Key = runKey
 	}
-	mo := controller.Scope{Namespaces: []string{ns}}.ManagerOptions()
+	mo := scope.Scope{Namespaces: []string{ns}}.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = metricsserver.Options{BindAddress: "0"}
 	mo.HealthProbeBindAddress = "0"

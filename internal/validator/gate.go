@@ -19,6 +19,7 @@ import (
 
 	rerollv1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/validate"
 )
@@ -26,13 +27,13 @@ import (
 // HoldInvalid is the hold reason (plan.PendingAnnotation) of a workload
 // whose change's new content fails a Validator's rule: nothing rolls for
 // it until the content changes again to content that passes.
-const HoldInvalid = "invalid"
+const HoldInvalid = plan.HoldInvalid
 
 // ReasonInvalidContent is the Warning Event on a ConfigMap or Secret whose
 // new content fails a Validator's rule, and on each workload held for it;
 // the note names the Validator, the rule and the key and says what is
 // wrong, never quoting a Secret's value.
-const ReasonInvalidContent = "InvalidContent"
+const ReasonInvalidContent = plan.ReasonInvalidContent
 
 // verdictTTL is how long a verdict on one content is kept: a certificate's
 // "not expiring within" moves with the clock.

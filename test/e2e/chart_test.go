@@ -146,7 +146,7 @@ func TestHelmChart_SchemaRejectsBadValues(t *testing.T) {
 
 func TestHelmChart_ValuesBecomeFlags(t *testing.T) {
 	t.Parallel()
-	always := []string{"--metrics-bind-address=:9090", "--metrics-secure=true", "--metrics-token-secret=r-reroll-metrics-token", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--installation-configmap=r-reroll-installation", "--pod-records=r-reroll-pod-records",
+	always := []string{"--metrics-bind-address=:9090", "--metrics-secure=true", "--metrics-token-secret=r-reroll-metrics-token", "--health-probe-bind-address=:8081", "--graceful-shutdown-timeout=25s", "--digest-key-secret=r-reroll-digest-key", "--job-journal=r-reroll-job-journal", "--installation-configmap=r-reroll-installation", "--pod-records=r-reroll-pod-records", "--baselines=r-reroll-baselines",
 		"--change-sets=r-reroll-change-sets", "--bake-time=1m", "--change-set-window=5s", "--halt-after-failed-rollouts=1", "--storm-max-rollouts=10", "--storm-period=10m"}
 	cases := map[string]struct {
 		// values are the chart values set.

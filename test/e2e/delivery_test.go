@@ -87,8 +87,11 @@ func TestDelivery_WorkedExampleFromTheDocs(t *testing.T) {
 	g.Expect(prefix).NotTo(gomega.BeEmpty(), "the chart turns safe delivery on")
 	env := map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"}
 	p := startRerollAsShipped(t, kubeconfig, args, env)
+	// Reroll has looked at every workload (each reads ConfigMap ca; it
+	// writes none of them before their first rollout).
+	p.useMetricsToken(t, sys, args)
+	g.Eventually(func() float64 { return p.sample(t, "reroll_references", map[string]string{"source_kind": "ConfigMap"}) }).Should(gomega.BeNumerically(">=", len(all)))
 	for _, w := range all {
-		g.Eventually(func() map[string]string { return deploymentIn(t, w.ns, w.name).Annotations }).Should(gomega.HaveKey("reroll.dev/observed"))
 		waitAvailable(t, w.ns, w.name)
 	}
 	// The tenant's next rollout never becomes healthy: no surge pod, and a

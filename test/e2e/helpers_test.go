@@ -340,6 +340,26 @@ func startRerollAsShipped(t *testing.T, kubeconfig string, args []string, env ma
 	return p
 }
 
+// useMetricsToken makes p's scrapes carry the bearer token that Reroll
+// keeps in the Secret its --metrics-token-secret of args names, in ns
+// (created on first start): secure metrics, as the chart ships them. Args
+// without that flag leave p as it is.
+func (p *process) useMetricsToken(t *testing.T, ns string, args []string) {
+	t.Helper()
+	for _, a := range args {
+		name, ok := strings.CutPrefix(a, "--metrics-token-secret=")
+		if !ok {
+			continue
+		}
+		var secret corev1.Secret
+		newT(t).Eventually(func() error { return k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &secret) }).Should(gomega.Succeed())
+		p.bearer = string(secret.Data["token"])
+		// The secure server answers a little after /readyz (its
+		// certificate is made at start).
+		newT(t).Eventually(func() error { _, err := p.tryScrape(t); return err }).Should(gomega.Succeed())
+	}
+}
+
 // stop sends SIGTERM, as the kubelet would, and waits for a clean exit.
 func (p *process) stop(t *testing.T) {
 	if p.cmd.ProcessState != nil {
@@ -361,25 +381,35 @@ func (p *process) stop(t *testing.T) {
 // scrape reads the process's /metrics; a status other than 200 fails the test.
 func (p *process) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	g := newT(t)
+	families, err := p.tryScrape(t)
+	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
+	return families
+}
+
+// tryScrape reads the process's /metrics, or says why it could not.
+func (p *process) tryScrape(t *testing.T) (map[string]*dto.MetricFamily, error) {
 	url, c := "http://"+p.metricsAddr+"/metrics", http.DefaultClient
 	if p.bearer != "" {
 		url = "https://" + p.metricsAddr + "/metrics"
 		c = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed certificate
 	}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	if err != nil {
+		return nil, err
+	}
 	if p.bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+p.bearer)
 	}
 	resp, err := c.Do(req)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
-	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK), "GET %s", url)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	return families
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // sample returns the value of the counter, gauge or histogram count of

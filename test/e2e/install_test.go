@@ -82,7 +82,7 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 	args := podArgs(t, sys, "reroll")
 	g.Expect(args).To(gomega.ContainElements("--enable-ha", "--namespace-selector="+selectedLabel+"=yes"))
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
-	expectCoreBehaviour(t, app)
+	expectCoreBehaviour(t, p, app)
 	mutate(t, &corev1.ConfigMap{}, other, "outside", func(o client.Object) { o.(*corev1.ConfigMap).Data["k"] = "2" })
 
 	// Metrics after 2 data changes, 1 label-only change and 1 unconsumed key
@@ -140,7 +140,7 @@ func TestHelmChart_DefaultInstallRunsWithItsOwnRBAC(t *testing.T) {
 	args := podArgs(t, sys, "reroll")
 	g.Expect(args).NotTo(gomega.ContainElement("--enable-pod-eviction"))
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
-	expectCoreBehaviour(t, app)
+	expectCoreBehaviour(t, p, app)
 
 	g.Eventually(func() []string {
 		var events corev1.EventList
@@ -205,7 +205,7 @@ func TestHelmChart_NamespaceScope(t *testing.T) {
 	args := podArgs(t, sys, "reroll")
 	g.Expect(args).To(gomega.ContainElement("--namespaces=" + appA + "," + appB))
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
-	expectCoreBehaviour(t, appB)
+	expectCoreBehaviour(t, p, appB)
 
 	g.Eventually(func() float64 {
 		return p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": appB, "result": "success"})
@@ -308,7 +308,7 @@ func TestHelmChart_ReleaseNamespaceWithoutSecrets(t *testing.T) {
 	args := podArgs(t, ns, "reroll")
 	g.Expect(args).To(gomega.ContainElements("--namespaces="+ns, "--resources-to-ignore=secrets"))
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "reroll-e2e"})
-	g.Eventually(func() map[string]string { return deploymentIn(t, ns, "web").Annotations }).Should(gomega.HaveKey(observedAnnotation))
+	expectFirstSight(t, p, ns, 1, 0)
 
 	mutate(t, &corev1.Secret{}, ns, "db", func(o client.Object) { o.(*corev1.Secret).Data["password"] = []byte("two") })
 	g.Consistently(func() map[string]string { return deploymentIn(t, ns, "web").Spec.Template.Annotations }).ShouldNot(gomega.HaveKey(configHashAnnotation))

@@ -32,7 +32,7 @@ func TestManifests_UpToDate(t *testing.T) {
 	// but internal/eviction, whose markers are --enable-pod-eviction's; each
 	// opt-in component's role from its own markers.
 	for committed, gen := range map[string][]string{
-		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/validator/...;./internal/workload/..."},
+		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/scope/...;./internal/validator/...;./internal/workload/..."},
 		"config/components/csi/role.yaml":          {"rbac:roleName=csi-role", "paths=./cmd/reroll/..."},
 		"config/components/pod-eviction/role.yaml": {"rbac:roleName=pod-eviction-role", "paths=./internal/eviction/..."},
 	} {
@@ -171,7 +171,7 @@ func TestManifests_OneFileInstall(t *testing.T) {
 	createWorkload(t, app)
 	kubeconfig, _ := serviceAccountKubeconfig(t, "reroll-system", "reroll-controller")
 	p := startReroll(t, kubeconfig, podArgs(t, "reroll-system", "reroll-controller"), map[string]string{"POD_NAMESPACE": "reroll-system", "POD_NAME": "reroll-e2e"})
-	expectCoreBehaviour(t, app)
+	expectCoreBehaviour(t, p, app)
 	g.Expect(p.sample(t, "reroll_rollouts_total", map[string]string{"namespace": app, "result": "success"})).To(gomega.Equal(2.0))
 	g.Expect(p.sample(t, "rest_client_requests_total", map[string]string{"code": "403"})).To(gomega.Equal(0.0), "nothing was denied")
 }

@@ -198,7 +198,8 @@ func TestHelmChart_NamespaceAdminInstallsAndMonitorsScrape(t *testing.T) {
 	podArgs := podArgs(t, sys, "reroll")
 	g.Expect(podArgs).To(gomega.ContainElements("--metrics-secure=true", "--metrics-token-secret=reroll-metrics-token", "--namespaces="+sys))
 	p := startRerollAsShipped(t, kubeconfig, podArgs, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
-	g.Eventually(func() map[string]string { return deploymentIn(t, sys, "web").Annotations }).Should(gomega.HaveKey(observedAnnotation))
+	p.useMetricsToken(t, sys, podArgs)
+	expectFirstSight(t, p, sys, 1, 1)
 	mutate(t, &corev1.ConfigMap{}, sys, "app-config", func(o client.Object) { o.(*corev1.ConfigMap).Data["LOG_LEVEL"] = "debug" })
 	g.Eventually(func() map[string]string { return deploymentIn(t, sys, "web").Spec.Template.Annotations }).Should(gomega.HaveKey(configHashAnnotation))
 

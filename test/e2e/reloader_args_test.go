@@ -55,6 +55,6 @@ func TestBinary_StartsWithReloadersChartArguments(t *testing.T) {
 	g.Expect(warning).To(gomega.ContainSubstring(`"level":"warn"`))
 
 	createWorkload(t, selected)
-	expectCoreBehaviour(t, selected)
+	expectCoreBehaviour(t, p, selected)
 	g.Expect(p.scrape(t)).To(gomega.HaveKey("reroll_rollouts_total"), "plain HTTP, no token")
 }

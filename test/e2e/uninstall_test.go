@@ -114,7 +114,7 @@ func TestUninstall_LeavesNoClusterObjectsAndCleansWorkloadsWithoutRolling(t *tes
 	}
 	kubeconfig, _ := serviceAccountKubeconfig(t, sys, release)
 	p := startReroll(t, kubeconfig, args, map[string]string{"POD_NAMESPACE": sys, "POD_NAME": "reroll-e2e"})
-	expectCoreBehaviour(t, app)
+	expectCoreBehaviour(t, p, app)
 	p.stop(t)
 	// What --enable-webhook keeps on managed workloads.
 	mutate(t, &appsv1.Deployment{}, app, "web", func(o client.Object) {

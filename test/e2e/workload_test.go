@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -20,6 +21,30 @@ const (
 	observedAnnotation   = "reroll.dev/observed"
 	configHashAnnotation = "reroll.dev/config-hash"
 )
+
+// expectFirstSight waits until Reroll p has looked at createWorkload's
+// Deployment in ns: its references to ConfigMaps and Secrets are counted in
+// reroll_references (at least configMaps and secrets; a Reroll that watches
+// more namespaces counts their workloads too). Installing Reroll writes no
+// workload (--defer-record, the default: the record reroll.dev/observed
+// waits for the first rollout), so that metric, not an annotation, is the
+// sign that first sight is over. Then it checks that first sight rolled
+// nothing and, unless p runs with --reload-on-delete or --enable-webhook
+// (which write the record on first sight), wrote nothing.
+func expectFirstSight(t *testing.T, p *process, ns string, configMaps, secrets float64) {
+	t.Helper()
+	g := newT(t)
+	g.Eventually(func() float64 { return p.sample(t, "reroll_references", map[string]string{"source_kind": "ConfigMap"}) }).Should(gomega.BeNumerically(">=", configMaps))
+	g.Eventually(func() float64 { return p.sample(t, "reroll_references", map[string]string{"source_kind": "Secret"}) }).Should(gomega.BeNumerically(">=", secrets))
+	d := deploymentIn(t, ns, "web")
+	g.Expect(d.Spec.Template.Annotations).NotTo(gomega.HaveKey(configHashAnnotation), "first sight rolls nothing")
+	recordsOnFirstSight := slices.ContainsFunc(p.cmd.Args, func(a string) bool {
+		return a == "--reload-on-delete=true" || a == "--reload-on-delete" || a == "--enable-webhook" || a == "--enable-webhook=true"
+	})
+	if !recordsOnFirstSight {
+		g.Expect(d.Annotations).NotTo(gomega.HaveKey(observedAnnotation), "the install writes no workload")
+	}
+}
 
 // createWorkload creates, in ns, ConfigMap app-config, Secret db and the
 // Deployment web, opted in with reroll.dev/auto, that reads every key of
@@ -59,13 +84,12 @@ func createWorkload(t *testing.T, ns string) *appsv1.Deployment {
 // Deployment (a new ReplicaSet), a label-only change writes nothing, a
 // Secret change of the consumed key rolls it again, a change of an
 // unconsumed key writes nothing. That is 2 rollouts in ns. It starts once
-// Reroll has recorded the workload on first sight.
-func expectCoreBehaviour(t *testing.T, ns string) {
+// Reroll p has looked at the workload (expectFirstSight).
+func expectCoreBehaviour(t *testing.T, p *process, ns string) {
 	t.Helper()
 	g := newT(t)
-	g.Eventually(func() map[string]string { return deploymentIn(t, ns, "web").Annotations }).Should(gomega.HaveKey(observedAnnotation))
+	expectFirstSight(t, p, ns, 1, 1)
 	template := func() map[string]string { return deploymentIn(t, ns, "web").Spec.Template.Annotations }
-	g.Expect(template()).NotTo(gomega.HaveKey(configHashAnnotation), "first sight rolls nothing")
 
 	mutate(t, &corev1.ConfigMap{}, ns, "app-config", func(o client.Object) { o.(*corev1.ConfigMap).Data["LOG_LEVEL"] = "debug" })
 	g.Eventually(template).Should(gomega.HaveKey(configHashAnnotation))

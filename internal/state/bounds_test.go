@@ -1,4 +1,4 @@
-package controller
+package state
 
 import (
 	"context"
@@ -110,12 +110,12 @@ func quiet(t *testing.T) context.Context {
 
 // signedEntry writes entry e with value into the store s as an older
 // Reroll, with no bound on its size, would have: signed, in its place.
-func signedEntry(t *testing.T, s *entryStore, e types.NamespacedName, value string) {
+func signedEntry(t *testing.T, s *Entries, e types.NamespacedName, value string) {
 	t.Helper()
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.configMapName(e),
-		Labels:      map[string]string{storeLabel: s.prefix, storeNamespaceLabel: e.Namespace},
-		Annotations: map[string]string{storeEntryAnnotation: e.String()}},
-		Data: map[string]string{entryData: value, signatureData: s.sign(e, value)}})
+		Labels:      map[string]string{StoreLabel: s.prefix, StoreNamespaceLabel: e.Namespace},
+		Annotations: map[string]string{StoreEntryAnnotation: e.String()}},
+		Data: map[string]string{EntryData: value, SignatureData: s.sign(e, value)}})
 }
 
 // entryCount returns how many ConfigMaps the store at holds.
@@ -123,7 +123,7 @@ func entryCount(t *testing.T, at types.NamespacedName) int {
 	t.Helper()
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(at.Namespace), client.MatchingLabels{storeLabel: at.Name})).To(gomega.Succeed())
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(at.Namespace), client.MatchingLabels{StoreLabel: at.Name})).To(gomega.Succeed())
 	return len(list.Items)
 }
 
@@ -139,7 +139,7 @@ func TestJobJournal_StartReadsOneEntryAtATime(t *testing.T) {
 	home, victim := newNamespace(t), newNamespace(t)
 	at := types.NamespacedName{Namespace: home, Name: "reroll-job-journal"}
 	c, sizes := countingClient(t)
-	j := &jobJournal{store: newEntryStore(c, c, at, testKey(t, 33), "the Job journal")}
+	j := &JobJournal{store: NewEntries(c, c, at, testKey(t, 33), "the Job journal")}
 	nsUID := get(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: victim}}).UID
 	const entries = 100
 	pad := strings.Repeat("p", 1_000_000)
@@ -175,7 +175,7 @@ func TestJobJournal_EntryIsNeverReplayedIntoAnotherNamespace(t *testing.T) {
 	g := newT(t)
 	home, live := newNamespace(t), newNamespace(t)
 	at := types.NamespacedName{Namespace: home, Name: "reroll-job-journal"}
-	j := &jobJournal{store: newEntryStore(k8s, k8s, at, testKey(t, 34), "the Job journal")}
+	j := &JobJournal{store: NewEntries(k8s, k8s, at, testKey(t, 34), "the Job journal")}
 	reused := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "reused-" + live}}
 	create(t, reused)
 	t.Cleanup(func() {
@@ -209,8 +209,8 @@ func TestJobJournal_ExpiredEntriesAreDropped(t *testing.T) {
 	g := newT(t)
 	home, victim := newNamespace(t), newNamespace(t)
 	at := types.NamespacedName{Namespace: home, Name: "reroll-job-journal"}
-	j := &jobJournal{store: newEntryStore(k8s, k8s, at, testKey(t, 35), "the Job journal")}
-	j.store.maxAge = JobJournalMaxAge
+	j := &JobJournal{store: NewEntries(k8s, k8s, at, testKey(t, 35), "the Job journal")}
+	j.store.MaxAge = JobJournalMaxAge
 	manifest := func(name string) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: name},
 			Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: podSpec(func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever })}}}
@@ -221,7 +221,7 @@ func TestJobJournal_ExpiredEntriesAreDropped(t *testing.T) {
 	g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(manifest("fresh")), &batchv1.Job{})).To(gomega.Succeed())
 
 	g.Expect(j.Save(t.Context(), manifest("stale"), "old")).To(gomega.Succeed())
-	j.store.now = func() time.Time { return time.Now().Add(JobJournalMaxAge + time.Minute) }
+	j.store.Now = func() time.Time { return time.Now().Add(JobJournalMaxAge + time.Minute) }
 	g.Expect(j.Start(quiet(t))).To(gomega.Succeed())
 	g.Expect(apierrors.IsNotFound(k8s.Get(t.Context(), client.ObjectKeyFromObject(manifest("stale")), &batchv1.Job{}))).To(gomega.BeTrue())
 	g.Expect(entryCount(t, at)).To(gomega.BeZero())
@@ -234,19 +234,19 @@ func TestEntryStore_BoundedInBytesAndWrittenOnlyOnChange(t *testing.T) {
 	home := newNamespace(t)
 	at := types.NamespacedName{Namespace: home, Name: "reroll-pod-records"}
 	c, requests := countingClient(t)
-	s := newEntryStore(c, c, at, testKey(t, 36), "the pod records")
+	s := NewEntries(c, c, at, testKey(t, 36), "the pod records")
 	e := types.NamespacedName{Namespace: "tenant", Name: "group"}
-	g.Expect(s.put(t.Context(), e, `{"a":"1"}`)).To(gomega.Succeed())
+	g.Expect(s.Put(t.Context(), e, `{"a":"1"}`)).To(gomega.Succeed())
 	// Positive control: a change is one write.
 	before := requests.writes()
-	g.Expect(s.put(t.Context(), e, `{"a":"2"}`)).To(gomega.Succeed())
+	g.Expect(s.Put(t.Context(), e, `{"a":"2"}`)).To(gomega.Succeed())
 	g.Expect(requests.writes()).To(gomega.Equal(before + 1))
-	g.Expect(s.put(t.Context(), e, `{"a":"2"}`)).To(gomega.Succeed())
+	g.Expect(s.Put(t.Context(), e, `{"a":"2"}`)).To(gomega.Succeed())
 	g.Expect(requests.writes()).To(gomega.Equal(before+1), "the same value is not written again")
 
-	err := s.put(t.Context(), e, `{"a":"`+strings.Repeat("x", DefaultMaxEntryBytes)+`"}`)
+	err := s.Put(t.Context(), e, `{"a":"`+strings.Repeat("x", DefaultMaxEntryBytes)+`"}`)
 	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("over the limit of 262144")))
-	v, ok, err := s.get(t.Context(), e)
+	v, ok, err := s.Get(t.Context(), e)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(ok).To(gomega.BeTrue())
 	g.Expect(v).To(gomega.Equal(`{"a":"2"}`), "the refused value left the entry as it was")

@@ -1,4 +1,4 @@
-package controller
+package scope
 
 import (
 	"context"
@@ -18,8 +18,6 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/eviction"
-	"github.com/reroll/reroll/internal/reference"
-	"github.com/reroll/reroll/internal/store"
 )
 
 // Scope limits what Reroll watches. Where the API server can filter (a
@@ -47,13 +45,13 @@ type Scope struct {
 // digest transform on every object (it drops managedFields and the
 // last-applied-configuration annotation; a workload keeps one managedFields
 // entry, the time of its last write, for the first-sight rule:
-// summarizeWrites), the namespaces, and the
+// Transform), the namespaces, and the
 // server-side selectors. ConfigMaps and Secrets are not in this cache but in
 // the store (StoreOptions); the same transform turns any that reach it into
 // digest.Objects, so a cached read of one fails with a type error instead of
 // holding values.
 func (s Scope) CacheOptions() cache.Options {
-	o := cache.Options{DefaultTransform: summarizeWrites(digest.Key{})}
+	o := cache.Options{DefaultTransform: Transform(digest.Key{})}
 	if len(s.Namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range s.Namespaces {
@@ -83,32 +81,6 @@ func (s Scope) CacheOptions() cache.Options {
 	return o
 }
 
-// StoreOptions returns the settings of the ConfigMap and Secret store
-// (internal/store) for o: the scope's namespaces and label selector, the
-// kinds not in --resources-to-ignore, values digested under o.Key.
-func (o Options) StoreOptions() store.Options {
-	so := store.Options{
-		Namespaces:        o.Scope.Namespaces,
-		IgnoredNamespaces: o.Scope.IgnoredNamespaces,
-		LabelSelector:     o.Scope.ResourceSelector,
-		Key:               o.Key,
-	}
-	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
-		if !o.Annotations.Ignores(kind) {
-			so.Kinds = append(so.Kinds, kind)
-		}
-	}
-	return so
-}
-
-// ManagerOptions returns the manager settings of Scope.ManagerOptions, with
-// the cache digesting values under o.Key.
-func (o Options) ManagerOptions() ctrl.Options {
-	mo := o.Scope.ManagerOptions()
-	mo.Cache.DefaultTransform = summarizeWrites(o.Key)
-	return mo
-}
-
 // ManagerOptions returns the manager settings Reroll needs: the scope's
 // cache (CacheOptions), and a client that reads unstructured objects (custom
 // workload kinds) from that cache too, not from the API server. The client
@@ -125,28 +97,28 @@ func (s Scope) ManagerOptions() ctrl.Options {
 	}
 }
 
-// watches reports whether ConfigMaps and Secrets of namespace are watched
+// Watches reports whether ConfigMaps and Secrets of namespace are watched
 // (--namespaces, --namespaces-to-ignore). Reads that bypass the cache
 // (Wave's hash) check it, so that they see no more than the watches.
-func (s Scope) watches(namespace string) bool {
+func (s Scope) Watches(namespace string) bool {
 	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
 		return false
 	}
 	return !slices.Contains(s.IgnoredNamespaces, namespace)
 }
 
-// selects reports whether a ConfigMap or Secret read from the API server
+// Selects reports whether a ConfigMap or Secret read from the API server
 // matches --resource-label-selector, as the watches require.
-func (s Scope) selects(obj client.Object) bool {
+func (s Scope) Selects(obj client.Object) bool {
 	return s.ResourceSelector == nil || s.ResourceSelector.Empty() || s.ResourceSelector.Matches(labels.Set(obj.GetLabels()))
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// includes reports whether workloads in namespace are in scope. Only a
+// Includes reports whether workloads in namespace are in scope. Only a
 // namespace selector costs a read: of the namespace's metadata, from the
 // cache.
-func (s Scope) includes(ctx context.Context, c client.Reader, namespace string) (bool, error) {
+func (s Scope) Includes(ctx context.Context, c client.Reader, namespace string) (bool, error) {
 	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
 		return false, nil
 	}
@@ -167,29 +139,9 @@ func (s Scope) includes(ctx context.Context, c client.Reader, namespace string) 
 	return s.NamespaceSelector.Matches(labels.Set(ns.GetLabels())), nil
 }
 
-// namespaceAnnotations returns the annotations of namespace, read from the
-// cache (metadata only), for the Namespace's rollout window and bound. It
-// reads nothing when Reroll may not watch Namespaces (an install limited to
-// Roles in its namespaces; see canWatchNamespaces) and returns nil when the
-// Namespace is gone.
-func (r *WorkloadReconciler) namespaceAnnotations(ctx context.Context, namespace string) (map[string]string, error) {
-	if !r.readNamespaces {
-		return nil, nil
-	}
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading namespace %s for its rollout window and bound: %w", namespace, err)
-	}
-	return ns.GetAnnotations(), nil
-}
-
-// canWatchNamespaces reports whether Reroll may list and watch Namespaces
+// CanWatchNamespaces reports whether Reroll may list and watch Namespaces
 // cluster-wide, which reading their annotations from the cache needs.
-func canWatchNamespaces(ctx context.Context, c client.Client) (bool, error) {
+func CanWatchNamespaces(ctx context.Context, c client.Client) (bool, error) {
 	for _, verb := range []string{"list", "watch"} {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "namespaces"},
@@ -202,4 +154,19 @@ func canWatchNamespaces(ctx context.Context, c client.Client) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// NamespaceAnnotations returns the annotations of namespace, read through c
+// (the manager's cache: metadata only), for the Namespace's rollout window
+// and bound; nil when the Namespace is gone.
+func NamespaceAnnotations(ctx context.Context, c client.Reader, namespace string) (map[string]string, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading namespace %s for its rollout window and bound: %w", namespace, err)
+	}
+	return ns.GetAnnotations(), nil
 }

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/state"
 )
 
 // storedEntry reads entry e of the store at (Reroll's namespace and the
@@ -28,33 +30,8 @@ func storedEntry(t *testing.T, at, e types.NamespacedName) (string, bool) {
 		return "", false
 	}
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
-	v, ok := cm.Data[entryData]
+	v, ok := cm.Data[state.EntryData]
 	return v, ok
-}
-
-// One tenant namespace fills only its own share of a store: past the bound
-// its new entries are refused, and another namespace's still go in. Each
-// entry is one ConfigMap, so writing one never rewrites another.
-func TestEntryStore_BoundedPerNamespace(t *testing.T) {
-	g := newT(t)
-	home := newNamespace(t)
-	at := types.NamespacedName{Namespace: home, Name: "reroll-pod-records"}
-	s := newEntryStore(k8s, k8s, at, testKey(t, 6), "the pod records")
-	s.perNamespace = 2
-	for _, name := range []string{"a", "b"} {
-		g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: "tenant", Name: name}, "{}")).To(gomega.Succeed())
-	}
-	err := s.put(t.Context(), types.NamespacedName{Namespace: "tenant", Name: "c"}, "{}")
-	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("namespace tenant holds 2 entries in the pod records")))
-	g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: "tenant", Name: "a"}, `{"x":"1"}`)).To(gomega.Succeed(), "an existing entry is still written")
-	g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: "other", Name: "a"}, "{}")).To(gomega.Succeed(), "another namespace is not blocked")
-	v, ok := storedEntry(t, at, types.NamespacedName{Namespace: "tenant", Name: "a"})
-	g.Expect(ok).To(gomega.BeTrue())
-	g.Expect(v).To(gomega.Equal(`{"x":"1"}`))
-	v, ok, err = s.get(t.Context(), types.NamespacedName{Namespace: "other", Name: "a"})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	g.Expect(ok).To(gomega.BeTrue())
-	g.Expect(v).To(gomega.Equal("{}"))
 }
 
 // Someone who can write ConfigMaps in Reroll's namespace forges a journal
@@ -76,19 +53,19 @@ func TestJobJournal_ForgedEntriesCreateNothing(t *testing.T) {
 	// Unsigned, in the store's own shape.
 	sum := sha256.Sum256([]byte(entry.String()))
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: journal.Name + "-" + hex.EncodeToString(sum[:10]),
-		Labels:      map[string]string{storeLabel: journal.Name, storeNamespaceLabel: victim},
-		Annotations: map[string]string{storeEntryAnnotation: entry.String()}},
-		Data: map[string]string{entryData: body, signatureData: "00000000000000000000000000000000"}})
+		Labels:      map[string]string{state.StoreLabel: journal.Name, state.StoreNamespaceLabel: victim},
+		Annotations: map[string]string{state.StoreEntryAnnotation: entry.String()}},
+		Data: map[string]string{state.EntryData: body, state.SignatureData: "00000000000000000000000000000000"}})
 	// Signed by Reroll for another Job (positive control of the
 	// signature: it verifies for that one), copied to this one's place.
-	s := newEntryStore(k8s, k8s, journal, key, "the Job journal")
+	s := state.NewEntries(k8s, k8s, journal, key, "the Job journal")
 	other := types.NamespacedName{Namespace: victim, Name: "other"}
-	g.Expect(s.put(t.Context(), other, body)).To(gomega.Succeed())
-	_, ok, err := s.get(t.Context(), other)
+	g.Expect(s.Put(t.Context(), other, body)).To(gomega.Succeed())
+	_, ok, err := s.Get(t.Context(), other)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(ok).To(gomega.BeTrue(), "Reroll's own entry verifies")
 
-	startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: Scope{Namespaces: []string{victim}}})
+	startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{Namespaces: []string{victim}}})
 	g.Eventually(func() bool { _, ok := storedEntry(t, journal, entry); return ok }).Should(gomega.BeFalse(), "the forged entry is deleted")
 	g.Eventually(func() bool { _, ok := storedEntry(t, journal, other); return ok }).Should(gomega.BeFalse(), "the moved entry is dropped")
 	g.Consistently(func() bool {
@@ -118,12 +95,12 @@ func TestJobJournal_LegacyEntriesAreReportedNotActedOn(t *testing.T) {
 	create(t, legacy)
 	// Positive control: an entry Reroll signed, in the current store, is
 	// resumed by the same start.
-	s := newEntryStore(k8s, k8s, journal, key, "the Job journal")
-	g.Expect(s.put(t.Context(), types.NamespacedName{Namespace: victim, Name: "signed"}, `{"uid":"y","job":`+string(mustJSON(t, job("signed")))+`}`)).To(gomega.Succeed())
+	s := state.NewEntries(k8s, k8s, journal, key, "the Job journal")
+	g.Expect(s.Put(t.Context(), types.NamespacedName{Namespace: victim, Name: "signed"}, `{"uid":"y","job":`+string(mustJSON(t, job("signed")))+`}`)).To(gomega.Succeed())
 
-	rr := startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: Scope{Namespaces: []string{victim}}})
+	rr := startReroll(t, victim, Options{Kinds: batchKinds, JobJournal: journal, PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{Namespaces: []string{victim}}})
 	g.Eventually(func() error { return k8s.Get(t.Context(), client.ObjectKeyFromObject(job("signed")), &batchv1.Job{}) }).Should(gomega.Succeed())
-	g.Eventually(func() []string { return eventsWithReason(t, home, journal.Name, ReasonLegacyJournalEntry) }).Should(
+	g.Eventually(func() []string { return eventsWithReason(t, home, journal.Name, state.ReasonLegacyJournalEntry) }).Should(
 		gomega.ConsistOf(gomega.ContainSubstring("Job " + victim + "/old: its re-creation, recorded here by an older Reroll, is not resumed")))
 	g.Expect(rr.logs.String()).To(gomega.ContainSubstring("Not resuming a Job re-creation from an older Reroll's unsigned journal"))
 	g.Consistently(func() bool {

@@ -1,4 +1,4 @@
-package controller
+package state
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // DigestKeyData is the data key of the digest key Secret that holds the
@@ -58,7 +59,7 @@ func LoadDigestKey(ctx context.Context, c client.Client, name types.NamespacedNa
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{DigestKeyData: secret},
 		}
-		err = c.Create(ctx, &s, client.FieldOwner(FieldManager))
+		err = c.Create(ctx, &s, client.FieldOwner(workload.FieldManager))
 		if apierrors.IsAlreadyExists(err) {
 			// Another replica created it first: use its key.
 			err = c.Get(ctx, name, &s)
@@ -162,7 +163,7 @@ func loadDeadline(ctx context.Context, c client.Client, name types.NamespacedNam
 			s.Annotations = map[string]string{}
 		}
 		s.Annotations[annotation] = until.Format(time.RFC3339)
-		return c.Update(ctx, &s, client.FieldOwner(FieldManager))
+		return c.Update(ctx, &s, client.FieldOwner(workload.FieldManager))
 	})
 	return until, err
 }

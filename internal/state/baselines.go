@@ -1,9 +1,7 @@
-package controller
+package state
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,14 +14,16 @@ import (
 
 	"github.com/reroll/reroll/internal/baseline"
 	"github.com/reroll/reroll/internal/digest"
+
+	"github.com/reroll/reroll/internal/workload"
 )
 
-// errBaselineFull is returned by baselineStore.put for an entry that its
+// ErrBaselinesFull is returned by Baselines.Put for an entry that its
 // namespace's ConfigMap has no room for (baseline.MaxBytes): the caller
 // keeps that baseline on the workload instead, as its record.
-var errBaselineFull = errors.New("the namespace's baselines are full")
+var ErrBaselinesFull = errors.New("the namespace's baselines are full")
 
-// baselineStore keeps the baselines of workloads Reroll has not written a
+// Baselines keeps the baselines of workloads Reroll has not written a
 // record on (internal/baseline; docs/design.md, "Install: no write per
 // workload") in Reroll's own namespace: one ConfigMap per namespace, named
 // "<prefix>-<20 hex characters of the SHA-256 of the namespace>", labelled
@@ -44,7 +44,7 @@ var errBaselineFull = errors.New("the namespace's baselines are full")
 // Reroll is its only writer (leader election), so what it wrote is what is
 // there. It is granted, like the other stores, by the Role in Reroll's
 // namespace (get, list, create, update, delete on ConfigMaps).
-type baselineStore struct {
+type Baselines struct {
 	// c writes; r reads from the API server (Reroll's namespace may be
 	// outside the watched ones).
 	c client.Client
@@ -77,23 +77,22 @@ type baselineBatch struct {
 	refused map[string]bool
 }
 
-// newBaselineStore returns the store named at (Reroll's namespace and the
+// NewBaselines returns the store named at (Reroll's namespace and the
 // ConfigMaps' name prefix).
-func newBaselineStore(c client.Client, r client.Reader, at types.NamespacedName, key digest.Key) *baselineStore {
-	return &baselineStore{c: c, r: r, namespace: at.Namespace, prefix: at.Name, key: key,
+func NewBaselines(c client.Client, r client.Reader, at types.NamespacedName, key digest.Key) *Baselines {
+	return &Baselines{c: c, r: r, namespace: at.Namespace, prefix: at.Name, key: key,
 		loaded: map[string]map[string]baseline.Entry{}, waiting: map[string]*baselineBatch{}, writing: map[string]bool{}}
 }
 
 // configMapName is the name of namespace ns's ConfigMap.
-func (s *baselineStore) configMapName(ns string) string {
-	sum := sha256.Sum256([]byte(ns))
-	return s.prefix + "-" + hex.EncodeToString(sum[:10])
+func (s *Baselines) configMapName(ns string) string {
+	return baseline.ConfigMapName(s.prefix, ns)
 }
 
-// get returns the baseline record of the workload kind/name with uid in
+// Get returns the baseline record of the workload kind/name with uid in
 // namespace ns, and whether there is one (an entry of another uid, or one
 // that does not verify, is none).
-func (s *baselineStore) get(ctx context.Context, ns, kind, name string, uid types.UID) (string, bool, error) {
+func (s *Baselines) Get(ctx context.Context, ns, kind, name string, uid types.UID) (string, bool, error) {
 	entries, err := s.entries(ctx, ns)
 	if err != nil {
 		return "", false, err
@@ -107,7 +106,7 @@ func (s *baselineStore) get(ctx context.Context, ns, kind, name string, uid type
 
 // entries returns the verified entries of namespace ns, reading its
 // ConfigMap from the API server the first time.
-func (s *baselineStore) entries(ctx context.Context, ns string) (map[string]baseline.Entry, error) {
+func (s *Baselines) entries(ctx context.Context, ns string) (map[string]baseline.Entry, error) {
 	s.mu.Lock()
 	entries, ok := s.loaded[ns]
 	s.mu.Unlock()
@@ -119,7 +118,7 @@ func (s *baselineStore) entries(ctx context.Context, ns string) (map[string]base
 	if client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("reading the baselines of namespace %s: %w", ns, err)
 	}
-	if err == nil && cm.Labels[storeNamespaceLabel] != ns {
+	if err == nil && cm.Labels[StoreNamespaceLabel] != ns {
 		// Another namespace's, or not Reroll's: nothing of it counts.
 		cm.Data = nil
 	}
@@ -134,11 +133,11 @@ func (s *baselineStore) entries(ctx context.Context, ns string) (map[string]base
 	return entries, nil
 }
 
-// put writes the entries, all of namespace ns, with other puts of ns made
+// Put writes the entries, all of namespace ns, with other puts of ns made
 // at the same time, and returns once they are written. An entry with an
-// empty Record removes the workload's. It returns errBaselineFull (wrapped)
+// empty Record removes the workload's. It returns ErrBaselinesFull (wrapped)
 // when an entry did not fit, and the API's error when the write failed.
-func (s *baselineStore) put(ctx context.Context, ns string, entries ...baseline.Entry) error {
+func (s *Baselines) Put(ctx context.Context, ns string, entries ...baseline.Entry) error {
 	s.mu.Lock()
 	b := s.waiting[ns]
 	if b == nil {
@@ -164,7 +163,7 @@ func (s *baselineStore) put(ctx context.Context, ns string, entries ...baseline.
 	}
 	for _, e := range entries {
 		if b.refused[baseline.DataKey(e.Kind, e.Name)] {
-			return fmt.Errorf("keeping the baseline of %s %s/%s: %w", e.Kind, ns, e.Name, errBaselineFull)
+			return fmt.Errorf("keeping the baseline of %s %s/%s: %w", e.Kind, ns, e.Name, ErrBaselinesFull)
 		}
 	}
 	return nil
@@ -172,7 +171,7 @@ func (s *baselineStore) put(ctx context.Context, ns string, entries ...baseline.
 
 // writeBatches writes the waiting batches of ns one after another until
 // none waits; one caller at a time runs it per namespace.
-func (s *baselineStore) writeBatches(ctx context.Context, ns string) {
+func (s *Baselines) writeBatches(ctx context.Context, ns string) {
 	for {
 		s.mu.Lock()
 		b := s.waiting[ns]
@@ -190,7 +189,7 @@ func (s *baselineStore) writeBatches(ctx context.Context, ns string) {
 
 // write merges puts into ns's ConfigMap with one create or update (retried
 // on a conflict), and returns the data keys of the puts that did not fit.
-func (s *baselineStore) write(ctx context.Context, ns string, puts []baseline.Entry) (map[string]bool, error) {
+func (s *Baselines) write(ctx context.Context, ns string, puts []baseline.Entry) (map[string]bool, error) {
 	key := client.ObjectKey{Namespace: s.namespace, Name: s.configMapName(ns)}
 	var refused []baseline.Entry
 	var data map[string]string
@@ -202,22 +201,22 @@ func (s *baselineStore) write(ctx context.Context, ns string, puts []baseline.En
 		}
 		exists := err == nil
 		old := cm.Data
-		if exists && cm.Labels[storeNamespaceLabel] != ns {
+		if exists && cm.Labels[StoreNamespaceLabel] != ns {
 			old = nil
 		}
 		data, refused = baseline.Merge(s.key, s.prefix, ns, old, puts, s.limit)
-		cm.Labels = map[string]string{storeLabel: s.prefix, storeNamespaceLabel: ns}
-		cm.Annotations = map[string]string{storeEntryAnnotation: ns}
+		cm.Labels = map[string]string{StoreLabel: s.prefix, StoreNamespaceLabel: ns}
+		cm.Annotations = map[string]string{StoreEntryAnnotation: ns}
 		cm.Data, cm.BinaryData = data, nil
 		if !exists {
 			cm.Namespace, cm.Name = key.Namespace, key.Name
-			err := s.c.Create(ctx, &cm, client.FieldOwner(FieldManager))
+			err := s.c.Create(ctx, &cm, client.FieldOwner(workload.FieldManager))
 			if apierrors.IsAlreadyExists(err) {
 				return apierrors.NewConflict(corev1.Resource("configmaps"), key.Name, err)
 			}
 			return err
 		}
-		return s.c.Update(ctx, &cm, client.FieldOwner(FieldManager))
+		return s.c.Update(ctx, &cm, client.FieldOwner(workload.FieldManager))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writing the baselines of namespace %s to ConfigMap %s: %w", ns, key, err)

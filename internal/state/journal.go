@@ -1,4 +1,4 @@
-package controller
+package state
 
 import (
 	"context"
@@ -19,24 +19,34 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/reroll/reroll/internal/workload"
 )
 
-// jobJournal is the workload.JobJournal of Reroll: an entryStore in
-// Reroll's own namespace (Options.JobJournal is its prefix), one signed
+// JobJournal is the workload.JobJournal of Reroll: Entries in Reroll's
+// own namespace (--job-journal is their prefix), one signed
 // entry per Job being re-created, keyed by the Job's namespace and name,
 // whose value is the JSON of journalEntry. The manifest of a Job holds its
 // pod template, which is why the journal lives in Reroll's own namespace,
 // not the Job's. Reroll re-creates only a Job whose entry it signed and
 // whose manifest is of that namespace and name: whoever can write
 // ConfigMaps in Reroll's namespace cannot make it create another Job.
-type jobJournal struct {
-	store *entryStore
+type JobJournal struct {
+	store *Entries
 	// recorder, when set, puts the Warning about an older Reroll's journal
 	// on its ConfigMap (reportLegacy).
 	recorder record.EventRecorder
-	// log, when set, is the logger of Setup's context: the manager starts
-	// runnables with a context that carries none.
+	// log, when set, is the logger of the caller's context: the manager
+	// starts runnables with a context that carries none.
 	log *logr.Logger
+}
+
+// NewJobJournal returns the journal kept in entries, whose MaxAge should be
+// JobJournalMaxAge. recorder, when not nil, puts the Warning about an
+// older Reroll's journal on its ConfigMap; log, when not nil, is the
+// logger Start logs with.
+func NewJobJournal(entries *Entries, recorder record.EventRecorder, log *logr.Logger) *JobJournal {
+	return &JobJournal{store: entries, recorder: recorder, log: log}
 }
 
 // ReasonLegacyJournalEntry is a Warning Event on the Job journal
@@ -70,7 +80,7 @@ func legacyJobs(cm *corev1.ConfigMap) []string {
 // indistinguishable from a real one, so acting on them would reopen what
 // the signed per-entry journal closed. The ConfigMap is left for the
 // operator, and never read again otherwise (docs/operations.md, "Upgrading").
-func (j *jobJournal) reportLegacy(ctx context.Context) {
+func (j *JobJournal) reportLegacy(ctx context.Context) {
 	var cm corev1.ConfigMap
 	key := client.ObjectKey{Namespace: j.store.namespace, Name: j.store.prefix}
 	if err := j.store.r.Get(ctx, key, &cm); err != nil {
@@ -111,7 +121,7 @@ type journalEntry struct {
 
 // namespaceUID returns the UID of namespace: "" when Reroll may not read
 // Namespaces, NotFound when it is gone.
-func (j *jobJournal) namespaceUID(ctx context.Context, namespace string) (types.UID, error) {
+func (j *JobJournal) namespaceUID(ctx context.Context, namespace string) (types.UID, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := j.store.r.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
@@ -124,7 +134,7 @@ func (j *jobJournal) namespaceUID(ctx context.Context, namespace string) (types.
 }
 
 // Save implements workload.JobJournal.
-func (j *jobJournal) Save(ctx context.Context, fresh *batchv1.Job, old types.UID) error {
+func (j *JobJournal) Save(ctx context.Context, fresh *batchv1.Job, old types.UID) error {
 	nsUID, err := j.namespaceUID(ctx, fresh.Namespace)
 	if err != nil {
 		return fmt.Errorf("reading namespace %s for the journal entry: %w", fresh.Namespace, err)
@@ -133,12 +143,12 @@ func (j *jobJournal) Save(ctx context.Context, fresh *batchv1.Job, old types.UID
 	if err != nil {
 		return fmt.Errorf("encoding the journal entry: %w", err)
 	}
-	return j.store.put(ctx, types.NamespacedName{Namespace: fresh.Namespace, Name: fresh.Name}, string(b))
+	return j.store.Put(ctx, types.NamespacedName{Namespace: fresh.Namespace, Name: fresh.Name}, string(b))
 }
 
 // Done implements workload.JobJournal.
-func (j *jobJournal) Done(ctx context.Context, namespace, name string) error {
-	return j.store.delete(ctx, types.NamespacedName{Namespace: namespace, Name: name})
+func (j *JobJournal) Done(ctx context.Context, namespace, name string) error {
+	return j.store.Delete(ctx, types.NamespacedName{Namespace: namespace, Name: name})
 }
 
 // decode reads the entry of the Job name; false when it is unreadable or
@@ -160,7 +170,7 @@ func decodeEntry(name types.NamespacedName, v string) (journalEntry, bool) {
 // An entry saved in an earlier namespace of the same name, and one whose
 // create the API server refuses as invalid (it never will accept it), are
 // dropped with a log line.
-func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e journalEntry) error {
+func (j *JobJournal) recover(ctx context.Context, name types.NamespacedName, e journalEntry) error {
 	log := ctrl.LoggerFrom(ctx)
 	if e.NamespaceUID != "" {
 		uid, err := j.namespaceUID(ctx, name.Namespace)
@@ -178,7 +188,7 @@ func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e j
 	if apierrors.IsNotFound(err) {
 		fresh := e.Job.DeepCopy()
 		fresh.ResourceVersion, fresh.UID = "", ""
-		err = j.store.c.Create(ctx, fresh, client.FieldOwner(FieldManager))
+		err = j.store.c.Create(ctx, fresh, client.FieldOwner(workload.FieldManager))
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			log.Error(err, "Dropping a journal entry whose Job the API server refuses; re-create the Job by hand if it is still wanted", "job", name.String())
 			return j.Done(ctx, name.Namespace, name.Name)
@@ -208,10 +218,11 @@ func (j *jobJournal) recover(ctx context.Context, name types.NamespacedName, e j
 	return j.Done(ctx, name.Namespace, name.Name)
 }
 
-// recoverOne is recover for the Job name when the journal has an entry; it
-// reads that entry alone.
-func (j *jobJournal) recoverOne(ctx context.Context, name types.NamespacedName) error {
-	v, ok, err := j.store.get(ctx, name)
+// Recover brings back the Job name when the journal has an entry for it
+// (recover): it reads that entry alone. The reconcile of a Job that is not
+// found calls it.
+func (j *JobJournal) Recover(ctx context.Context, name types.NamespacedName) error {
+	v, ok, err := j.store.Get(ctx, name)
 	if err != nil || !ok {
 		return err
 	}
@@ -225,20 +236,20 @@ func (j *jobJournal) recoverOne(ctx context.Context, name types.NamespacedName) 
 // Start implements manager.Runnable: once this replica leads, it recovers
 // every Job in the journal, those whose re-creation a crash or a leader
 // change interrupted.
-func (j *jobJournal) Start(ctx context.Context) error {
+func (j *JobJournal) Start(ctx context.Context) error {
 	if j.log != nil {
 		ctx = ctrl.LoggerInto(ctx, *j.log)
 	}
 	j.reportLegacy(ctx)
 	// The names only; each entry's value (up to a Job's manifest) is read
 	// and let go one at a time.
-	names, err := j.store.entries(ctx)
+	names, err := j.store.Names(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the Job journal")
 		return nil
 	}
 	for _, name := range names {
-		if err := j.recoverOne(ctx, name); err != nil {
+		if err := j.Recover(ctx, name); err != nil {
 			// The Job's next reconcile (a NotFound) tries again.
 			ctrl.LoggerFrom(ctx).Error(err, "Recovering Job from the journal", "job", name.String())
 		}
@@ -248,6 +259,6 @@ func (j *jobJournal) Start(ctx context.Context) error {
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
 // leader writes.
-func (j *jobJournal) NeedLeaderElection() bool { return true }
+func (j *JobJournal) NeedLeaderElection() bool { return true }
 
-var _ manager.LeaderElectionRunnable = (*jobJournal)(nil)
+var _ manager.LeaderElectionRunnable = (*JobJournal)(nil)

@@ -1,0 +1,87 @@
+package apply
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// Writer writes the workloads of one kind.
+type Writer struct {
+	// Client writes to the API server (and reads the Deployment a
+	// workloadRef names).
+	Client client.Client
+	// Kind is the workload kind.
+	Kind workload.Kind
+	// Journal keeps the manifest of a Job being re-created between its
+	// delete and its create (workload.JobJournal); nil keeps it in memory.
+	Journal workload.JobJournal
+	// Now is the time of the write, for the record of a template change
+	// (revert.Patch); nil means time.Now.
+	Now func() time.Time
+}
+
+// Workload writes plan p of obj, the workload as read: metadata, pause,
+// and, for Outcome plan.Roll, the rollout of p.Roll.Way. It returns the
+// error of the write (a conflict when obj is stale), or workload.ErrShape
+// when obj does not fit its way.
+func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) error {
+	desired := obj.DeepCopyObject().(client.Object)
+	for k, v := range p.Annotations {
+		workload.SetAnnotation(desired, k, v)
+	}
+	for k, v := range p.Labels {
+		workload.SetLabel(desired, k, v)
+	}
+	if pz, ok := w.Kind.(workload.Pausable); ok && (p.Pause.Pause || p.Pause.Resume) {
+		pz.SetPaused(desired, p.Pause.Pause)
+	}
+	write := w.patch
+	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight {
+		// The record of a change answered: a stale copy of the workload must
+		// conflict rather than answer it twice. A first sight: a copy from
+		// before the first record must conflict rather than write over a
+		// record made since (an object recorded missing would then never
+		// count as created).
+		write = func(ctx context.Context, obj, desired client.Object) error {
+			return workload.PatchGuarded(ctx, w.Client, obj, desired)
+		}
+	}
+	if p.Outcome != plan.Roll {
+		return write(ctx, obj, desired)
+	}
+	var err error
+	switch p.Roll.Way {
+	case workload.ByTemplate:
+		err = w.template(obj, desired, p.Roll)
+	case workload.ByWorkloadRef:
+		err = w.workloadRef(ctx, obj, p.Roll)
+	case workload.ByRestartAt:
+		err = restartAt(desired, p.Roll)
+	case workload.ByJob:
+		err = w.job(ctx, obj, p.Roll)
+	case workload.ByRecreate:
+		// The Job's write step writes desired itself, on the new Job.
+		return w.recreate(ctx, obj, desired, write)
+	}
+	if err != nil {
+		return err
+	}
+	return write(ctx, obj, desired)
+}
+
+// patch writes desired over obj (workload.Patch).
+func (w Writer) patch(ctx context.Context, obj, desired client.Object) error {
+	return workload.Patch(ctx, w.Client, obj, desired)
+}
+
+func (w Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}

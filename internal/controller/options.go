@@ -1,0 +1,49 @@
+package controller
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/scope"
+	"github.com/reroll/reroll/internal/store"
+)
+
+// StoreOptions returns the settings of the ConfigMap and Secret store
+// (internal/store) for o: the scope's namespaces and label selector, the
+// kinds not in --resources-to-ignore, values digested under o.Key.
+func (o Options) StoreOptions() store.Options {
+	so := store.Options{
+		Namespaces:        o.Scope.Namespaces,
+		IgnoredNamespaces: o.Scope.IgnoredNamespaces,
+		LabelSelector:     o.Scope.ResourceSelector,
+		Key:               o.Key,
+	}
+	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret} {
+		if !o.Annotations.Ignores(kind) {
+			so.Kinds = append(so.Kinds, kind)
+		}
+	}
+	return so
+}
+
+// ManagerOptions returns the manager settings of Scope.ManagerOptions, with
+// the cache digesting values under o.Key.
+func (o Options) ManagerOptions() ctrl.Options {
+	mo := o.Scope.ManagerOptions()
+	mo.Cache.DefaultTransform = scope.Transform(o.Key)
+	return mo
+}
+
+// namespaceAnnotations returns the annotations of namespace, read from the
+// cache (metadata only), for the Namespace's rollout window and bound. It
+// reads nothing when Reroll may not watch Namespaces (an install limited to
+// Roles in its namespaces; see scope.CanWatchNamespaces) and returns nil when the
+// Namespace is gone.
+func (r *WorkloadReconciler) namespaceAnnotations(ctx context.Context, namespace string) (map[string]string, error) {
+	if !r.readNamespaces {
+		return nil, nil
+	}
+	return scope.NamespaceAnnotations(ctx, r.Client, namespace)
+}

@@ -1,0 +1,111 @@
+package lazysink
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// zapTo returns a zapr logger writing JSON lines without time to buf, and
+// one that counts the encoder clones its core makes (a With each).
+func zapTo(buf *bytes.Buffer, withs *int) logr.Logger {
+	cfg := zap.NewProductionEncoderConfig()
+	cfg.TimeKey = ""
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(cfg), zapcore.AddSync(buf), zapcore.DebugLevel)
+	return zapr.NewLogger(zap.New(countingCore{Core: core, withs: withs}))
+}
+
+type countingCore struct {
+	zapcore.Core
+	withs *int
+}
+
+func (c countingCore) With(f []zapcore.Field) zapcore.Core {
+	*c.withs++
+	return countingCore{Core: c.Core.With(f), withs: c.withs}
+}
+
+func (c countingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func TestSink_WritesWhatTheWrappedSinkWrites(t *testing.T) {
+	cases := map[string]func(l logr.Logger){
+		"pairs of WithValues come before the line's own": func(l logr.Logger) {
+			l.WithValues("controller", "deployment", "namespace", "ns").WithValues("reconcileID", "r1").Info("Rolled workload", "changes", "ConfigMap/cfg")
+		},
+		"two loggers made from one do not share their pairs": func(l logr.Logger) {
+			base := l.WithValues("a", 1)
+			x, y := base.WithValues("x", 1), base.WithValues("y", 2)
+			x.Info("x")
+			y.Info("y")
+			base.Info("base")
+		},
+		"an error line keeps the pairs, then its own, then the error": func(l logr.Logger) {
+			l.WithValues("k", "v").Error(errors.New("boom"), "Reconciler error", "attempt", 2)
+		},
+		"a name applies at once": func(l logr.Logger) {
+			l.WithValues("k", "v").WithName("store").WithValues("j", 1).Info("synced")
+		},
+		"levels: V(1) is written at debug": func(l logr.Logger) {
+			l.WithValues("k", "v").V(1).Info("detail")
+		},
+		"no pairs": func(l logr.Logger) { l.Info("plain", "n", 1) },
+	}
+	for name, do := range cases {
+		t.Run(name, func(t *testing.T) {
+			var direct, deferred bytes.Buffer
+			var withsDirect, withsDeferred int
+			do(zapTo(&direct, &withsDirect))
+			do(New(zapTo(&deferred, &withsDeferred)))
+			if direct.String() != deferred.String() {
+				t.Fatalf("through the Sink:\n%s\nwant, as the wrapped sink writes:\n%s", deferred.String(), direct.String())
+			}
+			if withsDeferred != 0 {
+				t.Fatalf("the Sink made %d encoder clones, want none", withsDeferred)
+			}
+		})
+	}
+}
+
+// TestSink_CallsWithOnlyWhenLogging checks the point of the Sink: a
+// reconcile that logs nothing costs the core no With.
+func TestSink_CallsWithOnlyWhenLogging(t *testing.T) {
+	var buf bytes.Buffer
+	var withs int
+	l := New(zapTo(&buf, &withs))
+	for i := range 100 {
+		l.WithValues("controller", "deployment").WithValues("reconcileID", i).V(5).Info("not written")
+	}
+	// Positive control: the same on the wrapped logger clones each time.
+	var direct int
+	d := zapTo(&bytes.Buffer{}, &direct)
+	for i := range 100 {
+		d.WithValues("controller", "deployment").WithValues("reconcileID", i).V(5).Info("not written")
+	}
+	if direct != 200 || withs != 0 || buf.Len() != 0 {
+		t.Fatalf("With calls: wrapped %d (want 200), through the Sink %d (want 0); written %q", direct, withs, buf.String())
+	}
+}
+
+func TestSink_GetUnderlyingCarriesThePairs(t *testing.T) {
+	var buf bytes.Buffer
+	var withs int
+	l := New(zapTo(&buf, &withs)).WithValues("k", "v")
+	u, ok := l.GetSink().(zapr.Underlier)
+	if !ok {
+		t.Fatal("the Sink is not a zapr.Underlier")
+	}
+	u.GetUnderlying().Sugar().Warnw("Ignoring flag", "flag", "--x")
+	if want := `{"level":"warn","msg":"Ignoring flag","k":"v","flag":"--x"}` + "\n"; buf.String() != want {
+		t.Fatalf("wrote %q, want %q", buf.String(), want)
+	}
+}
