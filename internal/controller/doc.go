@@ -16,7 +16,7 @@
 // gathers what the decision needs (workload_observe.go, reads only; the
 // reads only some decisions need stay behind plan.View, which it
 // implements over internal/source's views of the cache), plan.Decide
-// decides everything (the change, safe delivery, the storm breaker, the
+// decides everything (the change, validation, safe delivery, the storm breaker, the
 // holds, the notification step, the restart by eviction and the revert
 // check), and write, the only writer, carries the plan out in one
 // documented order (workload_apply.go): halt records, Warning Events, the
