@@ -57,25 +57,28 @@ step "Starting Reroll (a local process using the generated kubeconfig)"
 kubectl apply --server-side -f config/crd/bases/reroll.dev_projections.yaml
 kubectl wait crd/projections.reroll.dev --for=condition=Established --timeout=60s
 # Outside a pod there is no POD_NAMESPACE: keep the digest key in default.
+# --log-level=debug only so that the demo can see first sight in the log
+# (Reroll writes nothing to a workload on first sight).
 bin/reroll --kubeconfig "$KUBECONFIG" --metrics-bind-address=0 --health-probe-bind-address=0 --digest-key-namespace=default \
-  --enable-projections >"$dir.reroll.log" 2>&1 &
+  --enable-projections --log-level=debug >"$dir.reroll.log" 2>&1 &
 reroll_pid=$!
 echo "reroll pid $reroll_pid, log in $dir.reroll.log"
 
 step "Applying examples/reroll-demo.yaml"
 kubectl apply -f examples/reroll-demo.yaml
 kubectl -n $ns rollout status deployment/web --timeout=120s
-kubectl -n $ns wait deployment/web --for=jsonpath='{.metadata.annotations.reroll\.dev/observed}' --timeout=60s >/dev/null ||
-  fail "Reroll did not record the Deployment on first sight"
-echo "Reroll recorded, on the Deployment's metadata (not its pod template, so nothing rolled), what it consumes:"
-kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}' | sed 's/^/  /'; echo
-# The digests are keyed (HMAC-SHA-256 under the installation key in Secret
-# default/reroll-digest-key): someone who can read the Deployment cannot test
-# guesses of the password against them.
-plain=$(printf '%s' correct-horse | sha256sum | cut -c1-16)
-kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}' | grep -q "$plain" &&
-  fail "the record holds the plain SHA-256 of the password"
-echo "The password's digest is keyed: not its plain SHA-256 prefix $plain (key id $(kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed-key}'))."
+# First sight: Reroll takes what the Deployment consumes now as its
+# baseline, in memory, and writes nothing to the Deployment.
+for _ in $(seq 1 120); do
+  grep 'Took consumed data as baseline on first sight' "$dir.reroll.log" | grep -q '"name":"web"' && break
+  sleep 0.5
+done
+grep 'Took consumed data as baseline on first sight' "$dir.reroll.log" | grep -q '"name":"web"' ||
+  fail "Reroll did not take the Deployment's baseline on first sight"
+kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations}' | grep -q 'reroll\.dev/' &&
+  fail "first sight wrote to the Deployment"
+echo "Reroll took what the Deployment consumes as its baseline, in memory: it wrote nothing to the Deployment"
+echo "(generation $(kubectl -n $ns get deployment web -o jsonpath='{.metadata.generation}'), no reroll.dev/ annotation)."
 old_rs=$(kubectl -n $ns get rs -l app=web -o jsonpath='{.items[0].metadata.name}')
 [[ $(kubectl -n $ns get rs -l app=web -o name | wc -l) -eq 1 ]] || fail "first sight rolled the Deployment"
 
@@ -87,6 +90,18 @@ trigger_path='{.spec.template.metadata.annotations.reloader\.stakater\.com/last-
 kubectl -n $ns wait deployment/web --for=jsonpath="$trigger_path" --timeout=60s >/dev/null ||
   fail "Reroll did not roll the Deployment"
 kubectl -n $ns rollout status deployment/web --timeout=120s
+
+echo "Reroll recorded, with the rollout, on the Deployment's metadata what it consumes:"
+kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}' | sed 's/^/  /'; echo
+# The digests are keyed (HMAC-SHA-256 under the installation key in Secret
+# default/reroll-digest-key): someone who can read the Deployment cannot test
+# guesses of the password against them.
+plain=$(printf '%s' correct-horse | sha256sum | cut -c1-16)
+[[ -n $(kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}') ]] ||
+  fail "the rollout wrote no record"
+kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed}' | grep -q "$plain" &&
+  fail "the record holds the plain SHA-256 of the password"
+echo "The password's digest is keyed: not its plain SHA-256 prefix $plain (key id $(kubectl -n $ns get deployment web -o jsonpath='{.metadata.annotations.reroll\.dev/observed-key}'))."
 
 step "What happened"
 echo "ReplicaSets (the old one scaled to 0, the new one runs 3 pods):"
