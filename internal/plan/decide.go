@@ -22,7 +22,9 @@ import (
 //  7. the restart (in.Restart): a restart by eviction, or the check for a
 //     revert of Reroll's last template change;
 //  8. the value of a deferred trigger (Wave's hash, View.WaveHash);
-//  9. Requeue.
+//  9. versioned config (pinning): the copies to make and the template
+//     references to rename with the trigger, or on an opt-in;
+//  10. Requeue.
 //
 // It reads only in and v, v lazily (see View), and writes nothing. It
 // returns an error when a read of v fails.
@@ -65,6 +67,9 @@ func Decide(o Options, in Input, v View) (Plan, error) {
 		}
 	}
 	if err := p.waveHash(o, v); err != nil {
+		return Plan{}, err
+	}
+	if err := p.pinning(o, in, v); err != nil {
 		return Plan{}, err
 	}
 	p.Requeue = minPositive(p.Pause.RequeueAfter, p.Recheck)
