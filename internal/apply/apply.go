@@ -23,6 +23,10 @@ type Writer struct {
 	// Now is the time of the write, for the record of a template change
 	// (revert.Patch); nil means time.Now.
 	Now func() time.Time
+	// Pinned, when set, is what Copier.Copies made of the plan's Pinning:
+	// the pod template's references are renamed in the same write as the
+	// trigger (or alone, for an opt-in).
+	Pinned *Pinned
 }
 
 // Workload writes plan p of obj, the workload as read: metadata, pause,
@@ -40,6 +44,9 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 	if pz, ok := w.Kind.(workload.Pausable); ok && (p.Pause.Pause || p.Pause.Resume) {
 		pz.SetPaused(desired, p.Pause.Pause)
 	}
+	if err := w.pinTemplate(desired, w.Pinned); err != nil {
+		return err
+	}
 	write := w.patch
 	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight {
 		// The record of a change answered: a stale copy of the workload must
@@ -52,6 +59,10 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 		}
 	}
 	if p.Outcome != plan.Roll {
+		if w.Pinned != nil {
+			// An opt-in's pinning changes the template alone.
+			w.recordPatch(obj, desired)
+		}
 		return write(ctx, obj, desired)
 	}
 	var err error

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -58,7 +59,15 @@ func (r *WorkloadReconciler) write(ctx context.Context, obj client.Object, p pla
 	case plan.NotifyWait:
 		return ctrl.Result{RequeueAfter: p.Requeue}, nil
 	}
-	if err := r.writer().Workload(ctx, obj, p); err != nil {
+	wr := r.writer()
+	if p.Pin != nil {
+		pinned, err := r.copies(ctx, obj, p)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		wr.Pinned = &pinned
+	}
+	if err := wr.Workload(ctx, obj, p); err != nil {
 		if len(p.Changes) > 0 && !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRollFailed, "Could not roll after %s: %s", p.Change.Summary(), err.Error())
 			r.recordFailure(obj, p)
@@ -146,6 +155,30 @@ func (r *WorkloadReconciler) applyState(ctx context.Context, obj client.Object, 
 		return nil
 	}
 	return r.writer().Workload(ctx, obj, p)
+}
+
+// copies makes the copies of p's pinning (apply.Copier) and tells, with a
+// ReasonUnpinned Warning Event and a log line, of each that could not be
+// made: the workload then reads that source itself.
+func (r *WorkloadReconciler) copies(ctx context.Context, obj client.Object, p plan.Plan) (apply.Pinned, error) {
+	t, err := r.Kind.PodTemplate(obj)
+	if err != nil {
+		return apply.Pinned{}, err
+	}
+	gvk, err := r.Client.GroupVersionKindFor(obj)
+	if err != nil {
+		return apply.Pinned{}, fmt.Errorf("the kind of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	c := apply.Copier{Client: r.Client, Reader: r.APIReader, Key: r.Options.Key}
+	pinned, err := c.Copies(ctx, obj, gvk, t, p.Pin)
+	if err != nil {
+		return pinned, err
+	}
+	for _, e := range pinned.Failed {
+		ctrl.LoggerFrom(ctx).Info("Not pinning: the copy could not be made", "error", e.Error())
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, plan.ReasonUnpinned, "Not pinned, the pods read the source itself: %s", e.Error())
+	}
+	return pinned, nil
 }
 
 // writer writes the workloads of r's kind (internal/apply).

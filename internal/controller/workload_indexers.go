@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
@@ -67,6 +68,13 @@ func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
 	var out []string
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
+	}
+	// Versioned config: a pinned template names copies, which never
+	// change; its sources' changes must still find the workload. The
+	// annotation is the workload writer's word, and only adds lookups.
+	pins, _ := pin.ParsePins(template.Annotations[pin.TemplateAnnotation])
+	for src := range pins {
+		out = append(out, reference.Reference{Kind: src.Kind, Name: src.Name}.ID())
 	}
 	if !r.Options.Annotations.Ignores(reference.SecretProviderClass) {
 		for _, ref := range reference.SecretProviderClasses(template) {

@@ -35,6 +35,10 @@ func (r *WorkloadReconciler) observe(ctx context.Context, obj client.Object, bur
 		return plan.Input{}, opts, err
 	}
 	in := plan.NewInput(r.Kind, obj, template, r.now())
+	// Versioned config: which references name copies, and of what.
+	if in.Pins, err = plan.PinsOf(r.sources(ctx), opts.Key, obj.GetNamespace(), in.Template); err != nil {
+		return plan.Input{}, opts, err
+	}
 	in.Since.ResourceVersion = r.creations.Since(obj, in.Since.At)
 	opts.DeferRecord = r.defersRecord()
 	if opts.DeferRecord && obj.GetAnnotations()[plan.RecordAnnotation] == "" {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/revert"
@@ -217,4 +218,56 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 		}
 	}
 	return nil
+}
+
+// PinsOf returns Input.Pins of the pod template t of a workload in
+// namespace: each ConfigMap and Secret it names that is a copy made under
+// k (pin.VerifyDigests of what src holds of it) to its source's name, and
+// each name src does not hold that the template's pin.TemplateAnnotation
+// claims is a copy, to the source claimed (a copy just made, which the
+// cache has not seen yet; a claim is only trusted to name a source in the
+// same namespace, which the template could name itself). An object src
+// may not read counts as no copy. It returns an error when src fails
+// otherwise.
+func PinsOf(src Source, k digest.Key, namespace string, t *corev1.PodTemplateSpec) (map[pin.Ref]string, error) {
+	if t == nil {
+		return nil, nil
+	}
+	claims, _ := pin.ParsePins(t.Annotations[pin.TemplateAnnotation])
+	claimed := make(map[pin.Ref]string, len(claims))
+	for s, c := range claims {
+		claimed[pin.Ref{Kind: s.Kind, Name: c}] = s.Name
+	}
+	var out map[pin.Ref]string
+	cms, secrets := pin.Referenced(&t.Spec)
+	for _, kn := range []struct {
+		kind  reference.Kind
+		names []string
+	}{{reference.ConfigMap, cms}, {reference.Secret, secrets}} {
+		for _, n := range kn.names {
+			r := pin.Ref{Kind: kn.kind, Name: n}
+			o, ok, err := src.Object(kn.kind, namespace, n)
+			if errors.Is(err, ErrUnreadable) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s %s/%s: %w", kn.kind, namespace, n, err)
+			}
+			source := ""
+			if ok {
+				if c, err := pin.VerifyDigests(k, kn.kind, namespace, n, o.Annotations, o.Data.Keys); err == nil {
+					source = c.Source
+				}
+			} else {
+				source = claimed[r]
+			}
+			if source != "" {
+				if out == nil {
+					out = map[pin.Ref]string{}
+				}
+				out[r] = source
+			}
+		}
+	}
+	return out, nil
 }

@@ -201,6 +201,12 @@ chart cannot drift; docs/security.md lists them.
   resources: ["pods/eviction"]
   verbs: ["create"]
 {{- end }}
+{{- if .Values.versionedConfig.enabled }}
+{{- /* config/components/versioned-config/role.yaml, generated from internal/pin/rbac.go. */}}
+- apiGroups: [""]
+  resources: ["configmaps", "secrets"]
+  verbs: ["create", "patch"]
+{{- end }}
 {{- if $workloads }}
 - apiGroups: ["apps"]
   resources: {{ toJson $workloads }}

@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/pin"
+	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
+)
+
+// versionedOn opts a workload in with Reroll's annotation and pins it.
+var versionedOn = map[string]string{"reroll.dev/auto": "true", pin.VersionedAnnotation: "true"}
+
+// configVolume mounts ConfigMap name as volume "config" in container "app".
+func configVolume(name string) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		s.Volumes = append(s.Volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}})
+		s.Containers[0].VolumeMounts = append(s.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: "/etc/config"})
+	}
+}
+
+// copiesOf lists the copies of ConfigMap source in ns, by name.
+func copiesOf(t *testing.T, ns, source string) map[string]corev1.ConfigMap {
+	t.Helper()
+	var list corev1.ConfigMapList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{pin.LabelCopyOf: source})).To(gomega.Succeed())
+	out := map[string]corev1.ConfigMap{}
+	for _, c := range list.Items {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// copyName is the name of the copy of ConfigMap ns/source holding data,
+// under key.
+func copyName(key digest.Key, ns, source string, data map[string]string) string {
+	d, _ := key.Of(configMap(ns, source, data))
+	return pin.Name(key, reference.ConfigMap, ns, source, d.Keys)
+}
+
+// templateNames returns the ConfigMaps a Deployment's pod template names.
+func templateNames(t *corev1.PodTemplateSpec) []string {
+	cms, _ := pin.Referenced(&t.Spec)
+	return cms
+}
+
+// podsNaming returns, for each running pod of the Deployment's label, the
+// ConfigMaps it names.
+func podsNaming(t *testing.T, ns, name string) [][]string {
+	t.Helper()
+	var list corev1.PodList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels(labelsFor(name)))).To(gomega.Succeed())
+	var out [][]string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		cms, _ := pin.Referenced(&p.Spec)
+		// The service account token's projected volume names the root CA.
+		out = append(out, slices.DeleteFunc(cms, func(n string) bool { return n == "kube-root-ca.crt" }))
+	}
+	return out
+}
+
+// TestWorkloadReconciler_VersionedPinsEachContent: a versioned Deployment
+// whose ConfigMap changes twice has three copies, one per content, each
+// holding the bytes the source held then; its ReplicaSets name them, its
+// pods the current one; the source itself is never written.
+func TestWorkloadReconciler_VersionedPinsEachContent(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 7)
+	contents := []map[string]string{{"color": "blue"}, {"color": "green"}, {"color": "red\n\x00binary-ish"}}
+	src := configMap(ns, "app-config", contents[0])
+	create(t, src)
+	// A workload not versioned, beside it: the positive control's opposite.
+	plain := deployment(ns, "plain", autoOn, podSpec(envFrom("app-config")))
+	d := deployment(ns, "web", versionedOn, podSpec(envFrom("app-config"), configVolume("app-config")))
+	create(t, d, plain)
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+
+	// First sight pins: the template names the copy of the first content,
+	// through envFrom and the volume, so that the first undo restores it.
+	want := []string{copyName(key, ns, "app-config", contents[0])}
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal(want))
+	g.Expect(get(t, d).Spec.Template.Spec.Volumes[0].ConfigMap.Name).To(gomega.Equal(want[0]))
+	g.Expect(eventsWithReason(t, ns, "web", plan.ReasonPinned)).To(gomega.HaveLen(1))
+	waitRolledOut(t, d)
+
+	for i, c := range contents[1:] {
+		update(t, src, func(cm *corev1.ConfigMap) { cm.Data = c })
+		want = append(want, copyName(key, ns, "app-config", c))
+		g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal(want[i+1:i+2]), "change %d", i+1)
+		waitRolledOut(t, d)
+		g.Eventually(func() [][]string { return podsNaming(t, ns, "web") }).Should(gomega.HaveEach(want[i+1:i+2]))
+	}
+
+	copies := copiesOf(t, ns, "app-config")
+	g.Expect(slices.Sorted(maps.Keys(copies))).To(gomega.ConsistOf(want))
+	for i, name := range want {
+		c := copies[name]
+		g.Expect(c.Data).To(gomega.Equal(contents[i]), "copy %s holds content %d", name, i)
+		g.Expect(*c.Immutable).To(gomega.BeTrue())
+		g.Expect(c.Annotations).To(gomega.HaveKeyWithValue(pin.AnnotationCopyOf, "app-config"))
+		_, err := pin.Verify(key, reference.ConfigMap, &c)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(c.OwnerReferences).To(gomega.ContainElement(gomega.HaveField("UID", get(t, d).UID)))
+	}
+	// Each ReplicaSet (what a pod of an old revision starts from) names the
+	// copy of its revision's content: revision 1 is the Deployment as
+	// created, on the source; the first sight's pin made revision 2.
+	named := map[string]string{}
+	for _, rs := range replicaSets(t, ns, "web") {
+		names := templateNames(&rs.Spec.Template)
+		g.Expect(names).To(gomega.HaveLen(1))
+		named[rs.Annotations["deployment.kubernetes.io/revision"]] = names[0]
+	}
+	g.Expect(named).To(gomega.Equal(map[string]string{"1": "app-config", "2": want[0], "3": want[1], "4": want[2]}))
+	// The source is Git's or the secret store's: never written.
+	g.Expect(get(t, src).Data).To(gomega.Equal(contents[2]))
+	// The workload not versioned still names the source, and rolled.
+	g.Expect(templateNames(&get(t, plain).Spec.Template)).To(gomega.Equal([]string{"app-config"}))
+	g.Expect(rolledEvents(t, ns, "plain")).To(gomega.HaveLen(2))
+}
+
+// undo does what `kubectl rollout undo deployment/NAME --to-revision=N`
+// does: the Deployment's template becomes revision N's ReplicaSet's,
+// without its pod-template-hash label.
+func undo(t *testing.T, d *appsv1.Deployment, revision int) {
+	t.Helper()
+	var template *corev1.PodTemplateSpec
+	for _, rs := range replicaSets(t, d.Namespace, d.Name) {
+		if rs.Annotations["deployment.kubernetes.io/revision"] == strconv.Itoa(revision) {
+			template = rs.Spec.Template.DeepCopy()
+		}
+	}
+	newT(t).Expect(template).NotTo(gomega.BeNil(), "revision %d", revision)
+	delete(template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	update(t, d, func(d *appsv1.Deployment) { d.Spec.Template = *template })
+}
+
+// TestWorkloadReconciler_UndoRestoresTheOlderCopy: kubectl rollout undo of a
+// versioned Deployment brings the older copy back, and Reroll keeps it (no
+// roll forward) until the source changes again, then rolls once.
+func TestWorkloadReconciler_UndoRestoresTheOlderCopy(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 7)
+	src := configMap(ns, "app-config", map[string]string{"color": "blue"})
+	create(t, src)
+	d := deployment(ns, "web", versionedOn, podSpec(envFrom("app-config")))
+	create(t, d)
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
+	green := copyName(key, ns, "app-config", map[string]string{"color": "green"})
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{blue}))
+	waitRolledOut(t, d)
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"color": "green"} })
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{green}))
+	waitRolledOut(t, d)
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1))
+
+	// The bad green goes back to blue, by the user's choice (revision 1 is
+	// the Deployment as created, before the first sight's pin).
+	undo(t, d, 2)
+	g.Eventually(func() [][]string { return podsNaming(t, ns, "web") }).Should(gomega.HaveEach([]string{blue}))
+	waitRolledOut(t, d)
+	// Kept: no roll forward to green, no revert recorded, for as long as
+	// the source stays green.
+	g.Consistently(func() []string { return templateNames(&get(t, d).Spec.Template) }, "5s").Should(gomega.Equal([]string{blue}))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.HaveLen(1))
+	g.Expect(eventsWithReason(t, ns, "web", plan.ReasonTemplateReverted)).To(gomega.BeEmpty())
+	g.Expect(copiesOf(t, ns, "app-config")[blue].Data).To(gomega.Equal(map[string]string{"color": "blue"}))
+
+	// The source changes again: one rollout, to the new content.
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"color": "yellow"} })
+	yellow := copyName(key, ns, "app-config", map[string]string{"color": "yellow"})
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{yellow}))
+	waitRolledOut(t, d)
+	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
+}
