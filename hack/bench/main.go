@@ -47,6 +47,8 @@ type result struct {
 	Designs []probeResult `json:"designs,omitempty"`
 	Fanout  *fanoutResult `json:"fanout,omitempty"`
 	Safety  *safetyResult `json:"safety,omitempty"`
+	// Fairness is the fairness profile's result.
+	Fairness *fairnessResult `json:"fairness,omitempty"`
 	// SideBySide has one entry per controller of a run with -peer.
 	SideBySide []sideRun `json:"sideBySide,omitempty"`
 	Targets    []target  `json:"targets"`
@@ -98,7 +100,7 @@ func main() {
 	// A flag set of its own: controller-runtime adds --kubeconfig to the
 	// global one.
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	profileName := fs.String("profile", "small", "small, large, fanout, xl or safety")
+	profileName := fs.String("profile", "small", "small, large, fanout, xl, safety or fairness")
 	bound := fs.Int("max-concurrent-rollouts", 20, "safety profile: Reroll's --max-concurrent-rollouts")
 	rollout := fs.Duration("rollout", 3*time.Second, "safety profile: how long a simulated rollout takes")
 	rerollBin := fs.String("reroll", ".run/bench/reroll", "the built Reroll binary")
@@ -127,7 +129,7 @@ func main() {
 	}
 	p, ok := profiles[*profileName]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large, fanout, xl or safety)\n", *profileName)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large, fanout, xl, safety or fairness)\n", *profileName)
 		os.Exit(2)
 	}
 	if *secretBytes > 0 {
@@ -234,6 +236,13 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 			return nil, err
 		}
 		evaluateSafety(res)
+		return res, nil
+	}
+	if p.Name == "fairness" {
+		if err := fairness(ctx, res, p, tr, ch, rerollBin, plane.Kubeconfig, dir); err != nil {
+			return nil, err
+		}
+		evaluateFairness(res)
 		return res, nil
 	}
 	if p.Name == "xl" {
@@ -516,6 +525,15 @@ func printTable(res *result) {
 		printTargets(w, res)
 		return
 	}
+	if f := res.Fairness; f != nil {
+		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment looked at %.2f s later, RSS %.1f MiB, peak %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib, res.Cold.PeakRSS/mib)
+		fmt.Fprintf(w, "fairness: one change in %s, nothing else to do\tp50 %.0f ms, max %.0f ms (%d changes)\n", namespaceName(0), f.Alone.P50, f.Alone.Max, f.Alone.N)
+		fmt.Fprintf(w, "  the same, %.0f ms after a change read by %d Deployments of %s\tp50 %.0f ms, max %.0f ms (%d rounds); of the %d, rolled before it: %v; all rolled after %v s\n",
+			f.FloodLeadMillis, f.Flood, sharedNamespace, f.DuringFlood.P50, f.DuringFlood.Max, f.DuringFlood.N, f.Flood, f.RolledBefore, roundAll(f.FloodSeconds))
+		fmt.Fprintf(w, "  rollouts per workload and round %d..%d\n\n", f.RolloutsMin, f.RolloutsMax)
+		printTargets(w, res)
+		return
+	}
 	for _, r := range []struct {
 		name string
 		run  run
@@ -579,6 +597,15 @@ func printTargets(w *tabwriter.Writer, res *result) {
 		fmt.Fprintf(w, "\nbehaviour checks: all passed\n")
 	}
 	w.Flush()
+}
+
+// roundAll rounds each of xs to a tenth.
+func roundAll(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(int(x*10+0.5)) / 10
+	}
+	return out
 }
 
 func formatRequests(r apiRequests, per float64) string {
