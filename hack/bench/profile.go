@@ -50,6 +50,9 @@ var profiles = map[string]profile{
 	// fairness: one tenant's 1,000 Deployments read one ConfigMap, another
 	// namespace has 10 workloads of its own (see fairness.go, issue #32).
 	"fairness": {Name: "fairness", Namespaces: 1, SecretsPerNamespace: 10, SecretSize: 1 << 10, ConfigMapsPerNamespace: 10, DeploymentsPerNamespace: 10, SharedDeployments: 1000},
+	// settled: 1,520 Deployments that kube-controller-manager settles
+	// before Reroll's first start (see settled.go, issue #36).
+	"settled": {Name: "settled", Namespaces: 19, SecretsPerNamespace: 80, SecretSize: 1 << 10, ConfigMapsPerNamespace: 80, DeploymentsPerNamespace: 80},
 	// safety: 500 Deployments share one Secret (see safety.go).
 	"safety": {Name: "safety", SecretSize: 1 << 10, SharedDeployments: 500, SharedSecret: true},
 }
