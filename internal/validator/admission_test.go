@@ -23,7 +23,7 @@ func TestContentAnswer(t *testing.T) {
 		// warnings are the admission warnings.
 		warnings []string
 	}{
-		"no finding is admitted without a warning": {allowed: true},
+		"no finding is admitted without a warning":     {allowed: true},
 		"a finding of an Off rule is left to the gate": {findings: []validate.Finding{off}, allowed: true},
 		"a finding of a Warn rule is admitted with a warning": {
 			findings: []validate.Finding{off, warn}, allowed: true,
