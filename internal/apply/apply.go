@@ -47,13 +47,22 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 	if err := w.pinTemplate(desired, w.Pinned); err != nil {
 		return err
 	}
+	if p.Undo != nil {
+		// The automatic undo of a failed rollout: the previous revision's
+		// template, as kubectl rollout undo writes it.
+		if err := w.Kind.SetPodTemplate(desired, p.Undo.Template.DeepCopy()); err != nil {
+			return err
+		}
+		w.recordPatch(obj, desired)
+	}
 	write := w.patch
-	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight {
+	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight || p.Undo != nil {
 		// The record of a change answered: a stale copy of the workload must
 		// conflict rather than answer it twice. A first sight: a copy from
 		// before the first record must conflict rather than write over a
 		// record made since (an object recorded missing would then never
 		// count as created).
+		// An undo: only over the template it saw fail.
 		write = func(ctx context.Context, obj, desired client.Object) error {
 			return workload.PatchGuarded(ctx, w.Client, obj, desired)
 		}

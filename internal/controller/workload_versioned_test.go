@@ -9,8 +9,11 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
@@ -103,7 +106,7 @@ func TestWorkloadReconciler_VersionedPinsEachContent(t *testing.T) {
 		want = append(want, copyName(key, ns, "app-config", c))
 		g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal(want[i+1:i+2]), "change %d", i+1)
 		waitRolledOut(t, d)
-		g.Eventually(func() [][]string { return podsNaming(t, ns, "web") }).Should(gomega.HaveEach(want[i+1:i+2]))
+		g.Eventually(func() [][]string { return podsNaming(t, ns, "web") }).Should(gomega.HaveEach(want[i+1 : i+2]))
 	}
 
 	copies := copiesOf(t, ns, "app-config")
@@ -190,4 +193,56 @@ func TestWorkloadReconciler_UndoRestoresTheOlderCopy(t *testing.T) {
 	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{yellow}))
 	waitRolledOut(t, d)
 	g.Consistently(func() []string { return rolledEvents(t, ns, "web") }).Should(gomega.HaveLen(2))
+}
+
+// TestWorkloadReconciler_FailedCanaryUndoesItself: with safe delivery, a
+// versioned canary whose rollout fails (a ResourceQuota refuses its surge
+// pod, so the Deployment controller reports ProgressDeadlineExceeded) is
+// undone to its previous pinned revision with a RolledBack Event, the
+// change set halts, and production never rolls.
+func TestWorkloadReconciler_FailedCanaryUndoesItself(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	own, canaryNS, prodNS := newNamespace(t), waveNamespace(t, "-1"), waveNamespace(t, "0")
+	for _, ns := range []string{canaryNS, prodNS} {
+		update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+			n.Annotations[pin.VersionedAnnotation] = "true"
+		})
+	}
+	ds := replicated(t, map[string]string{"level": "info"}, canaryNS, prodNS)
+	canary, prod := ds[0], ds[1]
+	opts := deliveryOptions(t, own, own, canaryNS, prodNS)
+	startReroll(t, own, opts)
+	key := opts.Key
+	info := map[string]string{"level": "info"}
+	for _, d := range ds {
+		g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{copyName(key, d.Namespace, "cfg", info)}))
+		waitRolledOut(t, d)
+	}
+	update(t, canary, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) })
+	waitRolledOut(t, canary)
+	blockSurge(t, canaryNS)
+	prodTemplate := get(t, prod).Spec.Template
+
+	bad := map[string]string{"level": "bad"}
+	replicate(t, bad, canaryNS, prodNS)
+	// The canary rolls to the copy of the bad content, and fails.
+	g.Eventually(func() []string { return rolledEvents(t, canaryNS, "web") }).Should(gomega.HaveLen(1))
+	g.Expect(copiesOf(t, canaryNS, "cfg")).To(gomega.HaveKey(copyName(key, canaryNS, "cfg", bad)))
+	g.Eventually(func() string { return member(t, canary).Failed }).Should(gomega.ContainSubstring("Progress deadline exceeded"))
+	// Undone: its template names the copy of the good content again.
+	g.Eventually(func() []string { return eventsWithReason(t, canaryNS, "web", plan.ReasonRolledBack) }).Should(gomega.HaveLen(1))
+	note := eventsWithReason(t, canaryNS, "web", plan.ReasonRolledBack)[0]
+	g.Expect(note).To(gomega.ContainSubstring(member(t, canary).Sets[0]))
+	g.Expect(note).To(gomega.ContainSubstring("Progress deadline exceeded"))
+	g.Expect(note).To(gomega.ContainSubstring("ConfigMap/" + copyName(key, canaryNS, "cfg", info)))
+	g.Expect(templateNames(&get(t, canary).Spec.Template)).To(gomega.Equal([]string{copyName(key, canaryNS, "cfg", info)}))
+	g.Eventually(func() [][]string { return podsNaming(t, canaryNS, "web") }).Should(gomega.HaveEach([]string{copyName(key, canaryNS, "cfg", info)}))
+	// The change set halts; production never rolls, and the source keeps
+	// the bad content (never written by Reroll).
+	g.Eventually(func() string { return pendingReason(t, prod) }).Should(gomega.Equal(safe.HoldHalted))
+	g.Consistently(func() []string { return rolledEvents(t, prodNS, "web") }).Should(gomega.BeEmpty())
+	g.Expect(get(t, prod).Spec.Template).To(gomega.Equal(prodTemplate))
+	g.Expect(get(t, configMap(canaryNS, "cfg", nil)).Data).To(gomega.Equal(bad))
+	g.Expect(eventsWithReason(t, canaryNS, "web", plan.ReasonRolledBack)).To(gomega.HaveLen(1), "undone once")
 }

@@ -15,7 +15,8 @@ import (
 //  2. validation (View.Validity): new content that fails a Validator's
 //     rule holds the plan (HoldInvalid) before any wave;
 //  3. safe delivery (in.Delivery): the workload's part of its change sets,
-//     a hold for an earlier wave or a halt, the halts to record;
+//     a hold for an earlier wave or a halt, the halts to record; the
+//     automatic undo of a versioned workload's failed rollout (undoFailed);
 //  4. the storm breaker (in.Storm);
 //  5. the holds (Hold): the coalescing window, a first-sight burst;
 //  6. the notification step (Outcome Notify);
@@ -42,6 +43,9 @@ func Decide(o Options, in Input, v View) (Plan, error) {
 	}
 	if in.Delivery != nil {
 		if err := p.deliver(o, in, v); err != nil {
+			return Plan{}, err
+		}
+		if err := p.undoFailed(o, in, v); err != nil {
 			return Plan{}, err
 		}
 	}

@@ -89,6 +89,10 @@ func (p *Plan) deliver(o Options, in Input, v View) error {
 		}
 	}
 	rec = self.Record
+	if rec.Failed != "" && old.Failed == "" && !rec.Rolled.IsZero() {
+		// Its own rollout failed, seen now: versioned config may undo it.
+		p.failedNow, p.failedSets = rec.Failed, rec.Sets
+	}
 	if hold.Hold != "" {
 		p.holdBack(o, in, Deferral{Reason: DeferReason(hold.Hold), Detail: hold.Detail, Since: PendingSince(o.Key, in.UID, in.Annotations, in.Now), Until: hold.Until})
 		if hold.Hold == delivery.HoldHalted && len(p.Events) > 0 {

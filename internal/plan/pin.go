@@ -122,7 +122,7 @@ func sourceView(in Input) *corev1.PodTemplateSpec {
 // pinned: a copy of anything else would hold the pods on its content with
 // nothing to move them on.
 func (p *Plan) pinning(o Options, in Input, v View) error {
-	if in.Restart == nil || !in.Restart.TemplateInObject || in.Annotations[revert.RevertedAnnotation] != "" || p.Hold != "" {
+	if in.Restart == nil || !in.Restart.TemplateInObject || in.Annotations[revert.RevertedAnnotation] != "" || p.Hold != "" || p.Undo != nil {
 		return nil
 	}
 	versioned, problems := pin.Versioned(in.Annotations, in.NamespaceAnnotations, o.Versioned)

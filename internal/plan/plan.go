@@ -128,6 +128,10 @@ type Options struct {
 	// workload does not read, the controller keeps the baseline signed in
 	// its Baselines (or, without room there, writes it on the workload).
 	DeferRecord bool
+	// NoAutoUndo turns off the automatic undo of a versioned workload's
+	// failed rollout (--versioned-config-auto-undo=false): the change set
+	// still halts, and the failed canary keeps its pods.
+	NoAutoUndo bool
 	// Versioned is the cluster default of versioned config
 	// (--versioned-config): a workload whose annotations and Namespace's
 	// say nothing (pin.VersionedAnnotation) pins the ConfigMaps and Secrets
@@ -418,6 +422,15 @@ type Plan struct {
 	// copies to make first, then the template's references to rename in
 	// the same write as the trigger; nil when none.
 	Pin *Pinning
+	// Undo, when set, is the automatic undo of a versioned workload's
+	// failed rollout: the pod template to write back (its previous pinned
+	// revision), in the plan's one write.
+	Undo *Undo
+	// failedNow is the signal of the workload's own rollout, when safe
+	// delivery recorded its failure in this decision; failedSets are its
+	// change sets.
+	failedNow  string
+	failedSets []string
 }
 
 // Rolling is how the workload rolls.

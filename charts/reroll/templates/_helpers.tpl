@@ -206,6 +206,9 @@ chart cannot drift; docs/security.md lists them.
 - apiGroups: [""]
   resources: ["configmaps", "secrets"]
   verbs: ["create", "patch"]
+- apiGroups: ["apps"]
+  resources: ["replicasets"]
+  verbs: ["list"]
 {{- end }}
 {{- if $workloads }}
 - apiGroups: ["apps"]
