@@ -37,7 +37,7 @@ const ReasonConverged = "Converged"
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconciler collects the copies of one namespace and writes their
-// rotation receipts. A request's Name is the namespace (its Namespace is
+// rotation receipts. A request's Namespace is the namespace (its Name is
 // empty): one worker handles a namespace at a time.
 type Reconciler struct {
 	// Client reads the workloads of Kinds from the manager's cache, and
@@ -70,11 +70,11 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile is one pass over the namespace req.Name: gather, decide,
-// write.
+// Reconcile is one pass over the namespace req.Namespace: gather,
+// decide, write.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	namespace := req.Name
-	log := ctrl.LoggerFrom(ctx).WithValues("namespace", namespace)
+	namespace := req.Namespace
+	log := ctrl.LoggerFrom(ctx)
 	copies, err := r.readCopies(ctx, namespace)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -260,7 +260,7 @@ func (r *Reconciler) writeReceipt(ctx context.Context, namespace string, w Write
 		return fmt.Errorf("writing the rotation record of %s %s/%s: %w", c.Kind, namespace, c.Name, err)
 	}
 	if w.Step != StepConverge {
-		ctrl.LoggerFrom(ctx).V(1).Info("Recorded a previous version", "kind", c.Kind, "namespace", namespace, "copy", c.Name, "step", string(w.Step))
+		ctrl.LoggerFrom(ctx).V(1).Info("Recorded a previous version", "kind", c.Kind, "copy", c.Name, "step", string(w.Step))
 		return nil
 	}
 	var source client.Object
@@ -278,7 +278,7 @@ func (r *Reconciler) writeReceipt(ctx context.Context, namespace string, w Write
 	msg := Message(c, w.Record)
 	r.Recorder.Event(source, corev1.EventTypeNormal, ReasonConverged, msg)
 	metrics.RotationConverged(string(c.Kind), namespace, w.Record.Workloads, w.Record.Pods, w.Record.Converged.Sub(w.Record.Since).Seconds())
-	ctrl.LoggerFrom(ctx).Info("A previous version converged", "kind", c.Kind, "namespace", namespace, "source", w.Version.Source, "copy", c.Name,
+	ctrl.LoggerFrom(ctx).Info("A previous version converged", "kind", c.Kind, "source", w.Version.Source, "copy", c.Name,
 		"workloads", w.Record.Workloads, "pods", w.Record.Pods, "since", w.Record.Since, "converged", w.Record.Converged)
 	return nil
 }
