@@ -63,19 +63,15 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 			{"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}, // Namespace annotations, namespaceSelector
 			{"get", "coordination.k8s.io", "leases#reroll-leader", sys}, {"create", "coordination.k8s.io", "leases", sys}, {"update", "coordination.k8s.io", "leases#reroll-leader", sys},
 			{"get", "", "secrets#reroll-digest-key", sys}, {"update", "", "secrets#reroll-digest-key", sys}, {"create", "", "secrets", sys},
-			// The copies of versioned configuration: delete the unused, and
-			// list what could name them (docs/versioned.md).
-			{"delete", "", "configmaps", app}, {"patch", "", "secrets", app},
-			{"list", "", "pods", app}, {"list", "apps", "replicasets", app}, {"list", "apps", "controllerrevisions", app},
 		},
 		[]access{
-			// No pod watch, get or eviction without podEviction.enabled.
-			{"watch", "", "pods", ""}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
+			// No pod access without podEviction.enabled.
+			{"list", "", "pods", app}, {"watch", "", "pods", ""}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
 			{"update", "apps", "deployments", app}, {"delete", "apps", "deployments", app}, {"create", "apps", "deployments", app},
-			{"update", "", "configmaps", app},
+			{"update", "", "configmaps", app}, {"patch", "", "secrets", app}, {"delete", "", "configmaps", app},
 			{"create", "", "pods", app}, {"delete", "", "pods", app}, {"patch", "", "pods", app}, {"list", "", "nodes", ""}, {"update", "", "namespaces", ""},
 			{"get", "coordination.k8s.io", "leases", app}, {"delete", "coordination.k8s.io", "leases", sys},
-			{"watch", "apps", "replicasets", app}, {"delete", "batch", "cronjobs", app},
+			{"list", "apps", "replicasets", app}, {"delete", "batch", "cronjobs", app},
 		})
 
 	createWorkload(t, app)
@@ -113,7 +109,7 @@ func TestHelmChart_ClusterScope(t *testing.T) {
 
 // TestHelmChart_DefaultInstallRunsWithItsOwnRBAC installs the chart with
 // its defaults and runs Reroll with exactly the RBAC it grants (its
-// ServiceAccount's token): pods listed only (no watch, no get), read access to Namespaces, and
+// ServiceAccount's token): no access to pods, read access to Namespaces, and
 // the default features work.
 func TestHelmChart_DefaultInstallRunsWithItsOwnRBAC(t *testing.T) {
 	g := newT(t)
@@ -125,10 +121,9 @@ func TestHelmChart_DefaultInstallRunsWithItsOwnRBAC(t *testing.T) {
 		[]access{
 			{"list", "", "configmaps", ""}, {"watch", "", "secrets", ""}, {"patch", "apps", "deployments", app},
 			{"get", "", "namespaces", ""}, {"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""},
-			{"list", "", "pods", ""},
 		},
 		[]access{
-			{"watch", "", "pods", app}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
+			{"list", "", "pods", ""}, {"watch", "", "pods", app}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app},
 		})
 
 	createWorkload(t, app)

@@ -32,7 +32,7 @@ func TestManifests_UpToDate(t *testing.T) {
 	// but internal/eviction, whose markers are --enable-pod-eviction's; each
 	// opt-in component's role from its own markers.
 	for committed, gen := range map[string][]string{
-		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/pingc/...;./internal/projection/...;./internal/scope/...;./internal/validator/...;./internal/workload/..."},
+		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/scope/...;./internal/validator/...;./internal/workload/..."},
 		"config/components/csi/role.yaml":          {"rbac:roleName=csi-role", "paths=./cmd/reroll/..."},
 		"config/components/pod-eviction/role.yaml": {"rbac:roleName=pod-eviction-role", "paths=./internal/eviction/..."},
 	} {
@@ -72,8 +72,8 @@ func TestManifests_ProjectionCRDUpToDate(t *testing.T) {
 }
 
 // TestManifests_MatchGeneratedRoleAndChart checks the one-file install's
-// RBAC against the generated role (Namespaces included, pods listed only:
-// see docs/security.md) and its image against the chart's appVersion.
+// RBAC against the generated role (Namespaces included, pods not: see
+// docs/security.md) and its image against the chart's appVersion.
 func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
 	t.Parallel()
 	g := newT(t)
@@ -82,8 +82,7 @@ func TestManifests_MatchGeneratedRoleAndChart(t *testing.T) {
 	objs := decodeAll(t, string(data))
 	g.Expect(rulesOf(t, objs, "ClusterRole", "")).To(gomega.ConsistOf(generatedRules(t)))
 	g.Expect(generatedRules(t)).To(gomega.ContainElement("|namespaces|list"))
-	g.Expect(generatedRules(t)).To(gomega.ContainElement("|pods|list"), "the copies' garbage collection lists pods")
-	g.Expect(generatedRules(t)).NotTo(gomega.ContainElement(gomega.Or(gomega.HavePrefix("|pods|watch"), gomega.HavePrefix("|pods|get"), gomega.HavePrefix("|pods/"))), "no pod watch, get or eviction by default")
+	g.Expect(generatedRules(t)).NotTo(gomega.ContainElement(gomega.HavePrefix("|pods")), "no pod access by default")
 	g.Expect(withoutDigestKeyRole(only(objs, "Role"))).To(gomega.BeEmpty(), "one replica needs no Lease")
 	g.Expect(container(t, objs).Image).To(gomega.Equal("ghcr.io/reroll/reroll:" + chartAppVersion(t)))
 
@@ -166,10 +165,9 @@ func TestManifests_OneFileInstall(t *testing.T) {
 
 	app := newNamespace(t, "e2e-onefile-", nil)
 	expectAccess(t, "reroll-system", "reroll-controller",
-		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}, {"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""},
-			{"list", "", "pods", ""}, {"list", "apps", "replicasets", app}, {"delete", "", "configmaps", app}},
+		[]access{{"list", "", "secrets", ""}, {"patch", "apps", "deployments", app}, {"create", "", "events", app}, {"list", "", "namespaces", ""}, {"watch", "", "namespaces", ""}},
 		[]access{{"update", "apps", "deployments", app}, {"get", "coordination.k8s.io", "leases", "reroll-system"},
-			{"watch", "", "pods", app}, {"get", "", "pods", app}, {"create", "", "pods/eviction", app}})
+			{"list", "", "pods", ""}, {"watch", "", "pods", app}, {"create", "", "pods/eviction", app}})
 	createWorkload(t, app)
 	kubeconfig, _ := serviceAccountKubeconfig(t, "reroll-system", "reroll-controller")
 	p := startReroll(t, kubeconfig, podArgs(t, "reroll-system", "reroll-controller"), map[string]string{"POD_NAMESPACE": "reroll-system", "POD_NAME": "reroll-e2e"})

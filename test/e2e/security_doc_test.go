@@ -201,13 +201,7 @@ func TestSecurityDoc_RBACOfEachInstallMode(t *testing.T) {
 	sort.Strings(want)
 	newT(t).Expect(headings).To(gomega.Equal(want), "the modes security.md describes are the modes this test renders")
 	base := documented["Cluster scope (default)"]
-	var pods []string
-	for _, p := range base {
-		if strings.Contains(p, "|pods") {
-			pods = append(pods, p)
-		}
-	}
-	newT(t).Expect(pods).To(gomega.Equal([]string{"cluster||pods|list|"}), "the default only lists pods (the copies' garbage collection): no watch, no get, no eviction")
+	newT(t).Expect(base).NotTo(gomega.ContainElement(gomega.ContainSubstring("|pods")), "the default grants no access to pods")
 	newT(t).Expect(base).To(gomega.ContainElements("cluster||namespaces|get|", "cluster||namespaces|list|", "cluster||namespaces|watch|"), "the default reads Namespaces")
 
 	for mode, m := range securityModes {

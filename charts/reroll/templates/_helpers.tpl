@@ -192,28 +192,6 @@ chart cannot drift; docs/security.md lists them.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
-{{- /* Versioned configuration's copies (internal/pingc): Reroll deletes
-the copies that nothing names any more (only those whose keyed signature
-proves it made them) and writes their rotation record; to know what names
-them, it lists, in the namespaces where copies exist, the ReplicaSets,
-ControllerRevisions, Jobs and pods there (list only: no watch, no cache). */}}
-{{- $copies := without $read "namespaces" }}
-{{- if $copies }}
-- apiGroups: [""]
-  resources: {{ toJson $copies }}
-  verbs: ["delete", "patch"]
-- apiGroups: [""]
-  resources: ["pods"]
-  verbs: ["list"]
-- apiGroups: ["apps"]
-  resources: ["controllerrevisions", "replicasets"]
-  verbs: ["list"]
-{{- if has "jobs" .Values.ignoredWorkloadTypes }}
-- apiGroups: ["batch"]
-  resources: ["jobs"]
-  verbs: ["list"]
-{{- end }}
-{{- end }}
 {{- if .Values.podEviction.enabled }}
 {{- /* config/components/pod-eviction/role.yaml, generated from internal/eviction/rbac.go. */}}
 - apiGroups: [""]
