@@ -30,11 +30,11 @@ import (
 // any more: its rotation is complete.
 const ReasonConverged = "Converged"
 
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
-// +kubebuilder:rbac:groups=apps,resources=replicasets;controllerrevisions,verbs=list
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=list
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// The collector's permissions are versioned configuration's, off by
+// default with it: patch and delete on ConfigMaps and Secrets, list on
+// pods, ReplicaSets, ControllerRevisions and Jobs. Without them a pass
+// fails (and deletes nothing); a namespace without copies costs no
+// request, so a Reroll without versioned configuration never asks.
 
 // Reconciler collects the copies of one namespace and writes their
 // rotation receipts. A request's Namespace is the namespace (its Name is
