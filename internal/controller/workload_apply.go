@@ -114,8 +114,8 @@ func (r *WorkloadReconciler) stop(ctx context.Context, obj client.Object, p plan
 	log := ctrl.LoggerFrom(ctx)
 	switch p.Hold {
 	case plan.HoldCoalescing:
-		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
-		return true, ctrl.Result{}, nil
+		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary(), "wait", p.Requeue.String())
+		return true, ctrl.Result{RequeueAfter: p.Requeue}, nil
 	case plan.HoldFirstSight:
 		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", p.Requeue.String())
 		return true, ctrl.Result{RequeueAfter: p.Requeue}, nil
