@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -245,4 +247,48 @@ func TestWorkloadReconciler_FailedCanaryUndoesItself(t *testing.T) {
 	g.Expect(get(t, prod).Spec.Template).To(gomega.Equal(prodTemplate))
 	g.Expect(get(t, configMap(canaryNS, "cfg", nil)).Data).To(gomega.Equal(bad))
 	g.Expect(eventsWithReason(t, canaryNS, "web", plan.ReasonRolledBack)).To(gomega.HaveLen(1), "undone once")
+}
+
+// TestWorkloadWebhook_ServerSideApplyKeepsPinnedReferences: a GitOps
+// tool's server-side apply of the original manifest, which names the
+// source, leaves the pinned references (and the pin annotation) in place:
+// no new revision, nothing rolls.
+func TestWorkloadWebhook_ServerSideApplyKeepsPinnedReferences(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 7)}}
+	_, _ = startRerollWithWebhook(t, ns, opts)
+	create(t, configMap(ns, "app-config", map[string]string{"color": "blue"}))
+	d := deployment(ns, "web", versionedOn, podSpec(envFrom("app-config"), configVolume("app-config")))
+	manifest := d.DeepCopy()
+	create(t, d)
+	blue := copyName(opts.Key, ns, "app-config", map[string]string{"color": "blue"})
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{blue}))
+	g.Eventually(func() map[string]string { return get(t, d).Labels }).Should(gomega.HaveKeyWithValue(ManagedLabel, "true"))
+	waitRolledOut(t, d)
+	before := get(t, d.DeepCopy())
+	revision := maxRevision(t, ns, "web")
+	// The manifest names the source, which a plain apply would write back.
+	g.Expect(templateNames(&manifest.Spec.Template)).To(gomega.Equal([]string{"app-config"}))
+
+	manifest.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(manifest)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
+	// A dry run first (what a server-side diff does): no drift.
+	dry := u.DeepCopy()
+	g.Expect(k8s.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner("gitops"), client.ForceOwnership, client.DryRunAll)).To(gomega.Succeed())
+	g.Expect(templateNames(&get(t, d).Spec.Template)).To(gomega.Equal([]string{blue}))
+	g.Expect(k8s.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("gitops"), client.ForceOwnership)).To(gomega.Succeed())
+
+	after := get(t, d.DeepCopy())
+	g.Expect(templateNames(&after.Spec.Template)).To(gomega.Equal([]string{blue}))
+	g.Expect(after.Spec.Template.Spec.Volumes[0].ConfigMap.Name).To(gomega.Equal(blue))
+	g.Expect(after.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(pin.TemplateAnnotation, before.Spec.Template.Annotations[pin.TemplateAnnotation]))
+	g.Consistently(func() int { return maxRevision(t, ns, "web") }).Should(gomega.Equal(revision))
+	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
 }
