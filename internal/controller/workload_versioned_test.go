@@ -20,6 +20,7 @@ import (
 	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // versionedOn opts a workload in with Reroll's annotation and pins it.
@@ -291,4 +292,60 @@ func TestWorkloadWebhook_ServerSideApplyKeepsPinnedReferences(t *testing.T) {
 	g.Expect(after.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(pin.TemplateAnnotation, before.Spec.Template.Annotations[pin.TemplateAnnotation]))
 	g.Consistently(func() int { return maxRevision(t, ns, "web") }).Should(gomega.Equal(revision))
 	g.Expect(rolledEvents(t, ns, "web")).To(gomega.BeEmpty())
+}
+
+// secretCopiesOf lists the Secrets in ns labelled as copies of source.
+func secretCopiesOf(t *testing.T, ns, source string) []corev1.Secret {
+	t.Helper()
+	var list corev1.SecretList
+	newT(t).Expect(k8s.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{pin.LabelCopyOf: source})).To(gomega.Succeed())
+	return list.Items
+}
+
+// TestWorkloadReconciler_TenantPinsOnlyWhatItsPodsRead: a tenant's
+// versioned workload lists, beside the ConfigMap its pods read, a Secret
+// of its namespace its pods do not read and a Secret of another namespace
+// (Wave's extra lists, with cross-namespace references allowed): all three
+// change and the workload rolls, but only the ConfigMap is copied, in the
+// tenant's namespace; nothing is copied from, or into, the other one.
+func TestWorkloadReconciler_TenantPinsOnlyWhatItsPodsRead(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns, victim := newNamespace(t), newNamespace(t)
+	key := testKey(t, 7)
+	cfg := configMap(ns, "cfg", map[string]string{"a": "1"})
+	admin := secret(ns, "admin", map[string]string{"token": "t1"})
+	db := secret(victim, "db", map[string]string{"password": "p1"})
+	create(t, cfg, admin, db)
+	d := deployment(ns, "web", map[string]string{
+		"wave.pusher.com/update-on-config-change": "true",
+		"wave.pusher.com/extra-secrets":           victim + "/db,admin",
+		pin.VersionedAnnotation:                   "true",
+	}, podSpec(envFrom("cfg")))
+	create(t, d)
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key, AllowCrossNamespaceReferences: true}, Scope: scope.Scope{Namespaces: []string{ns, victim}}})
+	first := copyName(key, ns, "cfg", map[string]string{"a": "1"})
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{first}))
+	waitRolledOut(t, d)
+
+	update(t, cfg, func(c *corev1.ConfigMap) { c.Data = map[string]string{"a": "2"} })
+	update(t, admin, func(s *corev1.Secret) { s.StringData = map[string]string{"token": "t2"} })
+	update(t, db, func(s *corev1.Secret) { s.StringData = map[string]string{"password": "p2"} })
+	// Positive: it rolled, and pinned what its pods read.
+	second := copyName(key, ns, "cfg", map[string]string{"a": "2"})
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{second}))
+	g.Expect(copiesOf(t, ns, "cfg")).To(gomega.HaveLen(2))
+	g.Eventually(func() []string { return rolledEvents(t, ns, "web") }).ShouldNot(gomega.BeEmpty())
+	// Negative: no copy of what its pods do not read, none across
+	// namespaces.
+	g.Consistently(func() int {
+		return len(secretCopiesOf(t, ns, "admin")) + len(secretCopiesOf(t, ns, "db")) + len(secretCopiesOf(t, victim, "db")) + len(copiesOf(t, victim, "cfg"))
+	}).Should(gomega.BeZero())
+	var all corev1.SecretList
+	g.Expect(k8s.List(t.Context(), &all, client.InNamespace(victim))).To(gomega.Succeed())
+	for _, s := range all.Items {
+		g.Expect(s.Annotations).NotTo(gomega.HaveKey(pin.AnnotationCopyOf), "nothing is copied into another namespace")
+	}
+	_, secrets := pin.Referenced(&get(t, d).Spec.Template.Spec)
+	g.Expect(secrets).To(gomega.BeEmpty())
 }
