@@ -117,4 +117,3 @@ func TestValidation_AClusterValidatorHoldsInTheNamespacesItSelectsOnly(t *testin
 		gomega.HaveField("Status", metav1.ConditionFalse), gomega.HaveField("Reason", validate.CondInvalidRule),
 		gomega.HaveField("Message", gomega.ContainSubstring("rule broken"))))
 }
-
