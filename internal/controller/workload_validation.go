@@ -54,5 +54,10 @@ func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*vali
 	if err := (&validator.Reconciler{Client: mgr.GetClient(), Gate: gate}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Validator controller: %w", err)
 	}
+	if opts.Admission.Enabled {
+		// The content admission webhook: the rules with admission Warn or
+		// Deny, at write time (docs/validation.md).
+		mgr.GetWebhookServer().Register(validator.ContentAdmissionPath, validator.ContentAdmissionHandler(gate))
+	}
 	return gate, nil
 }
