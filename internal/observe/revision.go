@@ -1,4 +1,4 @@
-package controller
+package observe
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ func (v workloadView) Revision(fingerprint string) (*corev1.PodTemplateSpec, err
 		return nil, nil
 	}
 	var list appsv1.ReplicaSetList
-	if err := v.r.APIReader.List(v.Ctx, &list, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := v.d.APIReader.List(v.Ctx, &list, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("listing the ReplicaSets of Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	for i := range list.Items {
