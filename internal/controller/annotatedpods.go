@@ -25,8 +25,10 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/reroll/reroll/internal/apply"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/observe"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/state"
@@ -56,6 +58,8 @@ type annotatedPods struct {
 	w *WorkloadReconciler
 	// records is the ConfigMap of the records.
 	records *state.Entries
+	// sources read the ConfigMaps and Secrets the pods consume (the store).
+	sources *observe.Deps
 	// handled are the owner kinds Reroll restarts some other way.
 	handled map[schema.GroupKind]bool
 }
@@ -72,6 +76,7 @@ func setupAnnotatedPods(mgr ctrl.Manager, opts Options, kinds []workload.Kind) e
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
 			Recorder: boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		},
+		sources: &observe.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: opts.Store},
 		records: state.NewEntries(mgr.GetClient(), mgr.GetAPIReader(), opts.PodRecords, opts.Key, "the pod records"),
 		handled: workload.PodControllers(kinds),
 	}
@@ -201,11 +206,11 @@ func (a *annotatedPods) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	log := ctrl.LoggerFrom(ctx).WithValues("owner", kind.GVK.Kind+"/"+obj.GetName())
 	template := workload.TemplateOfPods(pods)
 	now := a.w.now()
-	opts := a.w.planOptions()
+	opts := a.w.Options.PlanOptions
 	// Records of annotated pods are always written (in the pod records):
 	// there is no workload to spare a write of.
 	opts.DeferRecord = false
-	p, err := a.w.decide(ctx, opts, plan.NewInput(kind, obj, template, now))
+	p, err := plan.DecideRecord(opts, plan.NewInput(kind, obj, template, now), observe.Sources(ctx, a.sources))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -338,7 +343,7 @@ func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pod
 	if d.Progress == nil {
 		return ctrl.Result{}, nil
 	}
-	progress, requeue, failure := evictPods(ctx, a.w.Client, a.w.Recorder, "Pod", req.Namespace, d, now, func(name string) runtime.Object {
+	progress, requeue, failure := apply.EvictPods(ctx, a.w.Client, a.w.Recorder, "Pod", req.Namespace, d, now, func(name string) runtime.Object {
 		if pod := byName[name]; pod != nil {
 			return pod
 		}
@@ -352,7 +357,7 @@ func (a *annotatedPods) evict(ctx context.Context, req types.NamespacedName, pod
 		return ctrl.Result{}, failure
 	}
 	if result.RequeueAfter == 0 {
-		result.RequeueAfter = restartUnderWay
+		result.RequeueAfter = apply.RestartUnderWay
 	}
 	return result, nil
 }

@@ -9,26 +9,28 @@
 // annotations and whose owner Reroll does not handle (annotatedpods.go).
 //
 // Setup (workload_manager.go) builds what the kinds share and one
-// reconciler per kind: its indexes (workload_indexers.go), its watches and
-// its controller's options, the fair queue included.
+// reconciler per kind: its indexes (workload_indexers.go), its watches, its
+// controller's options, the fair queue included, and its gather and write
+// steps (observe.Deps, apply.Applier).
 //
-// One reconcile (WorkloadReconciler.sync) makes three calls: observe
-// gathers what the decision needs (workload_observe.go, reads only; the
-// reads only some decisions need stay behind plan.View, which it
-// implements over internal/source's views of the cache), plan.Decide
-// decides everything (the change, validation, safe delivery, the storm breaker, the
-// holds, the notification step, the restart by eviction and the revert
-// check), and write, the only writer, carries the plan out in one
-// documented order (workload_apply.go): halt records, Warning Events, the
-// stop on a hold, the notification endpoint's POST (workload_notify.go),
-// the workload in one write step per way of rolling (internal/apply),
-// Reroll's memory and the rollout bound, Events and alerts, then the
-// evictions and their progress (workload_eviction.go).
+// One reconcile (WorkloadReconciler.sync) makes three calls, each into its
+// own package: observe.Workload gathers what the decision needs
+// (internal/observe, reads only; the reads only some decisions need stay
+// behind plan.View, which observe.View implements over internal/source and
+// internal/changeset), plan.Decide decides everything (the change,
+// validation, safe delivery, the storm breaker, the holds, the notification
+// step, the restart by eviction and the revert check), and
+// apply.Applier.Apply, the only writer, carries the plan out in one
+// documented order (internal/apply): halt records, Warning Events, the stop
+// on a hold, the notification endpoint's POST, the workload in one write
+// step per way of rolling, Reroll's memory and the rollout bound, Events
+// and alerts, then the evictions and their progress.
 //
 // What is not wiring lives beside: the mutating admission webhook in
 // internal/webhook; Reroll's own records (the digest key Secret, the Job
-// journal, signed entries and baselines) in internal/state; the scope,
-// cache options and permission probes in internal/scope; the first-sight
-// memory in internal/firstsight; the metrics hooks of the watches in
-// internal/metrics.
+// journal, signed entries and baselines) in internal/state; safe
+// delivery's halt records, waves and members in internal/changeset; the
+// scope, cache options and permission probes in internal/scope; the
+// first-sight memory in internal/firstsight; the metrics hooks of the
+// watches in internal/metrics.
 package controller

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/reroll/reroll/internal/reference"
@@ -34,16 +32,4 @@ func (o Options) ManagerOptions() ctrl.Options {
 	mo := o.Scope.ManagerOptions()
 	mo.Cache.DefaultTransform = scope.Transform(o.Key)
 	return mo
-}
-
-// namespaceAnnotations returns the annotations of namespace, read from the
-// cache (metadata only), for the Namespace's rollout window and bound. It
-// reads nothing when Reroll may not watch Namespaces (an install limited to
-// Roles in its namespaces; see scope.CanWatchNamespaces) and returns nil when the
-// Namespace is gone.
-func (r *WorkloadReconciler) namespaceAnnotations(ctx context.Context, namespace string) (map[string]string, error) {
-	if !r.readNamespaces {
-		return nil, nil
-	}
-	return scope.NamespaceAnnotations(ctx, r.Client, namespace)
 }

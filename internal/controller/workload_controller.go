@@ -15,20 +15,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/apply"
+	"github.com/reroll/reroll/internal/changeset"
 	"github.com/reroll/reroll/internal/coalesce"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/metrics"
-	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/observe"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/scope"
-	"github.com/reroll/reroll/internal/source"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
-	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -171,9 +170,7 @@ type Options struct {
 
 // Alerter is told of each rollout after it is made. Alert must return
 // quickly and never fail the rollout: it queues, it does not send.
-type Alerter interface {
-	Alert(ctx context.Context, c change.Change)
-}
+type Alerter = apply.Alerter
 
 // WorkloadReconciler rolls one kind of workload when data it consumes
 // changes.
@@ -191,44 +188,37 @@ type WorkloadReconciler struct {
 	Kind workload.Kind
 	// Options are the behaviours chosen by flags.
 	Options Options
-	// endpoint posts to Options.WebhookURL, the notification endpoint; nil
-	// without one. notifications tracks what it was given, and notified
-	// carries its wake-ups (see notifyEndpoint).
-	endpoint      *notify.Sender
-	notifications *notifications
-	notified      chan event.GenericEvent
+	// observe are what the gather step reads through (internal/observe);
+	// apply is the write step, the only writer (internal/apply). Both are
+	// built by Setup for r's kind.
+	observe *observe.Deps
+	apply   *apply.Applier
 	// metrics records rollouts, skips and references; nil records nothing.
 	metrics *metrics.Workloads
 	// rollouts counts running and waiting rollouts across kinds for the
 	// concurrent rollout bound; shared by every kind's reconciler.
 	rollouts *rollout.Tracker
 	// slotFreed carries requests to reconcile workloads of r's kind that
-	// wait for a slot (rollout.Tracker.WakeOldest); nil for kinds not counted.
+	// wait for a slot (rollout.Tracker.WakeOldest); nil for kinds not
+	// counted. notified carries the wake-ups of the notifications that
+	// ended (apply.Notifications); nil without an endpoint.
 	slotFreed chan event.GenericEvent
+	notified  chan event.GenericEvent
 	// readNamespaces is true when Reroll may watch Namespaces, whose
 	// annotations set rollout windows and bounds.
 	readNamespaces bool
-	// changeSets holds the halt records and the waves in use, for safe
-	// delivery; nil when it is off (Options.ChangeSets).
-	changeSets *changeSets
-	// validation checks new content against the Validators; nil when it is
-	// off (Options.Validate).
-	validation *validator.Gate
+	// changeSets are safe delivery's change sets; nil when it is off
+	// (Options.ChangeSets).
+	changeSets *changeset.Sets
 	// journal keeps the manifests of Jobs being re-created (Jobs only; nil
 	// without Options.JobJournal).
 	journal *state.JobJournal
 	// creations orders the workloads' creations seen on the watch against
 	// the store's changes, for the first-sight rule; nil orders by seconds.
 	creations *firstsight.Memory
-	// legacyDigests keeps the digests of objects under an older key, for
-	// records made under it (decide).
-	legacyDigests source.LegacyDigests
-	// baselines keeps the baselines DeferRecord must keep durably; nil
-	// without Options.Baselines. Shared by every kind.
-	baselines *state.Baselines
 	// coalesce is the debounce of the ConfigMap and Secret watches; a
-	// rollout waits while it holds the workload (see held), and Reconcile
-	// asks it first (Debouncer.Admit).
+	// rollout waits while it holds the workload, and Reconcile asks it
+	// first (Debouncer.Admit).
 	coalesce *coalesce.Debouncer
 }
 
@@ -262,7 +252,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.NamespacedName)
-			r.notifications.drop(req.NamespacedName)
+			r.apply.Notifications.Drop(req.NamespacedName)
 			if r.journal != nil {
 				// A Job Reroll deleted and could not create again yet.
 				return ctrl.Result{}, r.journal.Recover(ctx, req.NamespacedName)
@@ -320,18 +310,18 @@ func retryable(err error) bool {
 	return false
 }
 
-// sync is one pass of Reconcile on obj: gather (observe, and the View),
-// decide (plan.Decide, pure), write (write, the only writer). burstEnded
-// is true when the debouncer started this reconcile
-// (coalesce.Admission.Ended): the coalescing of the workload's objects is
-// over, and nothing holds its rollout again.
+// sync is one pass of Reconcile on obj: gather (observe.Workload, and
+// observe.View), decide (plan.Decide, pure), write (apply.Applier.Apply,
+// the only writer). burstEnded is true when the debouncer started this
+// reconcile (coalesce.Admission.Ended): the coalescing of the workload's
+// objects is over, and nothing holds its rollout again.
 func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstEnded bool) (ctrl.Result, error) {
 	if obj.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil
 	}
-	in, opts, err := r.observe(ctx, obj, burstEnded)
+	in, opts, err := observe.Workload(ctx, r.observe, obj, burstEnded)
 	if errors.Is(err, workload.ErrShape) {
-		return ctrl.Result{}, r.invalidShape(obj, err)
+		return ctrl.Result{}, r.apply.InvalidShape(obj, err)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -346,11 +336,11 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 			return ctrl.Result{}, err
 		}
 	}
-	p, err := plan.Decide(opts, in, r.view(ctx, obj, in.Now))
+	p, err := plan.Decide(opts, in, observe.View(ctx, r.observe, obj, in.Now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.write(ctx, obj, p, written{bounded: bounded, progress: in.Progress, timeout: opts.RolloutTimeout, now: in.Now})
+	return r.apply.Apply(ctx, obj, p, apply.Written{Bounded: bounded, Progress: in.Progress, Timeout: opts.RolloutTimeout, Now: in.Now})
 }
 
 // namespaceBound reads a namespace's bound on concurrent rollouts for the
@@ -358,29 +348,13 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 // annotation is ignored here; its own workloads' Events report it).
 func (r *WorkloadReconciler) namespaceBound(opts plan.Options) rollout.NamespaceBound {
 	return func(ctx context.Context, namespace string) (int, error) {
-		a, err := r.namespaceAnnotations(ctx, namespace)
+		a, err := r.observe.NamespaceAnnotations(ctx, namespace)
 		if err != nil {
 			return 0, err
 		}
 		b, _ := opts.NamespaceBound(a)
 		return b, nil
 	}
-}
-
-// planOptions are the planner's share of the options.
-func (r *WorkloadReconciler) planOptions() plan.Options {
-	return r.Options.PlanOptions
-}
-
-// minPositive is the smaller of two durations, ignoring those not positive.
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
 }
 
 func (r *WorkloadReconciler) now() time.Time {

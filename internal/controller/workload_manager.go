@@ -27,13 +27,17 @@ import (
 
 	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/apply"
+	"github.com/reroll/reroll/internal/changeset"
 	"github.com/reroll/reroll/internal/coalesce"
+	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/observe"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
@@ -70,7 +74,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if sh.sets != nil {
 		// Once its kinds are known: a scrape reads them.
-		if err := registerLatest(sh.sets); err != nil {
+		if err := sh.sets.Register(); err != nil {
 			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
 	}
@@ -131,7 +135,7 @@ type shared struct {
 	endpoint  *notify.Sender
 	// counted is the tracker of the concurrent rollout bound.
 	counted *rollout.Tracker
-	sets    *changeSets
+	sets    *changeset.Sets
 	// validation is the gate of new content (nil when validation is off).
 	validation *validator.Gate
 	// readNamespaces is true when Reroll may list and watch Namespaces.
@@ -208,7 +212,7 @@ func newJournal(ctx context.Context, mgr ctrl.Manager, opts Options) (*state.Job
 // newChangeSets returns safe delivery's change sets (nil without
 // Options.ChangeSets), with the watch of their halt records and the expiry
 // of superseded ones added to mgr.
-func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*changeSets, error) {
+func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*changeset.Sets, error) {
 	if opts.ChangeSets.Name == "" {
 		return nil, nil
 	}
@@ -222,9 +226,10 @@ func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*change
 	if err := mgr.Add(records); err != nil {
 		return nil, fmt.Errorf("adding the watch of the halt records: %w", err)
 	}
-	sets := &changeSets{records: records, reader: mgr.GetClient(), scope: opts.Scope, readNamespaces: readNamespaces, key: opts.Key, store: opts.Store}
+	sets := changeset.New(changeset.Config{Records: records, Reader: mgr.GetClient(), Scope: opts.Scope, ReadNamespaces: readNamespaces,
+		Key: opts.Key, Store: opts.Store, BakeTime: opts.BakeTime, RolloutTimeout: opts.RolloutTimeout, Now: opts.Now})
 	// The records of superseded sets go; the leader deletes them.
-	if err := mgr.Add(manager.RunnableFunc(sets.expire)); err != nil {
+	if err := mgr.Add(manager.RunnableFunc(sets.Expire)); err != nil {
 		return nil, fmt.Errorf("adding the expiry of the halt records: %w", err)
 	}
 	return sets, nil
@@ -275,31 +280,42 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 		wake = make(chan event.GenericEvent, rollout.WakeBuffer)
 		sh.counted.Add(rollout.Kind{Kind: kind, Progress: p, Wake: wake})
 		if sh.sets != nil {
-			sh.sets.kinds = append(sh.sets.kinds, rollout.Kind{Kind: kind, Progress: p})
+			sh.sets.AddKind(rollout.Kind{Kind: kind, Progress: p})
 		}
 	}
-	r := &WorkloadReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
-		Kind:       kind,
-		Options:    opts,
-		endpoint:   sh.endpoint,
-		metrics:    metrics.NewWorkloads(kind.Name(), nil),
-		rollouts:   sh.counted,
-		slotFreed:  wake,
-		changeSets: sh.sets,
-		baselines:  sh.baselines,
-		validation: sh.validation,
+	r := newReconciler(mgr, opts, kind, sh)
+	r.slotFreed = wake
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
+		r.registerWebhook(mgr)
+	}
+	return nil
+}
 
+// newReconciler returns the reconciler of kind with its gather and write
+// steps (observe.Deps, apply.Applier) built from opts and what the kinds
+// share; SetupWithManager adds the debounce.
+func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *shared) *WorkloadReconciler {
+	r := &WorkloadReconciler{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		Kind:           kind,
+		Options:        opts,
+		metrics:        metrics.NewWorkloads(kind.Name(), nil),
+		rollouts:       sh.counted,
+		changeSets:     sh.sets,
 		readNamespaces: sh.readNamespaces,
 	}
 	if _, ok := kind.(workload.Roller); ok {
 		// A Job: re-created through the journal.
 		r.journal = sh.journal
 	}
+	var notifications *apply.Notifications
 	if sh.endpoint != nil {
-		r.notifications = newNotifications()
+		notifications = apply.NewNotifications()
 		r.notified = make(chan event.GenericEvent, notifiedBuffer)
 	}
 	if !opts.InstalledAt.IsZero() {
@@ -308,13 +324,25 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 			r.creations = firstsight.NewMemory()
 		}
 	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		return err
-	}
-	if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
-		r.registerWebhook(mgr)
-	}
-	return nil
+	r.observe = &observe.Deps{Client: r.Client, APIReader: r.APIReader, Kind: kind, Options: opts.PlanOptions, DeferRecord: r.defersRecord(),
+		Store: opts.Store, Scope: opts.Scope, Now: opts.Now, Creations: r.creations, Baselines: sh.baselines, ReadNamespaces: sh.readNamespaces,
+		Coalescing: r.coalescing(), Sets: sh.sets, Storm: opts.Storm, Validation: sh.validation, Notifications: notifications,
+		LegacyRecordsUntil: opts.LegacyRecordsUntil,
+		Delivery:           safe.Options{Window: opts.ChangeSetWindow, BakeTime: opts.BakeTime, HaltAfter: opts.HaltAfterFailedRollouts, Recheck: opts.Recheck}}
+	r.apply = &apply.Applier{Client: r.Client, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
+		Sets: sh.sets, Metrics: r.metrics, Endpoint: sh.endpoint, Notifications: notifications, Notified: r.notified, Journal: r.journal,
+		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, Now: opts.Now}
+	return r
+}
+
+// defersRecord reports whether Reroll leaves the record off workloads it
+// has not rolled (Options.DeferRecord): only with the first-sight rule,
+// which stands in for the baseline after a restart; without the admission
+// webhook; and without --reload-on-delete, since a deletion made while no
+// Reroll runs leaves nothing in the API for the rule to find (a record
+// finds it: the object it holds is gone).
+func (r *WorkloadReconciler) defersRecord() bool {
+	return r.Options.DeferRecord && r.creations != nil && !r.Options.Admission.Enabled && !r.Options.ReloadOnDelete
 }
 
 // SetupWithManager registers r's field indexes and controller with mgr.
@@ -358,11 +386,8 @@ func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error 
 		}
 	}
 	if _, ok := rollout.ProgressOf(r.Kind); ok && r.changeSets != nil {
-		if err := indexer.IndexField(ctx, r.Kind.New(), changeSetIndex, indexChangeSets); err != nil {
-			return fmt.Errorf("indexing %s by change set: %w", r.Kind.Name(), err)
-		}
-		if err := indexer.IndexField(ctx, r.Kind.New(), waveIndex, indexWave); err != nil {
-			return fmt.Errorf("indexing %s by wave: %w", r.Kind.Name(), err)
+		if err := changeset.Index(ctx, indexer, r.Kind); err != nil {
+			return err
 		}
 	}
 	if _, ok := r.Kind.(workload.TemplateReader); ok {
@@ -386,6 +411,7 @@ func (r *WorkloadReconciler) watchConsumed(ctx context.Context, b *builder.Build
 	// One debounce for both kinds: a change of either extends the wait.
 	debounce := coalesce.New(r.coalescing())
 	r.coalesce = debounce
+	r.observe.Coalesce = debounce
 	for kind, relevant := range map[reference.Kind]predicate.Predicate{reference.ConfigMap: relevantCM, reference.Secret: relevantSecret} {
 		if !r.Options.Store.Watches(kind) {
 			continue

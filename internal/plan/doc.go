@@ -16,5 +16,5 @@
 // holds, the notification step, the restart by eviction (internal/eviction)
 // and the revert check (internal/revert), reading what only those need
 // through a View, lazily. Nothing changes a Plan after Decide: the
-// controller writes it in one fixed order (internal/controller's write).
+// writer writes it in one fixed order (internal/apply's Applier.Apply).
 package plan

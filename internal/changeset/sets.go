@@ -1,4 +1,4 @@
-package controller
+package changeset
 
 import (
 	"context"
@@ -29,6 +29,7 @@ import (
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // changeSetIndex is the field index of every kind that reports progress:
@@ -40,15 +41,16 @@ const changeSetIndex = "reroll.dev/change-set"
 // delivery.WaveAnnotation themselves: "set".
 const waveIndex = "reroll.dev/rollout-wave"
 
-// changeSets is what the controller keeps for safe delivery: the halt
-// records (halts.Records, from a watch: `kubectl reroll resume` writes them,
-// and a change must cost no GET), and the order of rollouts (the waves of
-// Namespaces and workloads), computed from the cache at most every
-// wavesTTL. Shared by every kind's reconciler.
-type changeSets struct {
+// Sets is what Reroll keeps for safe delivery, shared by every kind's
+// reconciler: the halt records (halts.Records, from a watch: `kubectl
+// reroll resume` writes them, and a change must cost no GET), the halts
+// kept in memory while the API refuses their record, and the order of
+// rollouts (the waves of Namespaces and workloads), computed from the
+// cache at most every wavesTTL. Build it with New.
+type Sets struct {
 	records *halts.Records
 	// reader is the manager's cache (Namespaces, workloads).
-	reader client.Reader
+	reader client.Client
 	kinds  []rollout.Kind
 	scope  scope.Scope
 	// readNamespaces is true when Reroll may watch Namespaces, whose
@@ -57,6 +59,11 @@ type changeSets struct {
 	// key verifies the workloads' records (the metric counts only sets a
 	// record signed by Reroll names).
 	key digest.Key
+	// bakeTime is the default bake time (--bake-time); rolloutTimeout the
+	// rollout timeout of a kind without its own deadline; now the clock.
+	bakeTime       time.Duration
+	rolloutTimeout time.Duration
+	now            func() time.Time
 
 	mu     sync.Mutex
 	order  safe.Order
@@ -79,12 +86,102 @@ type changeSets struct {
 	legacyIDs  []string
 }
 
+// Config is what Sets reads and writes through.
+type Config struct {
+	// Records are the halt records, one ConfigMap per set in Reroll's
+	// namespace (internal/halts), watched.
+	Records *halts.Records
+	// Reader is the manager's cache: Namespaces (metadata) and the
+	// workloads of the kinds added with AddKind.
+	Reader client.Client
+	// Scope is what Reroll watches: only the waves of its namespaces count.
+	Scope scope.Scope
+	// ReadNamespaces is true when Reroll may list and watch Namespaces.
+	ReadNamespaces bool
+	// Key verifies the member records Reroll signed.
+	Key digest.Key
+	// Store holds the ConfigMaps and Secrets (the objects of a halt, an
+	// older Reroll's halts).
+	Store *store.Store
+	// BakeTime is the bake time of workloads that set none (--bake-time).
+	BakeTime time.Duration
+	// RolloutTimeout bounds a rollout of a kind without its own deadline
+	// (plan.RolloutDeadline).
+	RolloutTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// New returns the Sets of cfg, with no kind yet (AddKind).
+func New(cfg Config) *Sets {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Sets{records: cfg.Records, reader: cfg.Reader, scope: cfg.Scope, readNamespaces: cfg.ReadNamespaces, key: cfg.Key,
+		store: cfg.Store, bakeTime: cfg.BakeTime, rolloutTimeout: cfg.RolloutTimeout, now: now}
+}
+
+// AddKind adds a kind whose workloads are members of change sets and
+// order the waves; call it before the manager starts.
+func (c *Sets) AddKind(pk rollout.Kind) { c.kinds = append(c.kinds, pk) }
+
+// ReadsNamespaces reports whether Reroll may read Namespaces, and so
+// their waves.
+func (c *Sets) ReadsNamespaces() bool { return c.readNamespaces }
+
+// Halts returns the halt records by set ID with the halts kept in memory
+// that are not yet recorded; with retry, it writes those again, at most
+// every 10 seconds. The map is shared, read-only.
+func (c *Sets) Halts(ctx context.Context, retry bool) (map[string]*safe.Halt, error) {
+	return c.halts(ctx, retry)
+}
+
+// Waves returns the order of rollouts at now, from the cache (at most a
+// second stale): the places of the watched Namespaces that set a wave,
+// and the lowest wave of the workloads of each namespace where one sets a
+// wave.
+func (c *Sets) Waves(ctx context.Context, now time.Time) (safe.Order, error) {
+	return c.waves(ctx, now)
+}
+
+// Expire writes again the halts held from memory and deletes the halt
+// records of superseded sets until ctx ends (manager.Runnable: the leader
+// runs it). It returns nil.
+func (c *Sets) Expire(ctx context.Context) error { return c.expire(ctx) }
+
+// Register adds c's metric (reroll_change_sets_halted) to
+// controller-runtime's registry, in place of a previous manager's; call it
+// once the kinds are added. It returns the registry's error.
+func (c *Sets) Register() error { return registerLatest(c) }
+
+// Index registers, on kind (one that reports progress), the field indexes
+// of the members of change sets and of the workloads that set a wave.
+func Index(ctx context.Context, indexer client.FieldIndexer, kind workload.Kind) error {
+	if err := indexer.IndexField(ctx, kind.New(), changeSetIndex, indexChangeSets); err != nil {
+		return fmt.Errorf("indexing %s by change set: %w", kind.Name(), err)
+	}
+	if err := indexer.IndexField(ctx, kind.New(), waveIndex, indexWave); err != nil {
+		return fmt.Errorf("indexing %s by wave: %w", kind.Name(), err)
+	}
+	return nil
+}
+
+// namespaceAnnotations returns namespace's annotations from the cache;
+// nil when Reroll may not read Namespaces.
+func (c *Sets) namespaceAnnotations(ctx context.Context, namespace string) (map[string]string, error) {
+	if !c.readNamespaces {
+		return nil, nil
+	}
+	return scope.NamespaceAnnotations(ctx, c.reader, namespace)
+}
+
 // honourLegacy reads, once, the halt records an older Reroll kept in one
 // ConfigMap, and holds their sets from memory (as a halt not yet recorded)
 // under their own IDs and today's (halts.Translate), so an upgrade
 // releases no halt; they are recorded, signed, within seconds, and the old
 // ConfigMap is then deleted (dropLegacy).
-func (c *changeSets) honourLegacy(ctx context.Context) error {
+func (c *Sets) honourLegacy(ctx context.Context) error {
 	c.legacyMu.Lock()
 	defer c.legacyMu.Unlock()
 	if c.legacyRead || c.store == nil {
@@ -134,7 +231,7 @@ func (c *changeSets) honourLegacy(ctx context.Context) error {
 
 // dropLegacy deletes an older Reroll's ConfigMap of halt records once its
 // halts are all recorded again.
-func (c *changeSets) dropLegacy(ctx context.Context) error {
+func (c *Sets) dropLegacy(ctx context.Context) error {
 	c.legacyMu.Lock()
 	defer c.legacyMu.Unlock()
 	if c.legacy.UID == "" {
@@ -177,7 +274,7 @@ const haltsExpireEvery = time.Minute
 // halts returns the halt records by set ID with the halts kept in memory
 // that are not yet recorded; with write, it writes those again, at most
 // every unrecordedRetry. The map is shared, read-only.
-func (c *changeSets) halts(ctx context.Context, write bool) (map[string]*safe.Halt, error) {
+func (c *Sets) halts(ctx context.Context, write bool) (map[string]*safe.Halt, error) {
 	if err := c.honourLegacy(ctx); err != nil {
 		return nil, err
 	}
@@ -216,7 +313,7 @@ func (c *changeSets) halts(ctx context.Context, write bool) (map[string]*safe.Ha
 
 // keep holds halt h of set id from memory until it is recorded; it reports
 // whether the set was not held so yet (the caller tells of the halt).
-func (c *changeSets) keep(id string, h safe.Halt) bool {
+func (c *Sets) keep(id string, h safe.Halt) bool {
 	c.unrecordedMu.Lock()
 	defer c.unrecordedMu.Unlock()
 	if c.unrecorded == nil {
@@ -232,7 +329,7 @@ func (c *changeSets) keep(id string, h safe.Halt) bool {
 // named reports whether a workload whose record Reroll signed names set
 // id, from the cache. The index is unverified: a tenant's forged record
 // naming a set must neither keep its alert on nor its record alive.
-func (c *changeSets) named(ctx context.Context, id string) (bool, error) {
+func (c *Sets) named(ctx context.Context, id string) (bool, error) {
 	for _, pk := range c.kinds {
 		list := pk.Kind.NewList()
 		if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
@@ -256,7 +353,7 @@ func (c *changeSets) named(ctx context.Context, id string) (bool, error) {
 // held from memory, and deletes, every haltsExpireEvery, the halt records
 // of the sets no workload names any more (superseded by a newer content,
 // or resumed and rolled on). Run by the leader only (manager.Runnable).
-func (c *changeSets) expire(ctx context.Context) error {
+func (c *Sets) expire(ctx context.Context) error {
 	// At start, not at the first change: a change costs no GET.
 	if err := c.honourLegacy(ctx); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading an older Reroll's halt records; read again at the next change")
@@ -300,7 +397,7 @@ const wavesTTL = time.Second
 // waves returns the order of rollouts: the places of the watched
 // Namespaces that set a wave, and the lowest wave of the workloads of each
 // namespace where one sets a wave.
-func (c *changeSets) waves(ctx context.Context, now time.Time) (safe.Order, error) {
+func (c *Sets) waves(ctx context.Context, now time.Time) (safe.Order, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.waveAt.IsZero() && now.Sub(c.waveAt) < wavesTTL && !now.Before(c.waveAt) {
@@ -357,36 +454,33 @@ func indexChangeSets(obj client.Object) []string {
 	return r.Sets
 }
 
-// progressKind returns r's kind as the bound counts it.
-func (r *WorkloadReconciler) progressKind() (rollout.Kind, bool) {
-	p, ok := rollout.ProgressOf(r.Kind)
-	return rollout.Kind{Kind: r.Kind, Progress: p}, ok
-}
-
-// member is obj as a member of its sets, with record rec.
-func (r *WorkloadReconciler) member(ctx context.Context, pk rollout.Kind, obj client.Object, rec safe.Record) (safe.Member, error) {
+// Member is obj, a workload of kind pk, as a member of its sets, with
+// record rec: its bake time (its annotations, its namespace's, the
+// default), and, once it rolled, its kstatus health against its rollout
+// deadline. It reads the namespace from the cache.
+func (c *Sets) Member(ctx context.Context, pk rollout.Kind, obj client.Object, rec safe.Record) (safe.Member, error) {
 	m := safe.Member{Workload: pk.Kind.Name() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Record: rec}
-	nsAnnotations, err := r.namespaceAnnotations(ctx, obj.GetNamespace())
+	nsAnnotations, err := c.namespaceAnnotations(ctx, obj.GetNamespace())
 	if err != nil {
 		return m, err
 	}
-	m.BakeTime, _ = safe.BakeTime(obj.GetAnnotations(), nsAnnotations, r.Options.BakeTime)
+	m.BakeTime, _ = safe.BakeTime(obj.GetAnnotations(), nsAnnotations, c.bakeTime)
 	if rec.Rolled.IsZero() {
 		return m, nil
 	}
-	u, err := toUnstructured(obj, r.Client.Scheme())
+	u, err := toUnstructured(obj, c.reader.Scheme())
 	if err != nil {
 		return m, err
 	}
 	progress := pk.Progress.Progress(obj)
-	deadline := plan.RolloutDeadline(progress, r.Options.RolloutTimeout)
+	deadline := plan.RolloutDeadline(progress, c.rolloutTimeout)
 	if progress.Deadline > 0 {
 		// The kind reports its own deadline (a Deployment's
 		// ProgressDeadlineExceeded, set on its controller's next sync):
 		// give it the first word, its signal says more.
 		deadline += kindDeadlineGrace
 	}
-	m.State, m.Signal = safe.Health(u, rec.Rolled, deadline, r.now())
+	m.State, m.Signal = safe.Health(u, rec.Rolled, deadline, c.now())
 	if og, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); found && og < u.GetGeneration() {
 		m.Unobserved = true
 	}
@@ -395,19 +489,20 @@ func (r *WorkloadReconciler) member(ctx context.Context, pk rollout.Kind, obj cl
 		// reroll.dev/restart: evict) is complete when its record is gone,
 		// whatever the status says (kstatus calls OnDelete always Current).
 		m.State, m.Signal = safe.InProgress, "restart by eviction under way"
-		if !r.now().Before(rec.Rolled.Add(deadline)) {
+		if !c.now().Before(rec.Rolled.Add(deadline)) {
 			m.State, m.Signal = safe.Failed, fmt.Sprintf("restart by eviction not complete within %s", deadline)
 		}
 	}
 	return m, nil
 }
 
-// members lists the other workloads of set id, from the cache.
-func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.UID) ([]safe.Member, error) {
+// Members lists the other workloads of set id (all but self), from the
+// cache; only those whose member record Reroll signed count.
+func (c *Sets) Members(ctx context.Context, id string, self types.UID) ([]safe.Member, error) {
 	var out []safe.Member
-	for _, pk := range r.changeSets.kinds {
+	for _, pk := range c.kinds {
 		list := pk.Kind.NewList()
-		if err := r.Client.List(ctx, list, client.MatchingFields{changeSetIndex: id}); err != nil {
+		if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}); err != nil {
 			return nil, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
 		}
 		var failed error
@@ -415,7 +510,7 @@ func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.
 			if obj.GetUID() == self || failed != nil {
 				return
 			}
-			v, ok := plan.Verified(r.Options.Key, string(obj.GetUID()), safe.MemberAnnotation, obj.GetAnnotations())
+			v, ok := plan.Verified(c.key, string(obj.GetUID()), safe.MemberAnnotation, obj.GetAnnotations())
 			if !ok {
 				// Not written by Reroll: a tenant's forgery reports
 				// neither a failure nor a success for the set.
@@ -425,7 +520,7 @@ func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.
 			if err != nil {
 				return
 			}
-			m, err := r.member(ctx, pk, obj, rec)
+			m, err := c.Member(ctx, pk, obj, rec)
 			if err != nil {
 				failed = err
 				return
@@ -439,46 +534,23 @@ func (r *WorkloadReconciler) members(ctx context.Context, id string, self types.
 	return out, nil
 }
 
-// halt records the halt of a change set that plan.Decide decided and
-// tells of it: a ChangeHalted Warning Event on each failed workload and
-// each changed object, and the alert. A halt the API refuses holds all
-// the same, from memory (changeSets.keep), and is told.
-func (r *WorkloadReconciler) halt(ctx context.Context, hr plan.HaltRecord) {
-	set, h := hr.Set, hr.Halt
-	wrote, err := r.changeSets.records.Record(ctx, set, h)
+// Record writes the halt record h of set id that plan.Decide decided, and
+// reports whether the caller tells of it (the reconcile that wrote the
+// halt does, once). A halt the API refuses holds all the same, from memory
+// (keep), and is told the first time: a halt that cannot be recorded must
+// not let the set roll on silently.
+func (c *Sets) Record(ctx context.Context, id string, h safe.Halt) bool {
+	wrote, err := c.records.Record(ctx, id, h)
 	if err != nil {
-		// The halt holds all the same, from memory, and is told: a halt
-		// that cannot be recorded must not let the set roll on silently.
-		ctrl.LoggerFrom(ctx).Error(err, "Recording a halt; holding the change set from memory until it is recorded", "changeSet", set)
-		if wrote = r.changeSets.keep(set, h); !wrote {
-			return
-		}
+		ctrl.LoggerFrom(ctx).Error(err, "Recording a halt; holding the change set from memory until it is recorded", "changeSet", id)
+		return c.keep(id, h)
 	}
-	if !wrote {
-		// Told once, by the reconcile that wrote the halt.
-		return
-	}
-	note := fmt.Sprintf("Halted change set %s after %d failed rollout(s): %s; workloads not yet rolled keep their pods (pending: halted) until kubectl reroll resume, or a newer content supersedes it", set, len(h.Failed), h.Signal)
-	ctrl.LoggerFrom(ctx).Info("Halted change set", "changeSet", set, "failed", strings.Join(h.Failed, ","), "signal", h.Signal)
-	for _, w := range h.Failed {
-		if ref := r.objectRef(ctx, w); ref != nil {
-			r.Recorder.Event(ref, corev1.EventTypeWarning, safe.ReasonChangeHalted, note)
-		}
-	}
-	for _, o := range h.Objects {
-		if ref := r.objectRef(ctx, o); ref != nil {
-			r.Recorder.Event(ref, corev1.EventTypeWarning, safe.ReasonChangeHalted, note)
-		}
-	}
-	if r.Options.Alerter != nil {
-		// ALERT_ON_RELOAD: the halt is told where the rollouts are.
-		r.Options.Alerter.Alert(ctx, haltAlert(set, h))
-	}
+	return wrote
 }
 
-// haltAlert is the alert of halt h of set id: the change of the first
+// HaltAlert is the alert of halt h of set id: the change of the first
 // failed workload, its changed objects, and the halt.
-func haltAlert(id string, h safe.Halt) change.Change {
+func HaltAlert(id string, h safe.Halt) change.Change {
 	var c change.Change
 	if len(h.Failed) > 0 {
 		if parts := strings.SplitN(h.Failed[0], "/", 3); len(parts) == 3 {
@@ -500,29 +572,32 @@ func haltAlert(id string, h safe.Halt) change.Change {
 	return c
 }
 
-// objectRef returns the object named "Kind/namespace/name" for an Event:
+// ObjectRef returns the object named "Kind/namespace/name" for an Event:
 // a workload of a counted kind from the cache, a ConfigMap or Secret from
 // the store; nil when it is not found.
-func (r *WorkloadReconciler) objectRef(ctx context.Context, name string) runtime.Object {
+func (c *Sets) ObjectRef(ctx context.Context, name string) runtime.Object {
 	parts := strings.SplitN(name, "/", 3)
 	if len(parts) != 3 {
 		return nil
 	}
 	kind, ns, n := parts[0], parts[1], parts[2]
 	if kind == string(reference.ConfigMap) || kind == string(reference.Secret) {
-		o, ok, err := r.Options.Store.Get(ctx, reference.Kind(kind), ns, n)
+		if c.store == nil {
+			return nil
+		}
+		o, ok, err := c.store.Get(ctx, reference.Kind(kind), ns, n)
 		if err != nil || !ok {
 			return nil
 		}
 		ref := &corev1.ObjectReference{Kind: kind, APIVersion: "v1", Namespace: ns, Name: n, UID: o.GetUID()}
 		return ref
 	}
-	for _, pk := range r.changeSets.kinds {
+	for _, pk := range c.kinds {
 		if pk.Kind.Name() != kind {
 			continue
 		}
 		obj := pk.Kind.New()
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, obj); err == nil {
+		if err := c.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, obj); err == nil {
 			return obj
 		}
 	}
@@ -562,13 +637,13 @@ var changeSetsHaltedDesc = prometheus.NewDesc("reroll_change_sets_halted",
 	"Change sets halted by the circuit breaker (--halt-after-failed-rollouts), not resumed and not superseded: their workloads not yet rolled wait, pending with the reason halted.", nil, nil)
 
 // Describe implements prometheus.Collector.
-func (c *changeSets) Describe(ch chan<- *prometheus.Desc) { ch <- changeSetsHaltedDesc }
+func (c *Sets) Describe(ch chan<- *prometheus.Desc) { ch <- changeSetsHaltedDesc }
 
 // Collect implements prometheus.Collector: the halted sets that a workload
 // still names (a newer content supersedes a set: its members move to the
 // new one, and its record stays behind, resolved). Halt records that cannot
 // be read yield no sample.
-func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
+func (c *Sets) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	n, err := c.halted(ctx)
@@ -581,7 +656,7 @@ func (c *changeSets) Collect(ch chan<- prometheus.Metric) {
 
 // halted counts the halted sets that some workload names (a record signed
 // by Reroll), recorded or held from memory, from the watch and the cache.
-func (c *changeSets) halted(ctx context.Context) (int, error) {
+func (c *Sets) halted(ctx context.Context) (int, error) {
 	halts, err := c.halts(ctx, false)
 	if err != nil {
 		return 0, err

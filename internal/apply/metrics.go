@@ -1,20 +1,24 @@
-package controller
+package apply
 
 import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/revert"
 )
 
-// The small hooks that Reconcile calls to feed internal/metrics with what a
+// The small hooks that Apply calls to feed internal/metrics with what a
 // plan did (the watches' and the reconciler's hooks are in
 // internal/metrics). None of them changes a decision.
 
 // recordReferences sets the workload's tracked references (nil when it
 // opted out).
-func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []reference.Reference) {
+func (a *Applier) recordReferences(obj client.Object, refs []reference.Reference) {
 	var c metrics.Counts
 	for _, ref := range refs {
 		switch ref.Kind {
@@ -24,33 +28,33 @@ func (r *WorkloadReconciler) recordReferences(obj client.Object, refs []referenc
 			c.ConfigMaps++
 		}
 	}
-	r.metrics.References(client.ObjectKeyFromObject(obj), c)
+	a.Metrics.References(client.ObjectKeyFromObject(obj), c)
 }
 
 // recordOutcome records how a reconcile that wrote (or had nothing to write)
 // ended: a rollout (or its notification, or a change the kind does not
 // restart for), a first sight, or a change that rolled nothing.
-func (r *WorkloadReconciler) recordOutcome(obj client.Object, p plan.Plan) {
+func (a *Applier) recordOutcome(obj client.Object, p plan.Plan) {
 	nn := client.ObjectKeyFromObject(obj)
 	switch {
 	case p.Outcome == plan.DeferredRollout:
 		// Not rolled yet: the change's age keeps counting.
 	case len(p.Changes) > 0:
-		r.metrics.Rolled(nn, sourceKinds(p.Changes), p.Outcome == plan.Notify)
+		a.Metrics.Rolled(nn, sourceKinds(p.Changes), p.Outcome == plan.Notify)
 	case p.Outcome == plan.Refused:
-		r.metrics.Skipped(nn, metrics.MatchCostExceeded)
+		a.Metrics.Skipped(nn, metrics.MatchCostExceeded)
 	case p.Outcome == plan.FirstSight || p.Outcome == plan.DamagedRecord:
-		r.metrics.Settled(nn)
+		a.Metrics.Settled(nn)
 	case len(p.HeldBy) > 0:
-		r.metrics.Skipped(nn, skipReason(p.HeldBy[len(p.HeldBy)-1]))
+		a.Metrics.Skipped(nn, skipReason(p.HeldBy[len(p.HeldBy)-1]))
 	default:
-		r.metrics.Skipped(nn, metrics.NoConsumedKeyChanged)
+		a.Metrics.Skipped(nn, metrics.NoConsumedKeyChanged)
 	}
 }
 
 // recordFailure records a rollout whose write or notification failed.
-func (r *WorkloadReconciler) recordFailure(obj client.Object, p plan.Plan) {
-	r.metrics.Failed(client.ObjectKeyFromObject(obj), sourceKinds(p.Changes))
+func (a *Applier) recordFailure(obj client.Object, p plan.Plan) {
+	a.Metrics.Failed(client.ObjectKeyFromObject(obj), sourceKinds(p.Changes))
 }
 
 // skipReason is the reroll_skipped_total reason for a change held back by
@@ -72,4 +76,15 @@ func sourceKinds(changes []plan.Diff) []string {
 		out = append(out, string(c.Ref.Kind))
 	}
 	return out
+}
+
+// reportRevert counts and logs a revert that plan.Decide recorded in p,
+// once p was written.
+func (a *Applier) reportRevert(ctx context.Context, p plan.Plan) {
+	rv := revert.ParseReverted(p.Annotations[revert.RevertedAnnotation])
+	if !p.Reverted || rv == nil {
+		return
+	}
+	metrics.TemplateReverted(a.Kind.Name())
+	ctrl.LoggerFrom(ctx).Info("Pod template change reverted by another field manager; no longer changing it", "manager", rv.Manager)
 }
