@@ -41,7 +41,11 @@ func installValidator(ctx context.Context, cfg *rest.Config) error {
 	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	// JSON: the bench's config asks for protobuf, which custom resources
+	// do not speak.
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	c, err := client.New(jsonCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
