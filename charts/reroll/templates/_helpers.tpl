@@ -205,9 +205,15 @@ chart cannot drift; docs/security.md lists them.
 {{- /* config/components/versioned-config/role.yaml, generated from internal/pin/rbac.go. */}}
 - apiGroups: [""]
   resources: ["configmaps", "secrets"]
-  verbs: ["create", "patch"]
+  verbs: ["create", "delete", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 - apiGroups: ["apps"]
-  resources: ["replicasets"]
+  resources: ["controllerrevisions", "replicasets"]
+  verbs: ["list"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
   verbs: ["list"]
 {{- end }}
 {{- if $workloads }}
