@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,7 +124,18 @@ func (c Copier) copy(ctx context.Context, owner client.Object, gvk schema.GroupV
 	}
 	before := existing.DeepCopyObject().(client.Object)
 	if !pin.AddOwner(existing, ref) {
-		return nil
+		// Already an owner: a copy nothing has named for a while may be
+		// on its way to the garbage collection; a write restarts its grace
+		// (pin.AnnotationClaimedAt).
+		if !pin.NeedsClaim(existing, time.Now()) {
+			return nil
+		}
+		a := existing.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[pin.AnnotationClaimedAt] = time.Now().UTC().Format(time.RFC3339)
+		existing.SetAnnotations(a)
 	}
 	if err := c.Client.Patch(ctx, existing, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(workload.FieldManager)); err != nil {
 		return fmt.Errorf("adding %s %s/%s to the owners of %s %s: %w", gvk.Kind, ns, owner.GetName(), cp.Kind, cp.Name, err)
