@@ -161,6 +161,11 @@ func (a *Applier) Apply(ctx context.Context, obj client.Object, p plan.Plan, w W
 	}
 	a.recordOutcome(obj, p)
 	a.reportRevert(ctx, p)
+	if wr.Pinned != nil {
+		// Told once the write that rolled unpinned succeeded: a write
+		// retried after a conflict makes the copies again.
+		a.unpinned(ctx, obj, wr.Pinned.Failed)
+	}
 	a.tell(ctx, obj, p)
 	if p.Eviction != nil {
 		return a.evict(ctx, obj, *p.Eviction, p.Change.Summary(), w.Now)
@@ -235,9 +240,8 @@ func (a *Applier) applyState(ctx context.Context, obj client.Object, p plan.Plan
 	return a.writer().Workload(ctx, obj, p)
 }
 
-// copies makes the copies of p's pinning (Copier) and tells, with a
-// ReasonUnpinned Warning Event and a log line, of each that could not be
-// made: the workload then reads that source itself.
+// copies makes the copies of p's pinning (Copier); the workload reads
+// the source of each that could not be made (unpinned tells of them).
 func (a *Applier) copies(ctx context.Context, obj client.Object, p plan.Plan) (Pinned, error) {
 	t, err := a.Kind.PodTemplate(obj)
 	if err != nil {
@@ -248,15 +252,17 @@ func (a *Applier) copies(ctx context.Context, obj client.Object, p plan.Plan) (P
 		return Pinned{}, fmt.Errorf("the kind of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	c := Copier{Client: a.Client, Reader: a.Reader, Key: a.Key}
-	pinned, err := c.Copies(ctx, obj, gvk, t, p.Pin)
-	if err != nil {
-		return pinned, err
-	}
-	for _, e := range pinned.Failed {
+	return c.Copies(ctx, obj, gvk, t, p.Pin)
+}
+
+// unpinned tells, with a ReasonUnpinned Warning Event and a log line, of
+// each copy that could not be made (failed): the workload reads that
+// source itself.
+func (a *Applier) unpinned(ctx context.Context, obj client.Object, failed []error) {
+	for _, e := range failed {
 		ctrl.LoggerFrom(ctx).Info("Not pinning: the copy could not be made", "error", e.Error())
 		a.Recorder.Eventf(obj, corev1.EventTypeWarning, plan.ReasonUnpinned, "Not pinned, the pods read the source itself: %s", e.Error())
 	}
-	return pinned, nil
 }
 
 // writer writes the workloads of a's kind (Writer).

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -348,4 +349,68 @@ func TestWorkloadReconciler_TenantPinsOnlyWhatItsPodsRead(t *testing.T) {
 	}
 	_, secrets := pin.Referenced(&get(t, d).Spec.Template.Spec)
 	g.Expect(secrets).To(gomega.BeEmpty())
+}
+
+// TestWorkloadReconciler_ACopyThatCannotBeMadeRollsUnpinned: a ResourceQuota
+// full of ConfigMaps refuses the copy of the changed ConfigMap; the change
+// is not lost: the workload rolls onto the source itself with an Unpinned
+// Warning Event, while the Secret it reads, whose copy the quota allows, is
+// pinned to its new content.
+func TestWorkloadReconciler_ACopyThatCannotBeMadeRollsUnpinned(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 7)
+	cfg := configMap(ns, "cfg", map[string]string{"a": "1"})
+	db := secret(ns, "db", map[string]string{"password": "p1"})
+	create(t, cfg, db)
+	d := deployment(ns, "web", versionedOn, podSpec(envFrom("cfg"), func(s *corev1.PodSpec) {
+		s.Containers[0].Env = []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}}
+	}))
+	create(t, d)
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+	// Pinned on first sight, both.
+	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{copyName(key, ns, "cfg", map[string]string{"a": "1"})}))
+	g.Eventually(func() []corev1.Secret { return secretCopiesOf(t, ns, "db") }).Should(gomega.HaveLen(1))
+	waitRolledOut(t, d)
+
+	var cms corev1.ConfigMapList
+	g.Expect(k8s.List(t.Context(), &cms, client.InNamespace(ns))).To(gomega.Succeed())
+	n := resource.MustParse(strconv.Itoa(len(cms.Items)))
+	create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "full"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/configmaps": n}}})
+	g.Eventually(func() corev1.ResourceList {
+		return get(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "full"}}).Status.Used
+	}).Should(gomega.HaveKeyWithValue(corev1.ResourceName("count/configmaps"), n), "the quota is in force")
+	// The positive control of the quota: it refuses a ConfigMap.
+	g.Expect(k8s.Create(t.Context(), configMap(ns, "probe", nil))).To(gomega.MatchError(gomega.ContainSubstring("exceeded quota")))
+
+	update(t, cfg, func(c *corev1.ConfigMap) { c.Data = map[string]string{"a": "2"} })
+	update(t, db, func(s *corev1.Secret) { s.StringData = map[string]string{"password": "p2"} })
+	// Both changes rolled (once or twice, as the two writes came): the
+	// Secret is pinned to a new copy, the ConfigMap is read unpinned.
+	g.Eventually(func() []corev1.Secret { return secretCopiesOf(t, ns, "db") }).Should(gomega.HaveLen(2))
+	g.Eventually(func() bool {
+		tmpl := get(t, d).Spec.Template
+		_, secrets := pin.Referenced(&tmpl.Spec)
+		for _, c := range secretCopiesOf(t, ns, "db") {
+			if c.Data["password"] != nil && string(c.Data["password"]) == "p2" && len(secrets) == 1 && secrets[0] == c.Name {
+				return true
+			}
+		}
+		return false
+	}).Should(gomega.BeTrue(), "the Secret is pinned to the copy of its new content")
+	tmpl := get(t, d).Spec.Template
+	g.Expect(templateNames(&tmpl)).To(gomega.Equal([]string{"cfg"}), "the ConfigMap rolls unpinned")
+	_, secrets := pin.Referenced(&tmpl.Spec)
+	g.Expect(secrets[0]).NotTo(gomega.Equal("db"))
+	// Told once per rollout that could not copy, not per retry.
+	rolled := len(rolledEvents(t, ns, "web"))
+	g.Expect(rolled).To(gomega.BeNumerically(">=", 1))
+	g.Consistently(func() int { return len(eventsWithReason(t, ns, "web", plan.ReasonUnpinned)) }).Should(gomega.Equal(rolled))
+	warnings := eventsWithReason(t, ns, "web", plan.ReasonUnpinned)
+	g.Expect(warnings[0]).To(gomega.ContainSubstring("exceeded quota"))
+	g.Expect(warnings[0]).NotTo(gomega.ContainSubstring("p2"))
+	g.Expect(tmpl.Annotations[pin.TemplateAnnotation]).To(gomega.Equal("Secret/db=" + secrets[0]))
 }

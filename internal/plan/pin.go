@@ -127,7 +127,11 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 	}
 	versioned, problems := pin.Versioned(in.Annotations, in.NamespaceAnnotations, o.Versioned)
 	rolling := p.Outcome == Roll && p.Roll.Way == workload.ByTemplate
-	quiet := versioned && (p.Outcome == FirstSight || p.Outcome == Unchanged)
+	// An opt-in pins a template never pinned (no pin.TemplateAnnotation):
+	// one that was, and names a source directly, rolled unpinned because a
+	// copy could not be made, and is pinned again by its next rollout, not
+	// by every reconcile meanwhile.
+	quiet := versioned && (p.Outcome == FirstSight || p.Outcome == Unchanged) && in.Template.Annotations[pin.TemplateAnnotation] == ""
 	if len(problems) > 0 && (rolling || quiet) {
 		p.Problems = append(p.Problems, problems...)
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: " + errors.Join(problems...).Error()})

@@ -235,3 +235,41 @@ func hasEventWith(events []Event, reason, part string) bool {
 	}
 	return false
 }
+
+// TestDecide_PinningAfterAFailedCopyWaitsForTheNextRollout: a template
+// that names its source directly and carries pin.TemplateAnnotation rolled
+// unpinned (a copy could not be made): no opt-in pin retries it; the
+// positive control without the annotation pins.
+func TestDecide_PinningAfterAFailedCopyWaitsForTheNextRollout(t *testing.T) {
+	k, err := digest.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, annotated := range []bool{false, true} {
+		o := defaults()
+		o.Key = k
+		in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now,
+			Annotations: map[string]string{"reroll.dev/auto": "true"}, Template: template([]string{"cfg"}),
+			Action:  workload.Action{Way: workload.ByTemplate},
+			Restart: &RestartInput{Mode: eviction.Mode{MaxUnavailable: 1}, TemplateInObject: true}}
+		if annotated {
+			in.Template.Annotations = map[string]string{pin.TemplateAnnotation: "Secret/db=db-0123456789"}
+		}
+		src := memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1")}
+		first, err := DecideChange(o, in, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Annotations[RecordAnnotation] = first.Record.String()
+		in.Annotations[KeyAnnotation] = k.ID()
+		in.Annotations[pin.VersionedAnnotation] = "true"
+		var calls []string
+		p, err := Decide(o, in, view{memory: src, calls: &calls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (p.Pin != nil) == annotated {
+			t.Errorf("annotated %v: pinning %+v", annotated, p.Pin)
+		}
+	}
+}
