@@ -26,6 +26,9 @@ var securityModes = map[string]struct {
 	values     map[string]any
 	components []string
 	base       bool
+	// also names the modes whose permissions this one adds to (beside
+	// the default's).
+	also []string
 }{
 	"Cluster scope (default)":  {base: true, components: []string{}},
 	"Namespace scope":          {base: true, values: map[string]any{"namespaces": []string{"team-a", "team-b"}}},
@@ -34,7 +37,9 @@ var securityModes = map[string]struct {
 	"Secrets Store CSI Driver": {values: map[string]any{"csiIntegration.enabled": true}, components: []string{"csi"}},
 	"High availability":        {values: map[string]any{"replicas": 2}},
 	"Admission webhook":        {values: map[string]any{"webhook.enabled": true}},
-	"Projections":              {values: map[string]any{"projections.enabled": true}},
+	"Content admission webhook": {values: map[string]any{"webhook.enabled": true, "validation.admission.enabled": true},
+		also: []string{"Admission webhook"}},
+	"Projections": {values: map[string]any{"projections.enabled": true}},
 }
 
 var docRow = regexp.MustCompile(`^\| (cluster|watched|own) \|`)
@@ -213,6 +218,9 @@ func TestSecurityDoc_RBACOfEachInstallMode(t *testing.T) {
 			g.Expect(expected).NotTo(gomega.BeEmpty(), "a table of permissions under %q", mode)
 			if !m.base {
 				expected = append(expected, base...)
+			}
+			for _, o := range m.also {
+				expected = append(expected, documented[o]...)
 			}
 			sort.Strings(expected)
 			expected = slices.Compact(expected)
