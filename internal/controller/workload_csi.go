@@ -64,7 +64,7 @@ func setupCSI(ctx context.Context, mgr ctrl.Manager, s scope.Scope) (bool, error
 
 // requestsForProviderClassStatus maps a SecretProviderClassPodStatus to the
 // workloads of r's kind that mount its SecretProviderClass or list it,
-// through referenceIndex.
+// through index.References.
 func (r *WorkloadReconciler) requestsForProviderClassStatus(ctx context.Context, obj client.Object) []reconcile.Request {
 	s, ok := obj.(*csiv1.SecretProviderClassPodStatus)
 	if !ok || s.Status.SecretProviderClassName == "" {

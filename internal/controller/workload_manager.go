@@ -14,18 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/go-logr/logr"
 
-	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/apply"
 	"github.com/reroll/reroll/internal/changeset"
@@ -35,6 +34,7 @@ import (
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
 	"github.com/reroll/reroll/internal/halts"
+	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/observe"
@@ -369,10 +369,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 // Deployment whose template a workload runs.
 func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
+	if err := indexer.IndexField(ctx, r.Kind.New(), index.References, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
 	}
-	if err := indexer.IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+	if err := indexer.IndexField(ctx, r.Kind.New(), index.Evicting, index.EvictingOf); err != nil {
 		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
 	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
@@ -386,7 +386,7 @@ func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error 
 		}
 	}
 	if _, ok := r.Kind.(workload.TemplateReader); ok {
-		if err := indexer.IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
+		if err := indexer.IndexField(ctx, r.Kind.New(), index.TemplateFrom, func(obj client.Object) []string { return index.TemplateFromOf(r.Kind, obj) }); err != nil {
 			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
 		}
 	}
@@ -567,9 +567,9 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 // nothing.
 const ManagedLabel = plan.ManagedLabel
 
-// WebhookPath returns the path the admission webhook of kind is served on:
-// "/mutate-deployment" for the built-in kinds.
-func WebhookPath(k workload.Kind) string { return "/mutate-" + workload.ControllerName(k) }
+// WebhookPath returns the path the admission webhook of kind is served on
+// (webhook.Path): "/mutate-deployment" for the built-in kinds.
+func WebhookPath(k workload.Kind) string { return webhook.Path(k) }
 
 // AdmissionOptions configure the mutating admission webhook (--enable-webhook).
 type AdmissionOptions struct {
@@ -585,12 +585,9 @@ func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
 	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), r.admissionHandler())
 }
 
-// admissionHandler is the HTTP handler of r's admission webhook. A request
-// over admissionlimit.DefaultMaxBytes is admitted unchanged, with a
-// warning, before anything decodes it: the reconciler repairs what the
-// write dropped, at the cost of one rollout.
+// admissionHandler is the HTTP handler of r's admission webhook
+// (webhook.Handler).
 func (r *WorkloadReconciler) admissionHandler() http.Handler {
-	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
-		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key}
-	return admissionlimit.Limit(&ctrlwebhook.Admission{Handler: h}, 0, admissionlimit.Allow, "reroll's webhook of "+r.Kind.Name()+"s")
+	return webhook.Handler(&webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
+		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key})
 }
