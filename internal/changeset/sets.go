@@ -130,11 +130,29 @@ func (c *Sets) AddKind(pk rollout.Kind) { c.kinds = append(c.kinds, pk) }
 // their waves.
 func (c *Sets) ReadsNamespaces() bool { return c.readNamespaces }
 
-// Halts returns the halt records by set ID with the halts kept in memory
-// that are not yet recorded; with retry, it writes those again, at most
-// every 10 seconds. The map is shared, read-only.
-func (c *Sets) Halts(ctx context.Context, retry bool) (map[string]*safe.Halt, error) {
-	return c.halts(ctx, retry)
+// Halts returns the halt records by set ID (from their watch) with the
+// halts kept in memory that are not yet recorded; it writes nothing. The
+// map is shared, read-only. It returns the error of the watch's first
+// list, or of an older Reroll's halt records, read once.
+func (c *Sets) Halts(ctx context.Context) (map[string]*safe.Halt, error) {
+	return c.halts(ctx, false)
+}
+
+// RecordHeld writes again the record of each halt kept in memory (the API
+// refused it) whose last try is at least 10 seconds old, and forgets those
+// recorded since; it reads and writes nothing while no halt is kept so. A
+// failure is logged: the halt keeps holding from memory, and is tried
+// again, here or by Expire.
+func (c *Sets) RecordHeld(ctx context.Context) {
+	c.unrecordedMu.Lock()
+	held := len(c.unrecorded)
+	c.unrecordedMu.Unlock()
+	if held == 0 {
+		return
+	}
+	if _, err := c.halts(ctx, true); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Reading the halt records to record the halts held from memory")
+	}
 }
 
 // Waves returns the order of rollouts at now, from the cache (at most a
