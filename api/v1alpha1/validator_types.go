@@ -97,7 +97,7 @@ const (
 	FormatURL Format = "URL"
 )
 
-// AdmissionAction is what the admission webhook does when a write of a
+// AdmissionAction is what the content admission webhook does when a write of a
 // selected object fails the rule.
 // +kubebuilder:validation:Enum=Off;Warn;Deny
 type AdmissionAction string
@@ -196,8 +196,11 @@ type ValidationRule struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
-	// Admission is what Reroll's admission webhook does when a write fails
-	// this rule: Off (default), Warn or Deny.
+	// Admission is what Reroll's content admission webhook (the chart's
+	// validation.admission) does when a write of a selected object fails
+	// this rule: Off (default: nothing; Reroll's gate still holds the
+	// rollout), Warn (an admission warning; the write goes through) or Deny
+	// (the write is refused with the rule's message).
 	// +optional
 	// +kubebuilder:default=Off
 	Admission AdmissionAction `json:"admission,omitempty"`

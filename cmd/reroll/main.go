@@ -65,6 +65,7 @@ func run(args []string) error {
 		fmt.Println("reroll", version.Get())
 		return nil
 	}
+	setMemProfileRate(f.enablePProf)
 	logger, lerr := newLogger(f.logFormat, f.logLevel)
 	if lerr != nil {
 		return errors.Join(lerr, err)

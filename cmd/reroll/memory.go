@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 
@@ -91,4 +92,16 @@ func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store) error {
 		}
 		return nil
 	}))
+}
+
+// setMemProfileRate turns the runtime's sampling of allocations for heap
+// profiles off unless pprof is served (--enable-pprof), the only reader of
+// those samples. Sampling is on in every Go program by default: at the
+// first sample the runtime maps a hash table of profile buckets (1.4 MB)
+// that each new call stack touches, and it keeps one bucket per sampled
+// stack for the life of the process.
+func setMemProfileRate(pprof bool) {
+	if !pprof {
+		runtime.MemProfileRate = 0
+	}
 }

@@ -27,6 +27,9 @@ type webhookFlags struct {
 	service           string
 	namespace         string
 	configurationName string
+	// contentConfigurationName is the ValidatingWebhookConfiguration of
+	// the content admission webhook; "" when none is installed.
+	contentConfigurationName string
 	// selfSignedCerts makes Reroll generate and rotate its certificates
 	// (cert-controller); false serves whatever is in certDir.
 	selfSignedCerts bool
@@ -47,6 +50,7 @@ func addWebhookFlags(fs *pflag.FlagSet, f *webhookFlags) {
 	fs.StringVar(&f.service, "webhook-service", "reroll-webhook", "Service in front of the webhook; the serving certificate is for <service>.<namespace>.svc.")
 	fs.StringVar(&f.namespace, "webhook-namespace", "", "Namespace of --webhook-service and --webhook-cert-secret (default POD_NAMESPACE).")
 	fs.StringVar(&f.configurationName, "webhook-configuration-name", "reroll", "MutatingWebhookConfiguration (installed by the Helm chart or config/components/webhook) whose caBundle Reroll fills in.")
+	fs.StringVar(&f.contentConfigurationName, "content-webhook-configuration-name", "", "ValidatingWebhookConfiguration of the content admission webhook (the chart's validation.admission; docs/validation.md) whose caBundle Reroll fills in with its self-signed CA, as for --webhook-configuration-name. Empty: none is installed. The handler itself is served at /validate-content whenever --enable-webhook and --enable-validation are on.")
 	fs.BoolVar(&f.selfSignedCerts, "webhook-self-signed-certs", true, "Generate the webhook's CA and serving certificate, keep them in --webhook-cert-secret, renew them 90 days before they expire and write the CA into the caBundle of --webhook-configuration-name. false: serve the certificate that something else (cert-manager) mounts at --webhook-cert-dir, reloaded when it changes; Reroll then touches neither the Secret nor the configuration.")
 	fs.StringVar(&f.clientCA, "webhook-client-ca", "", "PEM file of the CA that signs the client certificate the API server presents to admission webhooks (its --admission-control-config-file kubeconfig); when set, the webhook answers only clients with a certificate it signed. Empty accepts any client (the webhook's answers hold nothing but what the request holds).")
 	fs.StringSliceVar(&f.extraDNSNames, "webhook-extra-dns-names", nil, "More DNS names for the self-signed serving certificate, e.g. the host of a webhook configuration that reaches Reroll by url: instead of through --webhook-service.")
@@ -153,12 +157,23 @@ func (f *webhookFlags) addRotator(mgr ctrl.Manager, ready chan struct{}) error {
 		DNSName:        dnsName,
 		ExtraDNSNames:  append([]string{f.service, f.service + "." + f.namespace}, f.extraDNSNames...),
 		IsReady:        ready,
-		Webhooks:       []rotator.WebhookInfo{{Name: f.configurationName, Type: rotator.Mutating}},
+		Webhooks:       f.configurations(),
 		FieldOwner:     "reroll",
 		// Every replica serves the webhook, so every replica must see the
 		// certificate; writes to the Secret are guarded by resourceVersion.
 		RequireLeaderElection: false,
 	})
+}
+
+// configurations are the webhook configurations whose caBundle the
+// rotation fills in: the mutating one, and the content admission webhook's
+// validating one when it is installed.
+func (f *webhookFlags) configurations() []rotator.WebhookInfo {
+	out := []rotator.WebhookInfo{{Name: f.configurationName, Type: rotator.Mutating}}
+	if f.contentConfigurationName != "" {
+		out = append(out, rotator.WebhookInfo{Name: f.contentConfigurationName, Type: rotator.Validating})
+	}
+	return out
 }
 
 // readyServer delays the webhook server until its certificate exists: the

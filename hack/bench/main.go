@@ -47,6 +47,10 @@ type result struct {
 	Designs []probeResult `json:"designs,omitempty"`
 	Fanout  *fanoutResult `json:"fanout,omitempty"`
 	Safety  *safetyResult `json:"safety,omitempty"`
+	// Fairness is the fairness profile's result.
+	Fairness *fairnessResult `json:"fairness,omitempty"`
+	// Settled is the settled profile's result.
+	Settled *settledResult `json:"settled,omitempty"`
 	// SideBySide has one entry per controller of a run with -peer.
 	SideBySide []sideRun `json:"sideBySide,omitempty"`
 	Targets    []target  `json:"targets"`
@@ -98,7 +102,7 @@ func main() {
 	// A flag set of its own: controller-runtime adds --kubeconfig to the
 	// global one.
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	profileName := fs.String("profile", "small", "small, large, fanout, xl or safety")
+	profileName := fs.String("profile", "small", "small, large, fanout, xl, safety, fairness or settled")
 	bound := fs.Int("max-concurrent-rollouts", 20, "safety profile: Reroll's --max-concurrent-rollouts")
 	rollout := fs.Duration("rollout", 3*time.Second, "safety profile: how long a simulated rollout takes")
 	rerollBin := fs.String("reroll", ".run/bench/reroll", "the built Reroll binary")
@@ -127,7 +131,7 @@ func main() {
 	}
 	p, ok := profiles[*profileName]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large, fanout, xl or safety)\n", *profileName)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (small, large, fanout, xl, safety, fairness or settled)\n", *profileName)
 		os.Exit(2)
 	}
 	if *secretBytes > 0 {
@@ -197,7 +201,9 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	plane, cfg, cs, err := startPlane(ctx, dir, "")
+	// The settled profile needs the Deployment controller: its figure is
+	// when the new ReplicaSets appear.
+	plane, cfg, cs, err := startPlane(ctx, dir, "", p.Name == "settled")
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +240,20 @@ func benchmark(ctx context.Context, p profile, rerollBin, dir, window string, de
 			return nil, err
 		}
 		evaluateSafety(res)
+		return res, nil
+	}
+	if p.Name == "settled" {
+		if err := settled(ctx, res, p, tr, ch, cs, rerollBin, plane.Kubeconfig, dir, begin); err != nil {
+			return nil, err
+		}
+		evaluateSettled(res)
+		return res, nil
+	}
+	if p.Name == "fairness" {
+		if err := fairness(ctx, res, p, tr, ch, rerollBin, plane.Kubeconfig, dir); err != nil {
+			return nil, err
+		}
+		evaluateFairness(res)
 		return res, nil
 	}
 	if p.Name == "xl" {
@@ -516,6 +536,23 @@ func printTable(res *result) {
 		printTargets(w, res)
 		return
 	}
+	if s := res.Settled; s != nil {
+		fmt.Fprintf(w, "settled: %d Deployments settled by kube-controller-manager %.1f s after their creation began; Reroll ready %.2f s after its exec, RSS at the end %.1f MiB, peak %.1f MiB\n", s.Deployments, s.SettleSeconds, s.ReadySeconds, res.Cold.AfterSync.RSS/mib, res.Cold.PeakRSS/mib)
+		fmt.Fprintf(w, "  %d ConfigMaps changed %.1f s after Reroll's exec\tnew ReplicaSets after p50 %.0f ms, max %.0f ms; patched templates after p50 %.0f ms, max %.0f ms\n", settledChanges, s.ChangeAfterStartSeconds, s.Install.P50, s.Install.Max, s.InstallTemplate.P50, s.InstallTemplate.Max)
+		fmt.Fprintf(w, "  %d other ConfigMaps changed once Reroll was quiet\tnew ReplicaSets after p50 %.0f ms, max %.0f ms\n", settledChanges, s.Later.P50, s.Later.Max)
+		fmt.Fprintf(w, "  Deployment PATCHes from the start until quiet %.0f; generations of unchanged Deployments bumped %d; rollouts per changed workload %d..%d, of the others %d\n\n", s.DeploymentPatches, s.GenerationsBumped, s.RolloutsMin, s.RolloutsMax, s.OtherRollouts)
+		printTargets(w, res)
+		return
+	}
+	if f := res.Fairness; f != nil {
+		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment looked at %.2f s later, RSS %.1f MiB, peak %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib, res.Cold.PeakRSS/mib)
+		fmt.Fprintf(w, "fairness: one change in %s, nothing else to do\tp50 %.0f ms, max %.0f ms (%d changes)\n", namespaceName(0), f.Alone.P50, f.Alone.Max, f.Alone.N)
+		fmt.Fprintf(w, "  the same, %.0f ms after a change read by %d Deployments of %s\tp50 %.0f ms, max %.0f ms (%d rounds); of the %d, rolled before it: %v; all rolled after %v s\n",
+			f.FloodLeadMillis, f.Flood, sharedNamespace, f.DuringFlood.P50, f.DuringFlood.Max, f.DuringFlood.N, f.Flood, f.RolledBefore, roundAll(f.FloodSeconds))
+		fmt.Fprintf(w, "  rollouts per workload and round %d..%d\n\n", f.RolloutsMin, f.RolloutsMax)
+		printTargets(w, res)
+		return
+	}
 	for _, r := range []struct {
 		name string
 		run  run
@@ -579,6 +616,15 @@ func printTargets(w *tabwriter.Writer, res *result) {
 		fmt.Fprintf(w, "\nbehaviour checks: all passed\n")
 	}
 	w.Flush()
+}
+
+// roundAll rounds each of xs to a tenth.
+func roundAll(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(int(x*10+0.5)) / 10
+	}
+	return out
 }
 
 func formatRequests(r apiRequests, per float64) string {

@@ -94,7 +94,7 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &sideRun{Name: c.Name, Args: c.Args, Env: c.Env, Build: buildOf(c.Binary)}
-	plane, _, client, err := startPlane(ctx, dir, c.Name+": ")
+	plane, _, client, err := startPlane(ctx, dir, c.Name+": ", false)
 	if err != nil {
 		return nil, err
 	}

@@ -11,11 +11,12 @@ import (
 )
 
 // startPlane starts etcd and kube-apiserver, the repository's binaries, in
-// dir/plane (prefix, when set, starts the log line: a contender's name),
+// dir/plane (prefix, when set, starts the log line: a contender's name;
+// full adds kube-controller-manager, kube-scheduler and kwok),
 // and returns the plane with the bench's own client: fast creates, and
 // protobuf to spare the API server's CPU. The caller stops the plane
 // (stopPlane).
-func startPlane(ctx context.Context, dir, prefix string) (*controlplane.Plane, *rest.Config, *kubernetes.Clientset, error) {
+func startPlane(ctx context.Context, dir, prefix string, full bool) (*controlplane.Plane, *rest.Config, *kubernetes.Clientset, error) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return nil, nil, nil, err
@@ -24,8 +25,12 @@ func startPlane(ctx context.Context, dir, prefix string) (*controlplane.Plane, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	logf("%sstarting etcd and kube-apiserver in %s", prefix, filepath.Join(dir, "plane"))
-	plane, err := controlplane.Start(ctx, controlplane.Options{Binaries: bins, Dir: filepath.Join(dir, "plane")})
+	what := "etcd and kube-apiserver"
+	if full {
+		what = "the full control plane"
+	}
+	logf("%sstarting %s in %s", prefix, what, filepath.Join(dir, "plane"))
+	plane, err := controlplane.Start(ctx, controlplane.Options{Binaries: bins, Dir: filepath.Join(dir, "plane"), Full: full})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -47,6 +47,12 @@ var profiles = map[string]profile{
 	"fanout": {Name: "fanout", Namespaces: 1, SecretsPerNamespace: 50, SecretSize: 1 << 10, ConfigMapsPerNamespace: 50, DeploymentsPerNamespace: 50, SharedDeployments: 2000},
 	// xl: 100 namespaces, 100,000 Secrets of 1 KiB, 10,000 Deployments.
 	"xl": {Name: "xl", Namespaces: 100, SecretsPerNamespace: 1000, SecretSize: 1 << 10, ConfigMapsPerNamespace: 100, DeploymentsPerNamespace: 100},
+	// fairness: one tenant's 1,000 Deployments read one ConfigMap, another
+	// namespace has 10 workloads of its own (see fairness.go, issue #32).
+	"fairness": {Name: "fairness", Namespaces: 1, SecretsPerNamespace: 10, SecretSize: 1 << 10, ConfigMapsPerNamespace: 10, DeploymentsPerNamespace: 10, SharedDeployments: 1000},
+	// settled: 1,520 Deployments that kube-controller-manager settles
+	// before Reroll's first start (see settled.go, issue #36).
+	"settled": {Name: "settled", Namespaces: 19, SecretsPerNamespace: 80, SecretSize: 1 << 10, ConfigMapsPerNamespace: 80, DeploymentsPerNamespace: 80},
 	// safety: 500 Deployments share one Secret (see safety.go).
 	"safety": {Name: "safety", SecretSize: 1 << 10, SharedDeployments: 500, SharedSecret: true},
 }

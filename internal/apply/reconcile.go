@@ -193,8 +193,8 @@ func (a *Applier) stop(ctx context.Context, obj client.Object, p plan.Plan) (boo
 	log := ctrl.LoggerFrom(ctx)
 	switch p.Hold {
 	case plan.HoldCoalescing:
-		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary())
-		return true, ctrl.Result{}, nil
+		log.V(1).Info("Leaving the rollout to the end of the coalescing window", "changes", p.Change.Summary(), "wait", p.Requeue.String())
+		return true, ctrl.Result{RequeueAfter: p.Requeue}, nil
 	case plan.HoldFirstSight:
 		log.V(1).Info("Holding a first-sight rollout for the coalescing window", "changes", p.Change.Summary(), "wait", p.Requeue.String())
 		return true, ctrl.Result{RequeueAfter: p.Requeue}, nil
@@ -287,9 +287,11 @@ func (a *Applier) tell(ctx context.Context, obj client.Object, p plan.Plan) {
 	case plan.Roll:
 		log.Info(AuditRolled, "changes", summary, "way", string(p.Roll.Way), "strategy", string(a.Strategy), "dialect", string(p.OptIn.Dialect))
 	case plan.DeferredRollout:
-		// Logged once per reason; each later check at V(1).
+		// Logged at Info when the deferral changes (plan.Decide then adds
+		// its Event); each later check, and the pending mark signed again
+		// before it lapses, at V(1).
 		l := log.V(1)
-		if len(p.Annotations) > 0 {
+		if len(p.Events) > 0 {
 			l = log.V(0)
 		}
 		l.Info("Deferred rollout", "changes", summary, "reason", string(p.Deferral.Reason), "detail", p.Deferral.Detail, "since", p.Deferral.Since, "until", p.Deferral.Until)

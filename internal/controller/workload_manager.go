@@ -78,6 +78,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering the change set metrics: %w", err)
 		}
 	}
+	// Copies of versioned configuration (#33): their garbage collection
+	// and the rotation receipts.
+	if err := setupPinGC(mgr, opts, kinds); err != nil {
+		return err
+	}
 	if !opts.NoEviction && opts.PodRecords.Name != "" {
 		// Annotated pods whose owner none of the kinds above is.
 		if err := setupAnnotatedPods(mgr, opts, kinds); err != nil {

@@ -12,9 +12,10 @@ import (
 // setupValidation adds the Validator controller and returns the Gate the
 // workload reconcilers ask before a rollout (validator.Setup: nil when the
 // API server serves no Validator or Reroll may not read them), reading
-// the ConfigMaps' and Secrets' resourceVersions from the store.
+// the ConfigMaps' and Secrets' resourceVersions from the store; with the
+// admission webhook, it also serves the content admission webhook.
 func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*validator.Gate, error) {
-	return validator.Setup(ctx, mgr, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, opts.Now, //nolint:staticcheck // see WorkloadReconciler.Recorder
+	gate, err := validator.Setup(ctx, mgr, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, opts.Now, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		func(ctx context.Context, kind reference.Kind, namespace, name string) string {
 			o, ok, err := opts.Store.Get(ctx, kind, namespace, name)
 			if err != nil || !ok {
@@ -22,4 +23,13 @@ func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*vali
 			}
 			return o.GetResourceVersion()
 		})
+	if err != nil || gate == nil {
+		return gate, err
+	}
+	if opts.Admission.Enabled {
+		// The content admission webhook: the rules with admission Warn or
+		// Deny, at write time (docs/validation.md).
+		mgr.GetWebhookServer().Register(validator.ContentAdmissionPath, validator.ContentAdmissionHandler(gate))
+	}
+	return gate, nil
 }

@@ -43,6 +43,9 @@ type Key struct {
 	// v1Until is when state signed under the v1 derivation stops
 	// verifying (WithV1DerivationsUntil); zero: it never verifies.
 	v1Until time.Time
+	// older is what Older returns, made once by NewKey and WithPrevious:
+	// each key's ID is an HMAC, and Older is called at every reconcile.
+	older []Key
 }
 
 // Key ID labels: the HMAC input of each scheme's ID.
@@ -61,7 +64,9 @@ func NewKey(secret []byte) (Key, error) {
 	if len(secret) < MinKeyBytes {
 		return Key{}, fmt.Errorf("the digest key has %d bytes, fewer than the %d required", len(secret), MinKeyBytes)
 	}
-	return Key{secret: secret, id: keyID(secret, boundIDLabel)}, nil
+	k := Key{secret: secret, id: keyID(secret, boundIDLabel)}
+	k.older = k.olderKeys()
+	return k, nil
 }
 
 func keyID(secret []byte, label string) string {
@@ -94,6 +99,7 @@ func (k Key) WithPrevious(previous []byte) (Key, error) {
 		return Key{}, fmt.Errorf("the previous digest key has %d bytes, fewer than the %d required", len(previous), MinKeyBytes)
 	}
 	k.previous = previous
+	k.older = k.olderKeys()
 	return k, nil
 }
 
@@ -104,6 +110,15 @@ func (k Key) Older() []Key {
 	if k.secret == nil || k.legacy {
 		return nil
 	}
+	if k.older != nil {
+		// Clipped: a caller's append never writes into k's.
+		return k.older[:len(k.older):len(k.older)]
+	}
+	return k.olderKeys()
+}
+
+// olderKeys computes Older.
+func (k Key) olderKeys() []Key {
 	out := []Key{k.Legacy()}
 	if k.previous != nil {
 		p := Key{secret: k.previous, id: keyID(k.previous, boundIDLabel)}

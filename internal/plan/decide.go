@@ -99,7 +99,31 @@ func (p *Plan) hold(in Input, v View) bool {
 		p.Hold, p.Requeue = HoldFirstSight, wait
 		return true
 	}
+	if wait := unheardWait(p, in); wait > 0 {
+		p.Hold, p.Requeue = HoldCoalescing, wait
+		return true
+	}
 	return false
+}
+
+// unheardWait is how long a change that the debounce may not have heard of
+// yet waits for the rest of its burst: a reconcile the debounce did not
+// start (the workload's own event, a requeue) can find in the cache a
+// ConfigMap or Secret written a moment ago, before the informer's handler
+// told the debounce of it. Rolling then, and again when the debounce ends
+// the burst, would roll twice for one burst. So a change made within the
+// last coalescing window (whole seconds, hence the second more) is held
+// until the window after it has passed; by then the debounce holds the
+// burst (and adds the request when it ends, within --coalesce-max-wait) or
+// it has ended. It is 0 for the reconcile the debounce started, for a
+// change whose time is unknown or older (a change made while Reroll was
+// down rolls at once), and with coalescing off.
+func unheardWait(p *Plan, in Input) time.Duration {
+	c := in.Coalesce
+	if c.Window <= 0 || c.BurstEnded || p.LatestChange.IsZero() || len(p.Changes) == 0 {
+		return 0
+	}
+	return min(p.LatestChange.Add(time.Second+c.Window).Sub(in.Now), time.Second+c.Window)
 }
 
 // firstSightWait is how long a rollout found by the first-sight rule

@@ -174,6 +174,41 @@ func TestDecide_WholePlan(t *testing.T) {
 				}
 			},
 		},
+		"a change made within the window, that the debounce may not have heard of, holds for the rest of the window": {
+			changed: true,
+			input:   func(in *Input) { in.Coalesce.Window, in.Coalesce.MaxWait = 500*time.Millisecond, 10*time.Second },
+			view:    changedAt(now.Truncate(time.Second)),
+			want:    Roll,
+			check: func(t *testing.T, p Plan) {
+				if p.Hold != HoldCoalescing || p.Requeue <= 0 || p.Requeue > 1500*time.Millisecond {
+					t.Errorf("hold = %q, requeue %s", p.Hold, p.Requeue)
+				}
+			},
+		},
+		"the reconcile the debounce started rolls a change made within the window": {
+			changed: true,
+			input: func(in *Input) {
+				in.Coalesce.Window, in.Coalesce.MaxWait, in.Coalesce.BurstEnded = 500*time.Millisecond, 10*time.Second, true
+			},
+			view: changedAt(now.Truncate(time.Second)),
+			want: Roll,
+			check: func(t *testing.T, p Plan) {
+				if p.Hold != "" || p.Requeue != 0 {
+					t.Errorf("hold = %q, requeue %s", p.Hold, p.Requeue)
+				}
+			},
+		},
+		"a change made before the window (Reroll was down) rolls at once": {
+			changed: true,
+			input:   func(in *Input) { in.Coalesce.Window, in.Coalesce.MaxWait = 500*time.Millisecond, 10*time.Second },
+			view:    changedAt(now.Add(-5 * time.Second)),
+			want:    Roll,
+			check: func(t *testing.T, p Plan) {
+				if p.Hold != "" || p.Requeue != 0 {
+					t.Errorf("hold = %q, requeue %s", p.Hold, p.Requeue)
+				}
+			},
+		},
 		"a burst holds nothing when nothing changed": {
 			input: func(in *Input) { in.Coalesce.Held = true },
 			want:  Unchanged,
@@ -503,6 +538,16 @@ func TestDecide_WholePlan(t *testing.T) {
 				c.check(t, p)
 			}
 		})
+	}
+}
+
+// changedAt returns a change to the View: cfg's data changed at, as the
+// store saw it.
+func changedAt(at time.Time) func(*view) {
+	return func(v *view) {
+		o := v.memory[cm("cfg")]
+		o.History.Changed.At = at
+		v.memory[cm("cfg")] = o
 	}
 }
 

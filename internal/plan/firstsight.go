@@ -160,6 +160,27 @@ func changedSinceAbsent(o Options, in Input, sel selection, d Diff) Diff {
 	return Diff{Ref: d.Ref}
 }
 
+// latestChange returns the latest time at which one of changes happened,
+// as sel's history says: a data change, else the creation of a created
+// object; the zero time when the history knows neither (a deletion, or an
+// object listed with no managedFields time).
+func latestChange(in Input, sel selection, changes []Diff) (latest time.Time) {
+	for _, d := range changes {
+		h, ok := sel.history[historyKey(d.Ref.Kind, RefNamespace(d.Ref, in.Namespace), d.Ref.Name)]
+		if !ok || d.Deleted {
+			continue
+		}
+		at := h.Changed.At
+		if d.Created && h.Changed.At.IsZero() {
+			at = h.Created.At
+		}
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	return latest
+}
+
 func historyKey(kind reference.Kind, namespace, name string) string {
 	return string(kind) + "/" + namespace + "/" + name
 }

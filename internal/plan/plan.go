@@ -324,6 +324,12 @@ type Plan struct {
 	// coalescing window after that time, so that the rest of the burst the
 	// change belongs to joins it.
 	FirstSightChanged time.Time
+	// LatestChange is the latest time, in whole seconds, at which one of
+	// Changes happened as the store saw it (digest.Object.History): its
+	// data change, or its creation; zero when none is known. A reconcile
+	// the debounce did not start holds a change this recent for the rest
+	// of its coalescing window (see Decide).
+	LatestChange time.Time
 	// Deferred is true when the record is not written on the workload
 	// (Options.DeferRecord): Record is the workload's new baseline, for the
 	// caller to keep (Input.Baseline).
@@ -697,6 +703,7 @@ func (p *Plan) compare(o Options, in Input, sel selection, src Source, r recorde
 		for _, d := range diffs {
 			p.classify(o, sel, changedSinceAbsent(o, in, sel, d))
 		}
+		p.LatestChange = latestChange(in, sel, p.Changes)
 		p.Outcome = Unchanged
 		if len(p.Held) > 0 {
 			p.Outcome = Skipped

@@ -173,7 +173,10 @@ const (
 	// HoldCoalescing: a change of the workload's objects is inside its
 	// coalescing window (this reconcile came from the workload's own
 	// event): the debounce reconciles it once the burst is over, and that
-	// reconcile rolls for the whole burst. Requeue is 0.
+	// reconcile rolls for the whole burst. Requeue is 0; or, for a change
+	// made within the last window that the debounce may not have heard of
+	// yet (the cache holds it before the informer's handler ran), the rest
+	// of that window.
 	HoldCoalescing Hold = "coalescing"
 	// HoldFirstSight: a rollout found by the first-sight rule waits for
 	// the rest of its burst; nothing is written, so the next look (or a

@@ -338,6 +338,11 @@ func Evaluate(ctx context.Context, vs []*Validator, o Object, now time.Time) []F
 	return e.findings
 }
 
+// Admission is the strictest admission action among the Validator's rules:
+// Deny when one rule denies, else Warn when one warns, else Off (the
+// content admission webhook then skips the Validator).
+func (v *Validator) Admission() rerollv1.AdmissionAction { return strictest(v) }
+
 // strictest is the strictest admission action among v's rules.
 func strictest(v *Validator) rerollv1.AdmissionAction {
 	out := rerollv1.AdmissionOff

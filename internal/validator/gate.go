@@ -109,7 +109,7 @@ func (g *Gate) Check(ctx context.Context, kind reference.Kind, namespace, name s
 	default:
 		return nil, nil
 	}
-	vs, fingerprint, err := g.validators(ctx, namespace, okind, name)
+	vs, fingerprint, err := g.validators(ctx, namespace, okind, name, nil)
 	if err != nil || len(vs) == 0 {
 		return nil, err
 	}
@@ -171,14 +171,14 @@ func (g *Gate) Selects(ctx context.Context, kind reference.Kind, namespace, name
 	} else if kind != reference.ConfigMap {
 		return false, nil
 	}
-	vs, _, err := g.validators(ctx, namespace, okind, name)
+	vs, _, err := g.validators(ctx, namespace, okind, name, nil)
 	return len(vs) > 0, err
 }
 
 // validators returns the compiled Validators of namespace for kind that
-// may select name (listed, or with a selector), and a fingerprint of them
-// (UIDs and generations).
-func (g *Gate) validators(ctx context.Context, namespace string, kind rerollv1.ObjectKind, name string) ([]*validate.Validator, string, error) {
+// may select name (listed, or with a selector) and that keep (nil keeps
+// all), and a fingerprint of them (UIDs and generations).
+func (g *Gate) validators(ctx context.Context, namespace string, kind rerollv1.ObjectKind, name string, keep func(*validate.Validator) bool) ([]*validate.Validator, string, error) {
 	var list rerollv1.ValidatorList
 	if err := g.Reader.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, "", fmt.Errorf("listing the Validators of namespace %s: %w", namespace, err)
@@ -202,7 +202,7 @@ func (g *Gate) validators(ctx context.Context, namespace string, kind rerollv1.O
 			c = compiledValidator{generation: v.Generation, v: cv}
 			g.compiled[v.UID] = c
 		}
-		if c.v != nil {
+		if c.v != nil && (keep == nil || keep(c.v)) {
 			out = append(out, c.v)
 			fp = append(fp, string(v.UID)+":"+strconv.FormatInt(v.Generation, 10))
 		}

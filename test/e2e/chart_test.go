@@ -24,6 +24,7 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/projection"
+	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -707,6 +708,42 @@ func TestHelmChart_WebhookObjects(t *testing.T) {
 		c := container(t, objs)
 		g.Expect(c.Args).To(gomega.ContainElement("--webhook-client-ca=/var/run/reroll/webhook-client-ca/ca.crt"))
 		g.Expect(c.VolumeMounts).To(gomega.ContainElement(corev1.VolumeMount{Name: "webhook-client-ca", MountPath: "/var/run/reroll/webhook-client-ca", ReadOnly: true}))
+	})
+	t.Run("content admission", func(t *testing.T) {
+		t.Parallel()
+		g := newT(t)
+		g.Expect(only(renderChart(t, map[string]any{"webhook.enabled": true}), "ValidatingWebhookConfiguration")).To(gomega.BeEmpty(), "off by default")
+		objs := renderChart(t, map[string]any{"webhook.enabled": true, "validation.admission.enabled": true})
+		cfgs := only(objs, "ValidatingWebhookConfiguration")
+		g.Expect(cfgs).To(gomega.HaveLen(1))
+		cfg := convert[admissionregistrationv1.ValidatingWebhookConfiguration](t, cfgs[0])
+		g.Expect(cfg.Name).To(gomega.Equal("r-reroll-content"))
+		g.Expect(cfg.Webhooks).To(gomega.HaveLen(1))
+		w := cfg.Webhooks[0]
+		g.Expect(w.Name).To(gomega.Equal("content.reroll.dev"))
+		g.Expect(*w.ClientConfig.Service.Path).To(gomega.Equal(validator.ContentAdmissionPath), "the path Reroll serves the handler on")
+		g.Expect(w.Rules).To(gomega.HaveLen(1))
+		g.Expect(w.Rules[0].Resources).To(gomega.ConsistOf("configmaps", "secrets"))
+		g.Expect(*w.FailurePolicy).To(gomega.Equal(admissionregistrationv1.Ignore), "a write never fails because Reroll is down")
+		g.Expect(w.NamespaceSelector.MatchExpressions).To(gomega.ConsistOf(metav1.LabelSelectorRequirement{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "kube-node-lease"}}))
+		g.Expect(container(t, objs).Args).To(gomega.ContainElement("--content-webhook-configuration-name=r-reroll-content"))
+		// The certificate rotation may update this configuration, and no other.
+		var updates []string
+		for _, r := range only(objs, "ClusterRole") {
+			for _, rule := range convert[rbacv1.ClusterRole](t, r).Rules {
+				if slices.Contains(rule.Resources, "validatingwebhookconfigurations") && slices.Contains(rule.Verbs, "update") {
+					updates = append(updates, rule.ResourceNames...)
+				}
+			}
+		}
+		g.Expect(updates).To(gomega.ConsistOf("r-reroll-content"))
+		// A selector replaces the default.
+		objs = renderChart(t, map[string]any{"webhook.enabled": true, "validation.admission.enabled": true,
+			"validation.admission.namespaceSelector": map[string]any{"matchLabels": map[string]any{"validate": "on-write"}}})
+		w = convert[admissionregistrationv1.ValidatingWebhookConfiguration](t, only(objs, "ValidatingWebhookConfiguration")[0]).Webhooks[0]
+		g.Expect(w.NamespaceSelector.MatchLabels).To(gomega.Equal(map[string]string{"validate": "on-write"}))
+		g.Expect(w.NamespaceSelector.MatchExpressions).To(gomega.BeEmpty())
 	})
 	t.Run("cert-manager", func(t *testing.T) {
 		t.Parallel()
