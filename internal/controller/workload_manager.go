@@ -33,7 +33,6 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
-	"github.com/reroll/reroll/internal/halts"
 	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
@@ -42,6 +41,7 @@ import (
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/scope"
+	datasource "github.com/reroll/reroll/internal/source"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
@@ -113,7 +113,7 @@ func (o *Options) complete(ctx context.Context, mgr ctrl.Manager) error {
 		o.Store = st
 	}
 	if !o.Annotations.Ignores(reference.SecretProviderClass) {
-		served, err := setupCSI(ctx, mgr, o.Scope)
+		served, err := datasource.SetupProviderClasses(ctx, mgr, o.Scope)
 		if err != nil {
 			return err
 		}
@@ -216,23 +216,9 @@ func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*change
 	if opts.ChangeSets.Name == "" {
 		return nil, nil
 	}
-	records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager, opts.Key)
-	if err != nil {
-		return nil, err
-	}
-	records.Recorder = boundedRecorder{mgr.GetEventRecorderFor(FieldManager)} //nolint:staticcheck // see WorkloadReconciler.Recorder
-	// The halt records, read at each change that rolls: from a watch of
-	// their one ConfigMap, never from the API server per change.
-	if err := mgr.Add(records); err != nil {
-		return nil, fmt.Errorf("adding the watch of the halt records: %w", err)
-	}
-	sets := changeset.New(changeset.Config{Records: records, Reader: mgr.GetClient(), Scope: opts.Scope, ReadNamespaces: readNamespaces,
-		Key: opts.Key, Store: opts.Store, BakeTime: opts.BakeTime, RolloutTimeout: opts.RolloutTimeout, Now: opts.Now})
-	// The records of superseded sets go; the leader deletes them.
-	if err := mgr.Add(manager.RunnableFunc(sets.Expire)); err != nil {
-		return nil, fmt.Errorf("adding the expiry of the halt records: %w", err)
-	}
-	return sets, nil
+	return changeset.Start(mgr, opts.ChangeSets, FieldManager, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		changeset.Config{Reader: mgr.GetClient(), Scope: opts.Scope, ReadNamespaces: readNamespaces, Key: opts.Key, Store: opts.Store,
+			BakeTime: opts.BakeTime, RolloutTimeout: opts.RolloutTimeout, Now: opts.Now})
 }
 
 // handledKinds returns the workload kinds to set up: o.Kinds (the built-in
