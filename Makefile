@@ -114,7 +114,7 @@ chart-docs: ## Regenerate charts/reroll/README.md from the "# --" comments of va
 	hack/tools.sh helm-docs
 	"$$(hack/tools.sh --dir helm-docs)/helm-docs" $(HELM_DOCS_ARGS)
 
-# The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments), safety (500 Deployments share one Secret, --max-concurrent-rollouts=20) or fairness (one namespace's 1,000 Deployments roll while another's single change waits).
+# The bench's profile: small (seconds to create), large (10,000 Secrets), fanout (2,000 Deployments read one ConfigMap), xl (100,000 Secrets, 10,000 Deployments), safety (500 Deployments share one Secret, --max-concurrent-rollouts=20), fairness (one namespace's 1,000 Deployments roll while another's single change waits) or settled (1,520 Deployments settled by kube-controller-manager before Reroll starts).
 PROFILE ?= small
 BENCH_DIR ?= .run/bench
 # Another controller's binary (e.g. Stakater Reloader, built from its own
@@ -125,10 +125,10 @@ BENCH_PEER_NAME ?=
 BENCH_PEER_ARGS ?=
 
 .PHONY: bench
-bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety|fairness; BENCH_PEER=path runs another controller side by side); see docs/benchmarks.md.
+bench: ## Measure Reroll at scale on a local etcd+kube-apiserver (PROFILE=small|large|fanout|xl|safety|fairness|settled; BENCH_PEER=path runs another controller side by side); see docs/benchmarks.md.
 	hack/tools.sh etcd kube
 	@mkdir -p $(BENCH_DIR)
-	$(GO) build -o $(BENCH_DIR)/reroll ./cmd/reroll
+	hack/build.sh $(BENCH_DIR)/reroll ./cmd/reroll
 	$(GO) build -o $(BENCH_DIR)/bench ./hack/bench
 	$(BENCH_DIR)/bench -profile $(PROFILE) -reroll $(BENCH_DIR)/reroll -dir $(BENCH_DIR) \
 		-peer "$(BENCH_PEER)" -peer-name "$(BENCH_PEER_NAME)" -peer-args "$(BENCH_PEER_ARGS)" $(BENCH_FLAGS)

@@ -243,18 +243,27 @@ func setEnv(env []string) (restore func()) {
 }
 
 // quietProxy waits until the process has made at least one request and
-// then none for two seconds, or fails after timeout or when the process
-// is gone.
+// then none for two seconds, during which it used less than idleCPU of
+// CPU time, or fails after timeout or when the process is gone. The CPU
+// condition tells a controller that is still decoding the initial state
+// of one long WATCH (Reloader's 100,000 Secrets on the xl profile: one
+// request, then a minute of work) from one that is done.
 func quietProxy(ctx context.Context, px *countingProxy, pid int, timeout time.Duration) error {
+	const idleCPU = 0.1 // seconds of CPU time in the 2 s of quiet
 	deadline := time.Now().Add(timeout)
 	last, since := -1, time.Now()
+	var cpuSince float64
 	for {
 		if _, err := procStatus(pid, "VmRSS"); err != nil {
 			return fmt.Errorf("the controller exited (see its log): %w", err)
 		}
+		cpu, err := procCPU(pid)
+		if err != nil {
+			return fmt.Errorf("the controller exited (see its log): %w", err)
+		}
 		n := px.arrived()
-		if n != last {
-			last, since = n, time.Now()
+		if n != last || cpu-cpuSince >= idleCPU {
+			last, since, cpuSince = n, time.Now(), cpu
 		} else if n > 0 && time.Since(since) >= 2*time.Second {
 			return nil
 		}

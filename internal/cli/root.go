@@ -97,6 +97,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   why KIND/NAME             a workload's record, its last rollouts, its trigger, what blocks it now
   plan -f FILE|DIR|-        what applying the ConfigMaps and Secrets in the manifests would roll now
   status                    Reroll's replicas, leader, queue and errors, workloads with invalid annotations, halted change sets
+  status secret/NAME        versioned config: per version of a ConfigMap or Secret, the workloads and pods still on it
   resume KIND/NAME          continue the halted change set the object belongs to (writes its halt record)
   check                     preflight: controller running and ready, RBAC, CRDs, webhook certificate, versions
   validate -f FILE|DIR|-    check ConfigMaps and Secrets against the Validators' rules, offline (exit 1 on a failure)

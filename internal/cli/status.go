@@ -71,14 +71,18 @@ func newStatus(o *Options) *cobra.Command {
 	f := statusFlags{}
 	var out *output
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show Reroll's replicas and leader, its queue and errors, workloads with invalid annotations, and halted change sets",
+		Use:   "status [configmap/NAME|secret/NAME]",
+		Short: "Show Reroll's replicas and leader, its queue and errors, workloads with invalid annotations, and halted change sets; or, for a ConfigMap or Secret of versioned config, the workloads and pods still on each version",
 		Example: `  kubectl reroll status -A
-  kubectl reroll status --reroll-namespace reroll-system --metrics-url http://localhost:9090/metrics`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  kubectl reroll status --reroll-namespace reroll-system --metrics-url http://localhost:9090/metrics
+  kubectl reroll status secret/db-credentials -n shop`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.validate(); err != nil {
 				return err
+			}
+			if len(args) == 1 {
+				return rotationStatus(cmd.Context(), o, out, args[0])
 			}
 			s, err := newSession(o)
 			if err != nil {
