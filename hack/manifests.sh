@@ -35,9 +35,10 @@ paths=$(printf './%s/...;' "${base_rbac_packages[@]}")
 "$controller_gen" rbac:roleName=pod-eviction-role paths=./internal/eviction/... output:rbac:artifacts:config=config/components/pod-eviction
 "$controller_gen" object paths=./api/...
 "$controller_gen" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-# The Validator CRD is installed by default (config/default), apart from
-# the Projection CRD, which config/components/projections installs.
-mv config/crd/bases/reroll.dev_validators.yaml config/crd/validators/
+# The Validator and ClusterValidator CRDs are installed by default
+# (config/default), apart from the Projection CRD, which
+# config/components/projections installs.
+mv config/crd/bases/reroll.dev_validators.yaml config/crd/bases/reroll.dev_clustervalidators.yaml config/crd/validators/
 mkdir -p charts/reroll/files
 cp config/crd/bases/reroll.dev_projections.yaml charts/reroll/files/
 

@@ -75,6 +75,19 @@ type Change struct {
 	// circuit breaker (safe delivery) halted the change set of this change
 	// after the workload's rollout failed.
 	Halt *Halt `json:"halt,omitempty"`
+	// Invalid, when set, makes this the alert of a held change, not of a
+	// rollout: the new content of a changed object fails a Validator's
+	// rule, and nothing rolls for it (hold reason invalid).
+	Invalid *Invalid `json:"invalid,omitempty"`
+}
+
+// Invalid is what the alert of a change held for invalid content says
+// beyond the change.
+type Invalid struct {
+	// Findings are one line per failing object: the object ("ConfigMap/
+	// app-config"), then each failing rule as "Validator/rule: key "k"
+	// what is wrong". They never quote a Secret's value.
+	Findings []string `json:"findings"`
 }
 
 // Halt is what the alert of a halted change set says beyond the change.

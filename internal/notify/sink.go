@@ -50,6 +50,10 @@ func Text(c change.Change, info string) string {
 		text = fmt.Sprintf("Reroll halted change set %s (%s) after %d failed rollout(s): %s; workloads not yet rolled keep their pods until kubectl reroll resume, or a newer content",
 			h.ChangeSet, c.Summary(), len(h.Failed), h.Signal)
 	}
+	if inv := c.Invalid; inv != nil {
+		text = fmt.Sprintf("Reroll held %s after %s: the new content fails validation: %s; nothing rolls for it until the content changes to content that passes",
+			c.Workload(), c.Summary(), strings.Join(inv.Findings, "; "))
+	}
 	if info = strings.TrimSpace(info); info != "" {
 		text += "\n" + info
 	}
@@ -60,6 +64,9 @@ func Text(c change.Change, info string) string {
 func summary(c change.Change) string {
 	if c.Halt != nil {
 		return "Reroll halted change set " + c.Halt.ChangeSet
+	}
+	if c.Invalid != nil {
+		return "Reroll held " + c.Workload() + ": invalid content"
 	}
 	return "Reroll rolled " + c.Workload()
 }

@@ -124,3 +124,43 @@ func TestParseSink(t *testing.T) {
 		})
 	}
 }
+
+func TestBody_Invalid(t *testing.T) {
+	a := change.Change{Kind: "Deployment", Namespace: "shop", Name: "app",
+		Objects: []change.Object{{Kind: "ConfigMap", Name: "app-config", Keys: []string{"config.json"}}},
+		Invalid: &change.Invalid{Findings: []string{`ConfigMap/app-config: app-config/config-json: key "config.json" is not valid JSON: invalid character '}' at line 1, column 18`}}}
+	text := `Reroll held Deployment shop/app after ConfigMap/app-config changed keys config.json: the new content fails validation: ConfigMap/app-config: app-config/config-json: key "config.json" is not valid JSON: invalid character '}' at line 1, column 18; nothing rolls for it until the content changes to content that passes`
+	cases := map[string]struct {
+		sink Sink           // the ALERT_SINK
+		want map[string]any // the decoded body
+	}{
+		"slack": {sink: Slack, want: map[string]any{"text": text}},
+		"teams": {sink: Teams, want: map[string]any{
+			"@type": "MessageCard", "@context": "https://schema.org/extensions",
+			"summary": "Reroll held Deployment shop/app: invalid content", "text": text,
+		}},
+		"webhook": {sink: Webhook, want: map[string]any{
+			"kind": "Deployment", "namespace": "shop", "name": "app",
+			"changes": []any{map[string]any{"kind": "ConfigMap", "name": "app-config", "keys": []any{"config.json"}}},
+			"invalid": map[string]any{"findings": []any{`ConfigMap/app-config: app-config/config-json: key "config.json" is not valid JSON: invalid character '}' at line 1, column 18`}},
+			"text":    text,
+		}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := Body(c.sink, a, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			gb, _ := json.Marshal(got)
+			wb, _ := json.Marshal(c.want)
+			if string(gb) != string(wb) {
+				t.Errorf("Body(%s) = %s, want %s", c.sink, gb, wb)
+			}
+		})
+	}
+}

@@ -136,6 +136,11 @@ func TestDecide_WholePlan(t *testing.T) {
 				if p.Annotations[RecordAnnotation] != "" {
 					t.Errorf("a held rollout leaves the record as it is")
 				}
+				// One alert for the held change, naming the object, the rule and the key.
+				if p.Alert == nil || p.Alert.Invalid == nil || len(p.Alert.Objects) == 0 ||
+					!slices.Equal(p.Alert.Invalid.Findings, []string{"ConfigMap/cfg: key a is not JSON"}) {
+					t.Errorf("alert = %+v", p.Alert)
+				}
 			},
 		},
 		"a copy a Validator checks that lacks the content holds the rollout for the change set's window": {
@@ -153,6 +158,9 @@ func TestDecide_WholePlan(t *testing.T) {
 				}
 				if hasEvent(p.Events, ReasonInvalidContent) {
 					t.Errorf("a copy on its way is no invalid content: %+v", p.Events)
+				}
+				if p.Alert != nil {
+					t.Errorf("a copy on its way alerts nothing: %+v", p.Alert)
 				}
 			},
 		},

@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/reroll/reroll/internal/change"
 	"github.com/reroll/reroll/internal/delivery"
 )
 
@@ -53,9 +55,13 @@ func (p *Plan) validity(o Options, in Input, v View, window time.Duration) error
 	detail := "the new content fails validation: " + strings.Join(val.Failed, "; ")
 	p.holdBack(o, in, Deferral{Reason: DeferReason(HoldInvalid), Detail: detail, Since: since})
 	if len(p.Events) > 0 {
-		// The pending mark changed: told once, as a Warning.
+		// The pending mark changed: told once, as a Warning, and to the
+		// alert sink (ALERT_ON_RELOAD), one message per held change.
 		p.Events = append(p.Events, Event{Type: corev1.EventTypeWarning, Reason: ReasonInvalidContent,
 			Note: "Held, nothing rolls: " + detail + "; it rolls once the content changes to content that passes"})
+		a := p.Change.Alert()
+		a.Invalid = &change.Invalid{Findings: slices.Clone(val.Failed)}
+		p.Alert = &a
 	}
 	return nil
 }

@@ -157,6 +157,41 @@ type Validator struct {
 	names    map[string]bool
 	selector labels.Selector // nil: names only
 	rules    []rule
+
+	// namespaces selects the namespaces of a ClusterValidator; nil for a
+	// Validator, which checks its own namespace only.
+	namespaces labels.Selector
+}
+
+// ClusterValidatorPrefix starts the Name of a compiled ClusterValidator
+// (and so its findings' Validator), to tell it from a Validator of the
+// object's namespace.
+const ClusterValidatorPrefix = "ClusterValidator/"
+
+// CompileCluster compiles a ClusterValidator: its namespace selector, and
+// its selection and rules as Compile does. The result is named
+// ClusterValidatorPrefix + name and selects objects of any namespace that
+// SelectsNamespace accepts; the caller checks the namespace (Evaluate does
+// not see namespaces' labels).
+func CompileCluster(cv *rerollv1.ClusterValidator) (*Validator, error) {
+	ns, err := metav1.LabelSelectorAsSelector(&cv.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, &CompileError{Reason: CondInvalidRule, Err: fmt.Errorf("namespaceSelector: %w", err)}
+	}
+	out, err := Compile(&rerollv1.Validator{ObjectMeta: metav1.ObjectMeta{Name: ClusterValidatorPrefix + cv.Name}, Spec: cv.Spec.ValidatorSpec})
+	if err != nil {
+		return nil, err
+	}
+	out.namespaces = ns
+	return out, nil
+}
+
+// SelectsNamespace reports whether the Validator checks objects of a
+// namespace with these labels: for a ClusterValidator, its namespace
+// selector; for a Validator, always (Selects checks that the namespace is
+// its own).
+func (v *Validator) SelectsNamespace(nsLabels map[string]string) bool {
+	return v.namespaces == nil || v.namespaces.Matches(labels.Set(nsLabels))
 }
 
 // rule is one compiled rule.
@@ -285,10 +320,11 @@ func compileRule(spec rerollv1.ValidationRule) (rule, error) {
 	return r, nil
 }
 
-// Selects reports whether the Validator checks o: same namespace and kind,
+// Selects reports whether the Validator checks o: same kind, same
+// namespace (any namespace for a ClusterValidator: see SelectsNamespace),
 // and o's name is listed or its labels match the selector.
 func (v *Validator) Selects(o Object) bool {
-	if o.Kind != v.Kind || o.Namespace != v.Namespace {
+	if o.Kind != v.Kind || (v.namespaces == nil && o.Namespace != v.Namespace) {
 		return false
 	}
 	return v.names[o.Name] || (v.selector != nil && v.selector.Matches(labels.Set(o.Labels)))

@@ -43,7 +43,9 @@ const verdictTTL = time.Minute
 const verdictCacheSize = 4096
 
 // Gate checks the current content of ConfigMaps and Secrets against the
-// Validators of their namespace, for the workload reconciler. Verdicts are
+// Validators of their namespace (and, with Cluster, the ClusterValidators
+// that select the namespace), for the workload reconciler and the content
+// admission webhook. Verdicts are
 // kept per content (object UID, resourceVersion and the Validators'
 // generations), so a ConfigMap read by many workloads is read and checked
 // once per change. Safe for concurrent use.
@@ -60,6 +62,11 @@ type Gate struct {
 	Recorder record.EventRecorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Cluster makes the Gate also apply the ClusterValidators whose
+	// namespace selector matches the object's namespace's labels (read
+	// through Reader). False when the API server serves no ClusterValidator
+	// or Reroll may not list them.
+	Cluster bool
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledValidator
@@ -184,28 +191,50 @@ func (g *Gate) validators(ctx context.Context, namespace string, kind rerollv1.O
 		return nil, "", fmt.Errorf("listing the Validators of namespace %s: %w", namespace, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	var clusterList rerollv1.ClusterValidatorList
+	var nsLabels map[string]string
+	if g.Cluster {
+		if err := g.Reader.List(ctx, &clusterList); err != nil {
+			return nil, "", fmt.Errorf("listing the ClusterValidators: %w", err)
+		}
+		sort.Slice(clusterList.Items, func(i, j int) bool { return clusterList.Items[i].Name < clusterList.Items[j].Name })
+		if len(clusterList.Items) > 0 {
+			ns := &corev1.Namespace{}
+			if err := g.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+				return nil, "", fmt.Errorf("reading namespace %s for the ClusterValidators' namespace selectors: %w", namespace, err)
+			}
+			nsLabels = ns.Labels
+		}
+	}
 	var out []*validate.Validator
 	var fp []string
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i := range list.Items {
-		v := &list.Items[i]
-		if v.Spec.Kind != kind || (v.Spec.Selector == nil && !slices.Contains(v.Spec.Names, name)) {
-			continue
+	add := func(uid types.UID, generation int64, spec *rerollv1.ValidatorSpec, compile func() (*validate.Validator, error)) {
+		if spec.Kind != kind || (spec.Selector == nil && !slices.Contains(spec.Names, name)) {
+			return
 		}
-		c, ok := g.compiled[v.UID]
-		if !ok || c.generation != v.Generation {
-			cv, err := validate.Compile(v)
+		c, ok := g.compiled[uid]
+		if !ok || c.generation != generation {
+			cv, err := compile()
 			if err != nil {
 				cv = nil
 			}
-			c = compiledValidator{generation: v.Generation, v: cv}
-			g.compiled[v.UID] = c
+			c = compiledValidator{generation: generation, v: cv}
+			g.compiled[uid] = c
 		}
-		if c.v != nil && (keep == nil || keep(c.v)) {
+		if c.v != nil && c.v.SelectsNamespace(nsLabels) && (keep == nil || keep(c.v)) {
 			out = append(out, c.v)
-			fp = append(fp, string(v.UID)+":"+strconv.FormatInt(v.Generation, 10))
+			fp = append(fp, string(uid)+":"+strconv.FormatInt(generation, 10))
 		}
+	}
+	for i := range list.Items {
+		v := &list.Items[i]
+		add(v.UID, v.Generation, &v.Spec, func() (*validate.Validator, error) { return validate.Compile(v) })
+	}
+	for i := range clusterList.Items {
+		cv := &clusterList.Items[i]
+		add(cv.UID, cv.Generation, &cv.Spec.ValidatorSpec, func() (*validate.Validator, error) { return validate.CompileCluster(cv) })
 	}
 	return out, strings.Join(fp, ","), nil
 }

@@ -55,25 +55,77 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: validate.CondCompiled,
-		ObservedGeneration: v.Generation}
 	c, err := validate.Compile(v)
+	cond := readyCondition(ctx, "Validator", req.String(), v.Generation, c, err)
+	orig := v.DeepCopy()
+	meta.SetStatusCondition(&v.Status.Conditions, cond)
+	v.Status.ObservedGeneration = v.Generation
+	if err := r.Client.Status().Patch(ctx, v, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the status of Validator %s: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// readyCondition is the Ready condition of a Validator or ClusterValidator
+// (what, named name) at generation, from what compiling it returned.
+func readyCondition(ctx context.Context, what, name string, generation int64, c *validate.Validator, err error) metav1.Condition {
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: validate.CondCompiled,
+		ObservedGeneration: generation}
 	if err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, validate.CondInvalidRule
 		var ce *validate.CompileError
 		if errors.As(err, &ce) {
 			cond.Reason = ce.Reason
 		}
-		cond.Message = err.Error() + "; none of this Validator's rules is used until it is fixed"
-		ctrl.LoggerFrom(ctx).Info("Validator does not compile", "validator", req.String(), "reason", cond.Reason, "error", err.Error())
-	} else {
-		cond.Message = fmt.Sprintf("%d rules compiled, estimated worst-case CEL cost %d of %d", len(c.Rules()), c.Cost, validate.PerEvaluationLimit)
+		cond.Message = err.Error() + "; none of this " + what + "'s rules is used until it is fixed"
+		ctrl.LoggerFrom(ctx).Info("Validator does not compile", "kind", what, "validator", name, "reason", cond.Reason, "error", err.Error())
+		return cond
 	}
+	cond.Message = fmt.Sprintf("%d rules compiled, estimated worst-case CEL cost %d of %d", len(c.Rules()), c.Cost, validate.PerEvaluationLimit)
+	return cond
+}
+
+// ClusterReconciler is Reconciler for ClusterValidators: it compiles each
+// when its spec changes and writes its Ready condition and
+// observedGeneration.
+type ClusterReconciler struct {
+	Client client.Client
+	// Gate drops its compiled copy of a deleted ClusterValidator.
+	Gate *Gate
+}
+
+// SetupWithManager registers the ClusterValidator controller with mgr.
+func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clustervalidator").
+		// The spec decides the condition; Reroll's own status writes do not.
+		For(&rerollv1.ClusterValidator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// Reroll's rules for ClusterValidators: read them, write their status.
+// +kubebuilder:rbac:groups=reroll.dev,resources=clustervalidators,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reroll.dev,resources=clustervalidators/status,verbs=patch
+
+// Reconcile compiles the ClusterValidator and records the outcome on it.
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	v := &rerollv1.ClusterValidator{}
+	if err := r.Client.Get(ctx, req.NamespacedName, v); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if v.DeletionTimestamp != nil {
+		if r.Gate != nil {
+			r.Gate.forget(v.UID)
+		}
+		return ctrl.Result{}, nil
+	}
+	c, err := validate.CompileCluster(v)
+	cond := readyCondition(ctx, "ClusterValidator", req.Name, v.Generation, c, err)
 	orig := v.DeepCopy()
 	meta.SetStatusCondition(&v.Status.Conditions, cond)
 	v.Status.ObservedGeneration = v.Generation
 	if err := r.Client.Status().Patch(ctx, v, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing the status of Validator %s: %w", req, err)
+		return ctrl.Result{}, fmt.Errorf("writing the status of ClusterValidator %s: %w", req.Name, err)
 	}
 	return ctrl.Result{}, nil
 }

@@ -433,12 +433,12 @@ func TestHelmChart_RBACMatchesGeneratedRole(t *testing.T) {
 		},
 		"pod eviction in namespace scope": {
 			values: map[string]any{"podEviction.enabled": true, "namespaces": []string{"a"}}, kind: "Role", namespaces: []string{"a"},
-			want: append(without("namespaces", "rollouts", "deploymentconfigs", "validators", "validators/status"), generatedPodEvictionRules(t)...),
+			want: append(without("namespaces", "rollouts", "deploymentconfigs", "validators", "validators/status", "clustervalidators", "clustervalidators/status"), generatedPodEvictionRules(t)...),
 		},
 		// Argo Rollouts and DeploymentConfigs only where the API server
 		// serves them (TestHelmChart_NamespaceScopeGrantsOtherKindsWhereServed).
-		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces", "rollouts", "deploymentconfigs", "validators", "validators/status")},
-		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces", "rollouts", "deploymentconfigs", "validators", "validators/status")},
+		"namespaces list":        {values: map[string]any{"namespaces": []string{"a", "b"}}, kind: "Role", namespaces: []string{"a", "b"}, want: without("namespaces", "rollouts", "deploymentconfigs", "validators", "validators/status", "clustervalidators", "clustervalidators/status")},
+		"release namespace only": {values: map[string]any{"watchGlobally": false}, kind: "Role", namespaces: []string{"reroll-system"}, want: without("namespaces", "rollouts", "deploymentconfigs", "validators", "validators/status", "clustervalidators", "clustervalidators/status")},
 		"projections": {
 			values: map[string]any{"projections": map[string]any{"enabled": true}}, kind: "ClusterRole", want: append(slices.Clone(generated), projectionRules(t)...),
 		},

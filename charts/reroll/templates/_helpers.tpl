@@ -238,13 +238,14 @@ aggregate-to-admin roles). Reroll watches them only where served. */}}
   verbs: ["get", "list", "watch"]
 {{- end }}
 {{- if and .Values.validation.enabled $clusterScope }}
-{{- /* Validators (docs/validation.md): read them, write their status.
-Cluster scope only: a namespace admin holds no right on them to grant. */}}
+{{- /* Validators and ClusterValidators (docs/validation.md): read them,
+write their status. Cluster scope only: a namespace admin holds no right on
+them to grant. */}}
 - apiGroups: ["reroll.dev"]
-  resources: ["validators"]
+  resources: ["clustervalidators", "validators"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["reroll.dev"]
-  resources: ["validators/status"]
+  resources: ["clustervalidators/status", "validators/status"]
   verbs: ["patch"]
 {{- end }}
 {{- if .Values.projections.enabled }}
