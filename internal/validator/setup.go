@@ -14,7 +14,9 @@ import (
 	"github.com/reroll/reroll/internal/reference"
 )
 
-// Setup adds the Validator controller to mgr and returns the Gate the
+// Setup adds the Validator controller to mgr (and the ClusterValidator
+// controller, when the API server serves ClusterValidators and Reroll may
+// list and watch them; Gate.Cluster says so) and returns the Gate the
 // workload reconcilers ask before a rollout; nil, with a log line, when
 // the API server serves no Validator (the CRD is not installed) or Reroll
 // may not list and watch them (the chart's namespace scope). The Gate
@@ -54,5 +56,41 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	if err := (&Reconciler{Client: mgr.GetClient(), Gate: gate}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Validator controller: %w", err)
 	}
+	cluster, err := servedAndReadable(ctx, mgr, "ClusterValidator", "clustervalidators")
+	if err != nil {
+		return nil, err
+	}
+	gate.Cluster = cluster
+	if gate.Cluster {
+		if err := (&ClusterReconciler{Client: mgr.GetClient(), Gate: gate}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the ClusterValidator controller: %w", err)
+		}
+	} else {
+		ctrl.Log.Info("Not applying ClusterValidators: the API server serves none, or Reroll may not list and watch them (the chart grants it in cluster scope only)")
+	}
 	return gate, nil
+}
+
+// servedAndReadable reports whether the API server serves the reroll.dev
+// kind (resource is its plural) and Reroll may list and watch it.
+func servedAndReadable(ctx context.Context, mgr ctrl.Manager, kind, resource string) (bool, error) {
+	gk := rerollv1alpha1.GroupVersion.WithKind(kind).GroupKind()
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk, rerollv1alpha1.GroupVersion.Version); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("looking up the %s API: %w", kind, err)
+	}
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: rerollv1alpha1.GroupVersion.Group, Resource: resource},
+		}}
+		if err := mgr.GetClient().Create(ctx, review); err != nil {
+			return false, fmt.Errorf("checking permission to %s %s: %w", verb, resource, err)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
