@@ -71,6 +71,10 @@ bench-webhook: ## Measure the admission webhook's answer to a replace (Go benchm
 	hack/tools.sh etcd kube kwok
 	$(GO) test -run '^$$' -bench WorkloadAdmission -benchmem ./internal/controller/
 
+.PHONY: bench-validate
+bench-validate: ## Measure the validation of one change: a 1 MiB ConfigMap against a JSON Schema and a CEL rule, p50 and p99 (Go benchmark, no cluster).
+	$(GO) test -run '^$$' -bench 'Evaluate_1MiBConfigMap' -benchmem -benchtime 200x ./internal/validate/
+
 .PHONY: bench-check
 bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
 	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"

@@ -163,7 +163,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.recreateCompleted, "recreate-completed-jobs", false, `Whether Jobs that have finished are deleted and re-created too (running Jobs always are). Unset: yes for Jobs opted in with Reloader's annotations, as Reloader does, no for reroll.dev ones. The annotation reroll.dev/recreate-completed overrides it per Job.`)
-	fs.BoolVar(&f.enablePProf, "enable-pprof", false, "Serve Go's net/http/pprof profiles under /debug/pprof/ on --pprof-addr (Reloader's flag). Off by default: a profile shows memory contents to whoever reaches the port.")
+	fs.BoolVar(&f.enablePProf, "enable-pprof", false, "Serve Go's net/http/pprof profiles under /debug/pprof/ on --pprof-addr (Reloader's flag). Off by default: a profile shows memory contents to whoever reaches the port. Allocations are sampled for heap profiles only while it is on.")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", ":6060", "Address of the pprof server with --enable-pprof.")
 	fs.BoolVar(&f.version, "version", false, "Print Reroll's version, commit and build date, and exit.")
 	fs.BoolVar(&f.enableCSI, "enable-csi-integration", false, "Roll workloads that mount a Secrets Store CSI Driver volume when the versions of the secrets it mounted change (SecretProviderClassPodStatus), as Reloader does; needs read access to secretproviderclasspodstatuses.")

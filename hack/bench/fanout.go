@@ -30,6 +30,9 @@ type fanoutResult struct {
 	// --kube-api-qps (burst 300), which the baseline uses too.
 	Workers int     `json:"workers"`
 	QPS     float64 `json:"qps"`
+	// Validators is how many Validators check the shared ConfigMap
+	// (BENCH_VALIDATOR=1: one).
+	Validators int `json:"validators"`
 	// AllPatchedSeconds is from the change's answer to the last
 	// Deployment's patched template.
 	AllPatchedSeconds float64 `json:"allPatchedSeconds"`
@@ -65,6 +68,14 @@ func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 	} else {
 		workers = controller.DefaultMaxConcurrentReconciles
 	}
+	validators := 0
+	if withValidator() {
+		logf("fanout: one Validator on the shared ConfigMap (%s=1)", validatorEnv)
+		if err := installValidator(ctx, cfg); err != nil {
+			return err
+		}
+		validators = 1
+	}
 	cold, b, err := startRun(ctx, tr, ch, rerollBin, kubeconfig, filepath.Join(dir, "reroll-fanout.log"), p, flags, nil)
 	if err != nil {
 		return err
@@ -91,7 +102,7 @@ func fanout(ctx context.Context, res *result, p profile, tr *tracker, ch *change
 		return err
 	}
 	f := &fanoutResult{
-		Workloads: r.Workloads, Workers: workers, QPS: qps, AllPatchedSeconds: r.AllPatchedSeconds,
+		Workloads: r.Workloads, Workers: workers, QPS: qps, Validators: validators, AllPatchedSeconds: r.AllPatchedSeconds,
 		RolloutsMin: r.RolloutsMin, RolloutsMax: r.RolloutsMax, Requests: r.Requests, CPUSeconds: cpuAfter - cpuBefore,
 	}
 	logf("fanout: baseline of %d PATCHes at QPS %v, burst %d", p.SharedDeployments, qps, rerollBurst)

@@ -523,7 +523,7 @@ func printTable(res *result) {
 	printHeader(w, res)
 	if f := res.Fanout; f != nil {
 		fmt.Fprintf(w, "cold start: start-up to /readyz %.2f s, every Deployment looked at %.2f s later, RSS %.1f MiB\n", res.Cold.StartupSeconds, res.Cold.FirstSightSeconds, res.Cold.AfterSync.RSS/mib)
-		fmt.Fprintf(w, "fanout: 1 ConfigMap change -> %d Deployments (%d workers)\tall patched after %.2f s; rollouts per workload %d..%d; Reroll CPU %.2f s\n", f.Workloads, f.Workers, f.AllPatchedSeconds, f.RolloutsMin, f.RolloutsMax, f.CPUSeconds)
+		fmt.Fprintf(w, "fanout: 1 ConfigMap change -> %d Deployments (%d workers, %d validators)\tall patched after %.2f s; rollouts per workload %d..%d; Reroll CPU %.2f s\n", f.Workloads, f.Workers, f.Validators, f.AllPatchedSeconds, f.RolloutsMin, f.RolloutsMax, f.CPUSeconds)
 		fmt.Fprintf(w, "  requests\t%s\n", formatRequests(f.Requests, 1))
 		fmt.Fprintf(w, "  baseline: %d PATCHes at QPS %v, burst %d\t%.2f s\n\n", f.Workloads, f.QPS, rerollBurst, f.BaselineSeconds)
 		printTargets(w, res)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,7 +107,20 @@ func TestPinGC_DeletesACopyOnlyOnceNoTemplateReplicaSetRevisionJobOrPodNamesIt(t
 	g := newT(t)
 	ns := newNamespace(t)
 	key := testKey(t, 33)
-	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+	counter := metrics.NewRequestCounter()
+	cfg := rest.CopyConfig(plane.Config)
+	cfg.Wrap(counter.Wrap)
+	startRerollAs(t, cfg, ns, Options{PlanOptions: plan.Options{Key: key}})
+	// What the collector cost, for docs/operations.md: its lists, reads of
+	// copies' metadata and deletes over the whole test.
+	t.Cleanup(func() {
+		for req, n := range counter.Counts() {
+			switch req.Resource {
+			case "replicasets", "controllerrevisions", "pods", "jobs", "configmaps":
+				t.Logf("requests %s %s %d: %d", req.Verb, req.Resource, req.Code, n)
+			}
+		}
+	})
 
 	// The Deployment's first version, one pod of which is kept alive once
 	// the Deployment moved on and its ReplicaSet is gone
@@ -251,4 +266,38 @@ func TestPinGC_ConvergedOnceTheLastPodOnThePreviousVersionIsGone(t *testing.T) {
 	g.Eventually(func() bool { return exists(t, probe) }, pinGCWait).Should(gomega.BeFalse())
 	g.Expect(eventsWithReason(t, ns, "db", pingc.ReasonConverged)).To(gomega.HaveLen(1))
 	g.Expect(metrics.RotationsConvergedCount("Secret", ns)).To(gomega.Equal(1.0))
+}
+
+// TestPinGC_ACopyItsTemplateNamesCostsNoRequest: in the steady state, where
+// the workload's template names its copy, a pass over the namespace reads
+// the copies from the store and the template from the cache: no request to
+// the API server. Positive first: the pass happened (its log line).
+func TestPinGC_ACopyItsTemplateNamesCostsNoRequest(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 35)
+	counter := metrics.NewRequestCounter()
+	cfg := rest.CopyConfig(plane.Config)
+	cfg.Wrap(counter.Wrap)
+	r := startRerollAs(t, cfg, ns, Options{PlanOptions: plan.Options{Key: key}})
+
+	app := configMap(ns, "app", map[string]string{"k": "1"})
+	create(t, app)
+	d := deployment(ns, "web", nil, podSpec())
+	create(t, d)
+	v1 := pinCopy(t, key, app, d)
+	update(t, d, func(d *appsv1.Deployment) { d.Spec.Template.Spec = podSpec(envFromObject(v1)) })
+	waitRolledOut(t, d)
+	passes := func() int { return strings.Count(r.logs.String(), "Looked at the copies of a namespace") }
+	g.Eventually(passes).Should(gomega.BeNumerically(">=", 1))
+	before := settled(t, counter)
+	n := passes()
+
+	// A data change of another object of the namespace wakes a pass.
+	create(t, configMap(ns, "other", map[string]string{"k": "1"}))
+	update(t, configMap(ns, "other", nil), func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "2"} })
+	g.Eventually(passes).Should(gomega.BeNumerically(">", n))
+	g.Expect(settled(t, counter)).To(gomega.Equal(before), "not one request")
+	g.Expect(exists(t, v1)).To(gomega.BeTrue())
 }

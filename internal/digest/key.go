@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"time"
 )
 
@@ -111,8 +112,8 @@ func (k Key) Older() []Key {
 		return nil
 	}
 	if k.older != nil {
-		// Clipped: a caller's append never writes into k's.
-		return k.older[:len(k.older):len(k.older)]
+		// A copy: what a caller does with the answer never changes k's.
+		return slices.Clone(k.older)
 	}
 	return k.olderKeys()
 }

@@ -279,3 +279,55 @@ func TestKey_ChangeSetID(t *testing.T) {
 	// Domain-separated: never a value's digest (of any length) under k.
 	g.Expect(k.Value([]byte(content))).NotTo(gomega.HavePrefix("e442db4b6b312d28"))
 }
+
+func TestKey_OlderKeys(t *testing.T) {
+	current := bytes.Repeat([]byte{7}, MinKeyBytes)
+	previous := bytes.Repeat([]byte{8}, MinKeyBytes)
+	k, err := NewKey(current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := k.WithPrevious(previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewKey(previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(ks []Key) []string {
+		var out []string
+		for _, k := range ks {
+			out = append(out, k.ID())
+		}
+		return out
+	}
+	cases := map[string]struct {
+		// key is the key whose Older is asked.
+		key Key
+		// want are the IDs of the keys Older must return, in order.
+		want []string
+	}{
+		"a key compares its own legacy scheme":                        {key: k, want: []string{k.Legacy().ID()}},
+		"during a rotation, also the previous key under both schemes": {key: rotated, want: []string{k.Legacy().ID(), p.ID(), p.Legacy().ID()}},
+		"a key with its v1 deadline set keeps the same older keys":    {key: rotated.WithV1DerivationsUntil(time.Unix(1, 0)), want: []string{k.Legacy().ID(), p.ID(), p.Legacy().ID()}},
+		"the legacy scheme has none":                                  {key: k.Legacy(), want: nil},
+		"the zero Key has none":                                       {key: Key{}, want: nil},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			older := c.key.Older()
+			g.Expect(ids(older)).To(gomega.Equal(c.want))
+			for i, o := range older {
+				g.Expect(o.IsLegacy()).To(gomega.Equal(i%2 == 0), "the legacy schemes are the first and third")
+			}
+			// A caller that changes the answer changes nothing of the
+			// key's: Older answers the same the next time.
+			for i := range older {
+				older[i] = Key{id: "changed"}
+			}
+			g.Expect(ids(c.key.Older())).To(gomega.Equal(c.want))
+		})
+	}
+}

@@ -86,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err := r.addTemplates(ctx, namespace, v); err != nil {
 		return ctrl.Result{}, err
 	}
+	var read []string
 	versions, err := r.versions(ctx, namespace, copies)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -97,14 +98,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			break
 		}
 		if err := r.read(ctx, namespace, s, v); err != nil {
-			return ctrl.Result{}, err
+			return r.failed(ctx, err)
 		}
+		read = append(read, s.name)
 	}
 	if len(Candidates(plain(copies), v.named)) > 0 || rotating(versions) {
 		if err := r.read(ctx, namespace, podsStage, v); err != nil {
-			return ctrl.Result{}, err
+			return r.failed(ctx, err)
 		}
 		v.podsRead = true
+		read = append(read, podsStage.name)
 	}
 	// Fresh metadata for the copies that may be deleted or whose receipt
 	// starts: the store keeps neither the time of the last write nor the
@@ -113,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	for _, c := range copies {
 		if Candidates([]Copy{c.Copy}, v.named) != nil || (versions[c] != nil && !versions[c].HasRecord && !versions[c].Current) {
 			if err := r.readMeta(ctx, namespace, c); err != nil {
-				return ctrl.Result{}, err
+				return r.failed(ctx, err)
 			}
 		}
 	}
@@ -169,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		log.Info("Deleted an unused copy", "kind", c.Kind, "name", c.Name, "uid", c.UID)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
+		return r.failed(ctx, err)
 	}
 	requeue := d.Requeue
 	if pending || len(written) > 0 {
@@ -177,7 +180,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			requeue = r.Options.period()
 		}
 	}
+	log.V(1).Info("Looked at the copies of a namespace", "copies", len(copies), "read", read,
+		"deleted", len(d.Delete), "kept", len(d.Kept), "receipts", len(writes), "requeue", requeue)
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// forbiddenRetry is when a namespace whose pass was refused a permission
+// is looked at again.
+const forbiddenRetry = 10 * time.Minute
+
+// failed returns err for the workqueue to retry with backoff, except a
+// refused permission: versioned config's role is not granted (the chart's
+// versionedConfig.enabled), which retrying soon cannot fix. That pass
+// deletes nothing; it is logged, and tried again after forbiddenRetry
+// rather than counted as a reconcile error every few seconds.
+func (r *Reconciler) failed(ctx context.Context, err error) (ctrl.Result, error) {
+	if !apierrors.IsForbidden(err) {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Not collecting the copies of a namespace: a permission is missing (versioned config's role)", "error", err.Error(), "retryAfter", forbiddenRetry)
+	return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
 }
 
 // versions returns, per signed copy whose source the store holds, what

@@ -12,8 +12,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/reroll/reroll/internal/schemaerror"
 )
 
 // schemaJSON is a copy of charts/reroll/values.schema.json, the schema Helm
@@ -37,40 +37,6 @@ var compiled = func() *jsonschema.Schema {
 	}
 	return s
 }()
-
-var english = message.NewPrinter(language.English)
-
-// describe says what the schema wants, never the value given: a values file
-// read from a Helm release (migrate-check --from-cluster) holds Secrets'
-// values (reloader.deployment.env.secret, webhook URLs), and the
-// validator's own messages quote the value for a pattern, a format or a
-// bound.
-func describe(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Pattern:
-		return fmt.Sprintf("does not match the pattern %s", k.Want)
-	case *kind.Format:
-		return fmt.Sprintf("is not a valid %s", k.Want)
-	case *kind.Const:
-		return "is not the one value the schema allows"
-	case *kind.Minimum:
-		return "is less than " + k.Want.RatString()
-	case *kind.Maximum:
-		return "is more than " + k.Want.RatString()
-	case *kind.ExclusiveMinimum:
-		return "must be more than " + k.Want.RatString()
-	case *kind.ExclusiveMaximum:
-		return "must be less than " + k.Want.RatString()
-	case *kind.MultipleOf:
-		return "is not a multiple of " + k.Want.RatString()
-	case *kind.InvalidJsonValue:
-		return "is not a JSON value"
-	case *kind.ContentMediaType:
-		return "is not " + k.Want
-	}
-	// The rest name types, lengths, counts and keys, never a value.
-	return k.LocalizedString(english)
-}
 
 // SchemaErrors validates values (a values file as decoded from YAML) against
 // the chart's values.schema.json, as `helm install` does, and returns one
@@ -113,7 +79,7 @@ func SchemaErrors(values map[string]any) []Finding {
 		if path == "" {
 			path = "(file)"
 		}
-		byKey[path] = append(byKey[path], describe(e.ErrorKind))
+		byKey[path] = append(byKey[path], schemaerror.Describe(e.ErrorKind))
 	}
 	leaves(ve)
 	out := make([]Finding, 0, len(byKey))

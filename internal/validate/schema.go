@@ -9,9 +9,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/reroll/reroll/internal/schemaerror"
 )
 
 // maxSchemaBytes bounds a rule's schema before it is compiled.
@@ -55,8 +54,6 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-var english = message.NewPrinter(language.English)
-
 // schemaErrors validates doc against s and returns one message per place
 // in doc that fails, sorted, at most maxSchemaFindings. The messages say
 // what the schema wants at which path, never the value there.
@@ -79,7 +76,7 @@ func schemaErrors(s *jsonschema.Schema, doc any) []string {
 			return
 		}
 		at := "/" + strings.Join(e.InstanceLocation, "/")
-		out = append(out, fmt.Sprintf("fails the schema at %s: %s", at, describe(e.ErrorKind)))
+		out = append(out, fmt.Sprintf("fails the schema at %s: %s", at, schemaerror.Describe(e.ErrorKind)))
 	}
 	leaves(ve)
 	sort.Strings(out)
@@ -88,41 +85,4 @@ func schemaErrors(s *jsonschema.Schema, doc any) []string {
 		out = append(out[:maxSchemaFindings], fmt.Sprintf("fails the schema at %d more places", len(out)-maxSchemaFindings))
 	}
 	return out
-}
-
-// describe says what the schema wants, never the value found: the
-// library's own messages quote the value for a pattern, a format, an enum
-// or a bound.
-func describe(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Pattern:
-		return "does not match the pattern " + k.Want
-	case *kind.Format:
-		return "is not a valid " + k.Want
-	case *kind.Const:
-		return "is not the one value the schema allows"
-	case *kind.Enum:
-		return "is not one of the values the schema allows"
-	case *kind.Minimum:
-		return "is less than " + k.Want.RatString()
-	case *kind.Maximum:
-		return "is more than " + k.Want.RatString()
-	case *kind.ExclusiveMinimum:
-		return "must be more than " + k.Want.RatString()
-	case *kind.ExclusiveMaximum:
-		return "must be less than " + k.Want.RatString()
-	case *kind.MultipleOf:
-		return "is not a multiple of " + k.Want.RatString()
-	case *kind.InvalidJsonValue:
-		return "is not a JSON value"
-	case *kind.ContentMediaType, *kind.ContentEncoding, *kind.ContentSchema:
-		return "has content of the wrong type or encoding"
-	case *kind.Type, *kind.Required, *kind.AdditionalProperties, *kind.MinLength, *kind.MaxLength,
-		*kind.MinItems, *kind.MaxItems, *kind.MinProperties, *kind.MaxProperties, *kind.UniqueItems,
-		*kind.Dependency, *kind.DependentRequired, *kind.FalseSchema, *kind.MinContains, *kind.MaxContains:
-		// These name types, lengths, counts, indexes and keys: never a value.
-		return k.LocalizedString(english)
-	}
-	// Anything else (a kind a later version adds): its keyword only.
-	return "fails the keyword " + strings.Join(k.KeywordPath(), "/")
 }
