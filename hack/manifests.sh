@@ -18,11 +18,12 @@ cd "$root"
 hack/tools.sh controller-gen
 controller_gen="$(hack/tools.sh --dir controller-gen)/controller-gen"
 # The base role: every package with markers but internal/eviction, whose
-# markers are --enable-pod-eviction's (off by default). A package that gains
+# markers are --enable-pod-eviction's (off by default), and internal/pin,
+# whose are versioned config's (off by default). A package that gains
 # markers must be listed here; the check below fails until it is.
 base_rbac_packages=(internal/controller internal/projection internal/scope internal/validator internal/workload)
 unlisted=$(grep -rl --include='*.go' '+kubebuilder:rbac' internal | xargs -r -n1 dirname | sort -u |
-  grep -vxF -e internal/eviction "${base_rbac_packages[@]/#/-e}" || true)
+  grep -vxF -e internal/eviction -e internal/pin "${base_rbac_packages[@]/#/-e}" || true)
 if [[ -n "$unlisted" ]]; then
   echo "RBAC markers in packages hack/manifests.sh does not list: $unlisted" >&2
   exit 1
@@ -33,6 +34,8 @@ paths=$(printf './%s/...;' "${base_rbac_packages[@]}")
 "$controller_gen" rbac:roleName=csi-role paths=./cmd/reroll/... output:rbac:artifacts:config=config/components/csi
 # --enable-pod-eviction's permissions, apart from the base role.
 "$controller_gen" rbac:roleName=pod-eviction-role paths=./internal/eviction/... output:rbac:artifacts:config=config/components/pod-eviction
+# Versioned config's permissions (chart: versionedConfig.enabled), apart from the base role.
+"$controller_gen" rbac:roleName=versioned-config-role paths=./internal/pin/... output:rbac:artifacts:config=config/components/versioned-config
 "$controller_gen" object paths=./api/...
 "$controller_gen" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 # The Validator and ClusterValidator CRDs are installed by default
@@ -54,4 +57,4 @@ kubectl="$(hack/tools.sh --dir kube)/kubectl"
   echo "# Generated from config/default by \`make manifests\`; do not edit."
   "$kubectl" kustomize config/default
 } >deploy/reroll.yaml
-echo "==> wrote config/rbac/role.yaml, config/components/csi/role.yaml, config/components/pod-eviction/role.yaml, the deepcopy functions, the CRDs and deploy/reroll.yaml"
+echo "==> wrote config/rbac/role.yaml, config/components/csi/role.yaml, config/components/pod-eviction/role.yaml, config/components/versioned-config/role.yaml, the deepcopy functions, the CRDs and deploy/reroll.yaml"

@@ -67,6 +67,8 @@ type flags struct {
 	rolloutOverride       string
 	installationConfigMap string
 	waitForRollout        bool
+	versioned             bool
+	autoUndo              bool
 	pausePeriod           time.Duration
 	kubeAPIQPS            float32
 	kubeAPIBurst          int
@@ -159,6 +161,8 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.rolloutTimeout, "rollout-timeout", plan.DefaultRolloutTimeout, "How long a rollout Reroll started counts as running at most for --max-concurrent-rollouts: a workload's own progressDeadlineSeconds counts only when shorter. Also how long a waiting workload's signed reroll.dev/pending counts before Reroll signs it again (at least 10s).")
 	fs.StringVar(&f.rolloutOverride, "rollout-override", string(plan.OverrideNamespace), `Where the annotation reroll.dev/rollout-override: "true" (roll at once, past every gate and the bound) is honoured: "namespace" (on a Namespace, for all its workloads; tenants with edit rights cannot annotate Namespaces), "workload" (on the workload too, as before this flag: whoever edits a workload may bypass every gate) or "off".`)
 	fs.BoolVar(&f.waitForRollout, "wait-for-rollout", false, "A change that arrives while the workload's previous rollout is in progress waits for it, then rolls once; the annotation reroll.dev/wait-for-rollout overrides it per workload.")
+	fs.BoolVar(&f.versioned, "versioned-config", false, `Pin every workload that says nothing (no reroll.dev/versioned on it or its Namespace) to immutable copies of the ConfigMaps and Secrets it consumes, one per content, so that old pods keep the old content and kubectl rollout undo restores it (docs/versioned-config.md). Needs create and patch on configmaps and secrets (Helm value versionedConfig.enabled).`)
+	fs.BoolVar(&f.autoUndo, "versioned-config-auto-undo", true, "With safe delivery, undo a versioned workload's failed rollout (the breaker's signal) to its previous pinned revision, with a RolledBack Warning Event; the change set halts either way. Deployments only; needs list on replicasets (Helm value versionedConfig.enabled).")
 	fs.DurationVar(&f.pausePeriod, "pause-period", 0, "Pause period of every workload that sets none: a Deployment stays paused this long after each rollout Reroll triggers; other kinds hold the rollout this long after the first change. 0 is none.")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API, averaged (client-side limit).")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 300, "Requests to the Kubernetes API allowed in a burst above --kube-api-qps.")
@@ -283,6 +287,8 @@ func (f *flags) options(env func(string) string) (controller.Options, error) {
 			MaxConcurrentRolloutsPerNamespace: f.maxRolloutsPerNS,
 			RolloutTimeout:                    f.rolloutTimeout,
 			WaitForRollout:                    f.waitForRollout,
+			Versioned:                         f.versioned,
+			NoAutoUndo:                        !f.autoUndo,
 			PausePeriod:                       f.pausePeriod,
 		},
 		CoalesceWindow:          f.coalesceWindow,

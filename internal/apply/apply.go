@@ -23,6 +23,10 @@ type Writer struct {
 	// Now is the time of the write, for the record of a template change
 	// (revert.Patch); nil means time.Now.
 	Now func() time.Time
+	// Pinned, when set, is what Copier.Copies made of the plan's Pinning:
+	// the pod template's references are renamed in the same write as the
+	// trigger (or alone, for an opt-in).
+	Pinned *Pinned
 }
 
 // Workload writes plan p of obj, the workload as read: metadata, pause,
@@ -40,18 +44,34 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 	if pz, ok := w.Kind.(workload.Pausable); ok && (p.Pause.Pause || p.Pause.Resume) {
 		pz.SetPaused(desired, p.Pause.Pause)
 	}
+	if err := w.pinTemplate(desired, w.Pinned); err != nil {
+		return err
+	}
+	if p.Undo != nil {
+		// The automatic undo of a failed rollout: the previous revision's
+		// template, as kubectl rollout undo writes it.
+		if err := w.Kind.SetPodTemplate(desired, p.Undo.Template.DeepCopy()); err != nil {
+			return err
+		}
+		w.recordPatch(obj, desired)
+	}
 	write := w.patch
-	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight {
+	if len(p.Changes) > 0 || p.Outcome == plan.FirstSight || p.Undo != nil {
 		// The record of a change answered: a stale copy of the workload must
 		// conflict rather than answer it twice. A first sight: a copy from
 		// before the first record must conflict rather than write over a
 		// record made since (an object recorded missing would then never
 		// count as created).
+		// An undo: only over the template it saw fail.
 		write = func(ctx context.Context, obj, desired client.Object) error {
 			return workload.PatchGuarded(ctx, w.Client, obj, desired)
 		}
 	}
 	if p.Outcome != plan.Roll {
+		if w.Pinned != nil {
+			// An opt-in's pinning changes the template alone.
+			w.recordPatch(obj, desired)
+		}
 		return write(ctx, obj, desired)
 	}
 	var err error

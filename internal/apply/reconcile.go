@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -47,8 +48,12 @@ type Applier struct {
 	// halt).
 	Recorder record.EventRecorder
 	// Key is the current digest key (named in a log line when a record
-	// moves to it).
+	// moves to it; versioned config's copies are named and signed under
+	// it).
 	Key digest.Key
+	// Reader reads from the API server: the sources of versioned config's
+	// copies, whose values the cache does not keep.
+	Reader client.Reader
 	// Strategy is the trigger strategy, named in the audit line of a
 	// rollout.
 	Strategy trigger.Strategy
@@ -141,7 +146,15 @@ func (a *Applier) Apply(ctx context.Context, obj client.Object, p plan.Plan, w W
 	case plan.NotifyWait:
 		return ctrl.Result{RequeueAfter: p.Requeue}, nil
 	}
-	if err := a.writer().Workload(ctx, obj, p); err != nil {
+	wr := a.writer()
+	if p.Pin != nil {
+		pinned, err := a.copies(ctx, obj, p)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		wr.Pinned = &pinned
+	}
+	if err := wr.Workload(ctx, obj, p); err != nil {
 		if len(p.Changes) > 0 && !apierrors.IsConflict(err) {
 			a.Recorder.Eventf(obj, corev1.EventTypeWarning, plan.ReasonRollFailed, "Could not roll after %s: %s", p.Change.Summary(), err.Error())
 			a.recordFailure(obj, p)
@@ -153,6 +166,11 @@ func (a *Applier) Apply(ctx context.Context, obj client.Object, p plan.Plan, w W
 	}
 	a.recordOutcome(obj, p)
 	a.reportRevert(ctx, p)
+	if wr.Pinned != nil {
+		// Told once the write that rolled unpinned succeeded: a write
+		// retried after a conflict makes the copies again.
+		a.unpinned(ctx, obj, wr.Pinned.Failed)
+	}
 	a.tell(ctx, obj, p)
 	if p.Eviction != nil {
 		return a.evict(ctx, obj, *p.Eviction, p.Change.Summary(), w.Now)
@@ -225,6 +243,31 @@ func (a *Applier) applyState(ctx context.Context, obj client.Object, p plan.Plan
 		return nil
 	}
 	return a.writer().Workload(ctx, obj, p)
+}
+
+// copies makes the copies of p's pinning (Copier); the workload reads
+// the source of each that could not be made (unpinned tells of them).
+func (a *Applier) copies(ctx context.Context, obj client.Object, p plan.Plan) (Pinned, error) {
+	t, err := a.Kind.PodTemplate(obj)
+	if err != nil {
+		return Pinned{}, err
+	}
+	gvk, err := a.Client.GroupVersionKindFor(obj)
+	if err != nil {
+		return Pinned{}, fmt.Errorf("the kind of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	c := Copier{Client: a.Client, Reader: a.Reader, Key: a.Key}
+	return c.Copies(ctx, obj, gvk, t, p.Pin)
+}
+
+// unpinned tells, with a ReasonUnpinned Warning Event and a log line, of
+// each copy that could not be made (failed): the workload reads that
+// source itself.
+func (a *Applier) unpinned(ctx context.Context, obj client.Object, failed []error) {
+	for _, e := range failed {
+		ctrl.LoggerFrom(ctx).Info("Not pinning: the copy could not be made", "error", e.Error())
+		a.Recorder.Eventf(obj, corev1.EventTypeWarning, plan.ReasonUnpinned, "Not pinned, the pods read the source itself: %s", e.Error())
+	}
 }
 
 // writer writes the workloads of a's kind (Writer).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
@@ -237,7 +239,36 @@ func (s *session) target(ctx context.Context, k workload.Kind, obj client.Object
 	if err != nil {
 		return target{}, fmt.Errorf("reading the pod template of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
-	return target{kind: k, obj: obj, template: t}, nil
+	pins := pinsOf(t)
+	if len(pins) > 0 {
+		t = t.DeepCopy()
+		pin.Rewrite(&t.Spec, pins)
+	}
+	return target{kind: k, obj: obj, template: t, pins: pins}, nil
+}
+
+// pinsOf returns the copies t names, each to its source, as its
+// pin.TemplateAnnotation lists them: only names t references, each of the
+// form of a copy of its source. The plugin holds no installation key to
+// verify a copy's signature: what it shows of pins is the template's word,
+// which the controller checks before it acts.
+func pinsOf(t *corev1.PodTemplateSpec) map[pin.Ref]string {
+	claims, err := pin.ParsePins(t.Annotations[pin.TemplateAnnotation])
+	if err != nil || len(claims) == 0 {
+		return nil
+	}
+	cms, secrets := pin.Referenced(&t.Spec)
+	out := map[pin.Ref]string{}
+	for src, c := range claims {
+		named := cms
+		if src.Kind == reference.Secret {
+			named = secrets
+		}
+		if slices.Contains(named, c) {
+			out[pin.Ref{Kind: src.Kind, Name: c}] = src.Name
+		}
+	}
+	return out
 }
 
 // refOf names obj for -o name: its kind from the scheme, or its own for an
@@ -255,6 +286,11 @@ type target struct {
 	kind     workload.Kind
 	obj      client.Object
 	template *corev1.PodTemplateSpec
+	// pins are the copies (versioned config) the workload's own pod
+	// template names, each to its source (pinsOf); template is then the
+	// template seen through them, naming the sources, as the controller
+	// sees it.
+	pins map[pin.Ref]string
 }
 
 // String returns "Kind namespace/name".

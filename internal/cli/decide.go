@@ -53,7 +53,7 @@ func (s *session) rebased(ctx context.Context, t target) (target, error) {
 	delete(live, plan.KeyAnnotation)
 	obj := t.obj.DeepCopyObject().(client.Object)
 	obj.SetAnnotations(live)
-	rt := target{kind: t.kind, obj: obj, template: t.template}
+	rt := target{kind: t.kind, obj: obj, template: t.template, pins: t.pins}
 	// The record of the live objects, as first sight writes it: without
 	// the installation time, the first-sight rule never turns it into a
 	// rollout (the workload has a record; the rule is not its question).

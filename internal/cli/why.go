@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -13,11 +15,15 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/validator"
 	"github.com/reroll/reroll/internal/workload"
@@ -108,6 +114,9 @@ type whyReport struct {
 	Baseline string `json:"baseline,omitempty"`
 	// Trigger is what Reroll writes to roll the workload, as it is now.
 	Trigger []triggerEntry `json:"trigger"`
+	// Pins are the versions the pod template is pinned to (versioned
+	// config): one per source.
+	Pins []pinEntry `json:"pins,omitempty"`
 	// Rollouts are Reroll's last rollout Events, newest first.
 	Rollouts []rolloutEvent `json:"rollouts"`
 	// Objects are the objects the opt-in considered and the rule that
@@ -147,6 +156,69 @@ type rolloutEvent struct {
 	Count   int32          `json:"count"`
 	Message string         `json:"message"`
 	Changes []changeObject `json:"changes,omitempty"`
+}
+
+// pinEntry is one source a versioned workload's pod template reads
+// through a copy.
+type pinEntry struct {
+	// Source is "Kind/name"; Copy the copy's name.
+	Source string `json:"source"`
+	Copy   string `json:"copy"`
+	// Since is when the copy was made (RFC 3339): when this content was
+	// first pinned in the namespace.
+	Since string `json:"since,omitempty"`
+	// SourceNow says where the source is now: "at this version", "moved
+	// on" (the source changed since: a rollout is due, or an undo keeps
+	// the older version), "deleted", or "unknown" (not readable).
+	SourceNow string `json:"sourceNow"`
+}
+
+// pinEntries describes t's pins: each copy, when it was made, and whether
+// its source still holds its content (compared here, never printed).
+func (s *session) pinEntries(ctx context.Context, t target) []pinEntry {
+	var out []pinEntry
+	for _, c := range slices.SortedFunc(maps.Keys(t.pins), func(a, b pin.Ref) int { return strings.Compare(a.String(), b.String()) }) {
+		e := pinEntry{Source: string(c.Kind) + "/" + t.pins[c], Copy: c.Name, SourceNow: "unknown"}
+		cp, src := newData(c.Kind), newData(c.Kind)
+		ns := t.obj.GetNamespace()
+		errCopy := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Name}, cp)
+		if errCopy == nil {
+			e.Since = cp.GetCreationTimestamp().UTC().Format(time.RFC3339)
+		}
+		err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: t.pins[c]}, src)
+		switch {
+		case apierrors.IsNotFound(err):
+			e.SourceNow = "deleted"
+		case err == nil && errCopy == nil:
+			e.SourceNow = "moved on"
+			if sameData(cp, src) {
+				e.SourceNow = "at this version"
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// newData is an empty ConfigMap or Secret.
+func newData(k reference.Kind) client.Object {
+	if k == reference.Secret {
+		return &corev1.Secret{}
+	}
+	return &corev1.ConfigMap{}
+}
+
+// sameData reports whether two ConfigMaps or Secrets hold the same keys
+// and values.
+func sameData(a, b client.Object) bool {
+	switch x := a.(type) {
+	case *corev1.ConfigMap:
+		y := b.(*corev1.ConfigMap)
+		return maps.Equal(x.Data, y.Data) && maps.EqualFunc(x.BinaryData, y.BinaryData, bytes.Equal)
+	case *corev1.Secret:
+		return maps.EqualFunc(x.Data, b.(*corev1.Secret).Data, bytes.Equal)
+	}
+	return false
 }
 
 type objectDecision struct {
@@ -203,6 +275,7 @@ func (s *session) why(ctx context.Context, t target, n int) (whyReport, error) {
 		r.Record = append(r.Record, e)
 	}
 	r.Trigger = triggers(t.template)
+	r.Pins = s.pinEntries(ctx, t)
 	for _, c := range p.Considered {
 		r.Objects = append(r.Objects, objectDecision{Object: c.Ref.ID(), Selected: c.Selected, Rule: ruleText(p.OptIn, c)})
 	}
@@ -383,6 +456,13 @@ func (r whyReport) write(w io.Writer) error {
 	}
 	for _, t := range r.Trigger {
 		fmt.Fprintf(w, "Trigger:   %s %s=%s\n", t.Where, t.Name, t.Value)
+	}
+	for _, p := range r.Pins {
+		fmt.Fprintf(w, "Pinned:    %s to copy %s", p.Source, p.Copy)
+		if p.Since != "" {
+			fmt.Fprintf(w, " (made %s)", p.Since)
+		}
+		fmt.Fprintf(w, "; source now: %s\n", p.SourceNow)
 	}
 	if r.Baseline != "" {
 		fmt.Fprintf(w, "Record:    none on the workload yet; its baseline in ConfigMap %s", r.Baseline)

@@ -315,7 +315,7 @@ func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *share
 		Coalescing: r.coalescing(), Sets: sh.sets, Storm: opts.Storm, Validation: sh.validation, Notifications: notifications,
 		LegacyRecordsUntil: opts.LegacyRecordsUntil,
 		Delivery:           safe.Options{Window: opts.ChangeSetWindow, BakeTime: opts.BakeTime, HaltAfter: opts.HaltAfterFailedRollouts, Recheck: opts.Recheck}}
-	r.apply = &apply.Applier{Client: r.Client, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
+	r.apply = &apply.Applier{Client: r.Client, Reader: r.APIReader, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
 		Sets: sh.sets, Metrics: r.metrics, Endpoint: sh.endpoint, Notifications: notifications, Notified: r.notified, Journal: r.journal,
 		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, Now: opts.Now}
 	return r

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -63,6 +64,13 @@ func ReferencesOf(kind workload.Kind, cfg annotation.Config, allowCrossNamespace
 	var out []string
 	for _, ref := range reference.FromPodTemplate(template) {
 		out = append(out, ref.ID())
+	}
+	// Versioned config: a pinned template names copies, which never
+	// change; its sources' changes must still find the workload. The
+	// annotation is the workload writer's word, and only adds lookups.
+	pins, _ := pin.ParsePins(template.Annotations[pin.TemplateAnnotation])
+	for src := range pins {
+		out = append(out, reference.Reference{Kind: src.Kind, Name: src.Name}.ID())
 	}
 	if !cfg.Ignores(reference.SecretProviderClass) {
 		for _, ref := range reference.SecretProviderClasses(template) {

@@ -121,6 +121,10 @@ func Workload(ctx context.Context, d *Deps, obj client.Object, burstEnded bool) 
 		return plan.Input{}, opts, err
 	}
 	in := plan.NewInput(d.Kind, obj, template, d.now())
+	// Versioned config: which references name copies, and of what.
+	if in.Pins, err = plan.PinsOf(sources(ctx, d), opts.Key, obj.GetNamespace(), in.Template); err != nil {
+		return plan.Input{}, opts, err
+	}
 	in.Since.ResourceVersion = d.Creations.Since(obj, in.Since.At)
 	opts.DeferRecord = d.DeferRecord
 	if opts.DeferRecord && obj.GetAnnotations()[plan.RecordAnnotation] == "" {

@@ -201,32 +201,52 @@ type Copy struct {
 // digest, or the signature does not match the object's name, source and
 // data; a typed object must also be immutable.
 func Verify(k digest.Key, kind reference.Kind, obj metav1.Object) (Copy, error) {
-	a := obj.GetAnnotations()
-	source, sig := a[AnnotationCopyOf], a[AnnotationSignature]
-	c := Copy{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Source: source}
-	if source == "" || sig == "" {
-		return c, fmt.Errorf("%s %s/%s has no copy annotations: %w", kind, c.Namespace, c.Name, ErrNotACopy)
-	}
-	if !nameOf(c.Name, source) {
-		return c, fmt.Errorf("%s %s/%s is not named for its source %q: %w", kind, c.Namespace, c.Name, source, ErrNotACopy)
-	}
+	c := Copy{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Source: obj.GetAnnotations()[AnnotationCopyOf]}
 	if !immutable(obj) {
 		return c, fmt.Errorf("%s %s/%s is not immutable: %w", kind, c.Namespace, c.Name, ErrNotACopy)
 	}
-	keys := append([]digest.Key{k}, k.Older()...)
-	for _, key := range keys {
+	return verify(k, c, obj.GetAnnotations(), func(key digest.Key) (map[string]string, bool) {
+		d, ok := key.Of(obj)
+		return d.Keys, ok
+	})
+}
+
+// VerifyDigests is Verify for what a cache keeps of a ConfigMap or Secret:
+// its kind, namespace, name and annotations and the keyed digests of its
+// keys under k (digest.Data.Keys, bound to the object's place; a
+// plan.Source's Object). It cannot tell whether the object is immutable.
+func VerifyDigests(k digest.Key, kind reference.Kind, namespace, name string, annotations, keys map[string]string) (Copy, error) {
+	c := Copy{Kind: kind, Namespace: namespace, Name: name, Source: annotations[AnnotationCopyOf]}
+	return verify(k, c, annotations, func(key digest.Key) (map[string]string, bool) {
+		// The digests were made under k: a copy signed under an older key
+		// verifies only from an API read.
+		return keys, key.ID() == k.ID()
+	})
+}
+
+// verify checks c's annotations and signature against the digests of its
+// keys under each key of k's that may have signed it.
+func verify(k digest.Key, c Copy, annotations map[string]string, digests func(digest.Key) (map[string]string, bool)) (Copy, error) {
+	source, sig := annotations[AnnotationCopyOf], annotations[AnnotationSignature]
+	if source == "" || sig == "" {
+		return c, fmt.Errorf("%s %s/%s has no copy annotations: %w", c.Kind, c.Namespace, c.Name, ErrNotACopy)
+	}
+	if !nameOf(c.Name, source) {
+		return c, fmt.Errorf("%s %s/%s is not named for its source %q: %w", c.Kind, c.Namespace, c.Name, source, ErrNotACopy)
+	}
+	for _, key := range append([]digest.Key{k}, k.Older()...) {
 		if key.IsLegacy() {
 			continue
 		}
-		d, ok := key.Of(obj)
+		keys, ok := digests(key)
 		if !ok {
-			return c, fmt.Errorf("%s %s/%s is a %T, no ConfigMap or Secret: %w", kind, c.Namespace, c.Name, obj, ErrNotACopy)
+			continue
 		}
-		if hmac.Equal([]byte(sig), []byte(Signature(key, kind, c.Namespace, c.Name, source, d.Keys))) {
+		if hmac.Equal([]byte(sig), []byte(Signature(key, c.Kind, c.Namespace, c.Name, source, keys))) {
 			return c, nil
 		}
 	}
-	return c, fmt.Errorf("%s %s/%s: the signature does not verify: %w", kind, c.Namespace, c.Name, ErrNotACopy)
+	return c, fmt.Errorf("%s %s/%s: the signature does not verify: %w", c.Kind, c.Namespace, c.Name, ErrNotACopy)
 }
 
 // nameOf reports whether name has the form Name gives a copy of source.

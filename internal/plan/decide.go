@@ -15,14 +15,17 @@ import (
 //  2. validation (View.Validity): new content that fails a Validator's
 //     rule holds the plan (HoldInvalid) before any wave;
 //  3. safe delivery (in.Delivery): the workload's part of its change sets,
-//     a hold for an earlier wave or a halt, the halts to record;
+//     a hold for an earlier wave or a halt, the halts to record; the
+//     automatic undo of a versioned workload's failed rollout (undoFailed);
 //  4. the storm breaker (in.Storm);
 //  5. the holds (Hold): the coalescing window, a first-sight burst;
 //  6. the notification step (Outcome Notify);
 //  7. the restart (in.Restart): a restart by eviction, or the check for a
 //     revert of Reroll's last template change;
 //  8. the value of a deferred trigger (Wave's hash, View.WaveHash);
-//  9. Requeue.
+//  9. versioned config (pinning): the copies to make and the template
+//     references to rename with the trigger, or on an opt-in;
+//  10. Requeue.
 //
 // It reads only in and v, v lazily (see View), and writes nothing. It
 // returns an error when a read of v fails.
@@ -40,6 +43,9 @@ func Decide(o Options, in Input, v View) (Plan, error) {
 	}
 	if in.Delivery != nil {
 		if err := p.deliver(o, in, v); err != nil {
+			return Plan{}, err
+		}
+		if err := p.undoFailed(o, in, v); err != nil {
 			return Plan{}, err
 		}
 	}
@@ -65,6 +71,9 @@ func Decide(o Options, in Input, v View) (Plan, error) {
 		}
 	}
 	if err := p.waveHash(o, v); err != nil {
+		return Plan{}, err
+	}
+	if err := p.pinning(o, in, v); err != nil {
 		return Plan{}, err
 	}
 	p.Requeue = minPositive(p.Pause.RequeueAfter, p.Recheck)

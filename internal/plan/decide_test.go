@@ -23,18 +23,19 @@ import (
 // the Source, in order.
 type view struct {
 	memory
-	heldSince time.Time                    // HeldSince's answer
-	notified  NotifyState                  // Notification's answer
-	notifyErr error                        // with NotifyFailed
-	pods      []eviction.Pod               // Pods' answer
-	current   error                        // Current's answer
-	latest    map[string]string            // the annotations Latest reads
-	managers  []metav1.ManagedFieldsEntry  // the field managers Latest reads
-	order     delivery.Order               // Order's answer
-	halts     map[string]*delivery.Halt    // Halts' answer
-	members   map[string][]delivery.Member // Members' answer, by set
-	validity  Validity                     // Validity's answer
-	calls     *[]string                    // the reads made
+	heldSince time.Time                          // HeldSince's answer
+	notified  NotifyState                        // Notification's answer
+	notifyErr error                              // with NotifyFailed
+	pods      []eviction.Pod                     // Pods' answer
+	current   error                              // Current's answer
+	latest    map[string]string                  // the annotations Latest reads
+	managers  []metav1.ManagedFieldsEntry        // the field managers Latest reads
+	order     delivery.Order                     // Order's answer
+	halts     map[string]*delivery.Halt          // Halts' answer
+	members   map[string][]delivery.Member       // Members' answer, by set
+	validity  Validity                           // Validity's answer
+	revisions map[string]*corev1.PodTemplateSpec // Revision's answers, by fingerprint
+	calls     *[]string                          // the reads made
 }
 
 func (v view) called(name string) { *v.calls = append(*v.calls, name) }
@@ -73,6 +74,10 @@ func (v view) Members(id string) ([]delivery.Member, error) {
 func (v view) Validity([]Diff) (Validity, error) {
 	v.called("Validity")
 	return v.validity, nil
+}
+func (v view) Revision(fingerprint string) (*corev1.PodTemplateSpec, error) {
+	v.called("Revision")
+	return v.revisions[fingerprint], nil
 }
 func (v view) WaveHash(string, []reference.Reference) (string, error) {
 	v.called("WaveHash")

@@ -54,6 +54,10 @@ func (p *Plan) deliver(o Options, in Input, v View) error {
 	if err != nil {
 		return err
 	}
+	if rec := self.Record; rec.Failed != "" && old.Failed == "" && !rec.Rolled.IsZero() {
+		// Its own rollout failed, seen now: versioned config may undo it.
+		p.failedNow, p.failedSets = rec.Failed, rec.Sets
+	}
 	p.settle(o, in, raw, self.Record, hold, rolling)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/notify"
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -127,6 +128,15 @@ type Options struct {
 	// workload does not read, the controller keeps the baseline signed in
 	// its Baselines (or, without room there, writes it on the workload).
 	DeferRecord bool
+	// NoAutoUndo turns off the automatic undo of a versioned workload's
+	// failed rollout (--versioned-config-auto-undo=false): the change set
+	// still halts, and the failed canary keeps its pods.
+	NoAutoUndo bool
+	// Versioned is the cluster default of versioned config
+	// (--versioned-config): a workload whose annotations and Namespace's
+	// say nothing (pin.VersionedAnnotation) pins the ConfigMaps and Secrets
+	// it consumes to immutable copies (see pinning).
+	Versioned bool
 }
 
 // Compat returns h, a hash another tool's output defines (Reloader's SHA-1,
@@ -222,6 +232,15 @@ type Input struct {
 	// Restart is how the workload's pods restart beyond its trigger; nil
 	// decides no restart (no eviction, no revert check).
 	Restart *RestartInput
+	// Pins are the pod template's references to copies of ConfigMaps and
+	// Secrets (versioned config, internal/pin): each reference as the
+	// template names it (a copy's name) to the name of the source it is a
+	// copy of. The caller fills it with the copies it verified
+	// (pin.VerifyDigests), and, for a copy its cache does not hold yet, the
+	// template's claim (pin.TemplateAnnotation). DecideChange sees through
+	// them: it selects, records and compares the sources, so a pinned
+	// workload rolls when its source changes, as an unpinned one does.
+	Pins map[pin.Ref]string
 }
 
 // NewInput builds the Input of obj, of kind k, whose pods run template
@@ -405,6 +424,19 @@ type Plan struct {
 	// held), when no eviction follows: the pause period's end, a recheck,
 	// the notification's poll, the first-sight hold; 0 waits for events.
 	Requeue time.Duration
+	// Pin is the pinning of versioned config to write with the plan: the
+	// copies to make first, then the template's references to rename in
+	// the same write as the trigger; nil when none.
+	Pin *Pinning
+	// Undo, when set, is the automatic undo of a versioned workload's
+	// failed rollout: the pod template to write back (its previous pinned
+	// revision), in the plan's one write.
+	Undo *Undo
+	// failedNow is the signal of the workload's own rollout, when safe
+	// delivery recorded its failure in this decision; failedSets are its
+	// change sets.
+	failedNow  string
+	failedSets []string
 }
 
 // Rolling is how the workload rolls.
@@ -501,12 +533,14 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Outcome = Deleting
 		return p, nil
 	}
-	optIn := p.parseOptIn(o, &in)
+	// What the pod template consumes, seen through its copies.
+	template := sourceView(in)
+	optIn := p.parseOptIn(o, &in, template)
 	if !optIn.Enabled() {
 		p.optOut(o, in, optIn)
 		return p, nil
 	}
-	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, in.Template)
+	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, template)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -531,9 +565,10 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 // parseOptIn parses the workload's annotations into p (OptIn, Problems,
 // and a Warning for the malformed ones), with the default pause period;
 // a workload opted in with Reloader's annotations takes Reloader's way of
-// rolling (in.Action).
-func (p *Plan) parseOptIn(o Options, in *Input) annotation.OptIn {
-	optIn, problems := o.Annotations.Parse(in.Annotations, in.Template.Annotations)
+// rolling (in.Action). template is the pod template as it consumes
+// (sourceView: seen through its copies).
+func (p *Plan) parseOptIn(o Options, in *Input, template *corev1.PodTemplateSpec) annotation.OptIn {
+	optIn, problems := o.Annotations.Parse(in.Annotations, template.Annotations)
 	if optIn.PausePeriod == 0 {
 		optIn.PausePeriod = o.PausePeriod
 	}

@@ -101,6 +101,14 @@ func (p *Plan) checkRevert(in Input, v View) error {
 	if !in.Restart.TemplateInObject || !revert.Detect(patch, revert.Fingerprint(in.Template), in.Now) {
 		return nil
 	}
+	if len(in.Pins) > 0 {
+		// The template put back names copies: an undo to an older pinned
+		// version (kubectl rollout undo), the user's choice, which Reroll
+		// keeps until the source changes again. A GitOps re-apply of the
+		// manifest names the sources, and is still a revert.
+		p.Annotations[revert.PatchAnnotation] = ""
+		return nil
+	}
 	annotations, managers, err := v.Latest()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,13 @@ type View interface {
 	// shared namespaces): asked only for a plan that rolls. The zero
 	// Validity when validation is off.
 	Validity(changes []Diff) (Validity, error)
+	// Revision returns the workload's earlier pod template whose
+	// revert.Fingerprint is fingerprint, as its ReplicaSets keep it (the
+	// pod-template-hash label removed, as kubectl rollout undo does); nil
+	// when none is kept, or the kind keeps none Reroll reads (only
+	// Deployments). Asked only to undo a failed rollout of a versioned
+	// workload (one uncached list).
+	Revision(fingerprint string) (*corev1.PodTemplateSpec, error)
 }
 
 // Validity is what the Validators say of a plan's new content.

@@ -16,7 +16,9 @@ import (
 	"github.com/reroll/reroll/internal/annotation"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -95,6 +97,14 @@ func (h *WorkloadAdmission) handle(ctx context.Context, req admission.Request) (
 		}
 		if err := h.restore(old, obj); err != nil {
 			return admission.Response{}, err
+		}
+		if fieldManager(req) != workload.FieldManager {
+			// Not Reroll's own write (which renames pinned references,
+			// or unpins them): keep the copies a re-apply names the
+			// sources of.
+			if err := h.keepPins(old, obj); err != nil {
+				return admission.Response{}, err
+			}
 		}
 	case admissionv1.Create:
 		if err := h.label(obj); err != nil {
@@ -211,6 +221,69 @@ func (h *WorkloadAdmission) restore(old, obj client.Object) error {
 		return nil
 	}
 	return h.Kind.SetPodTemplate(obj, t)
+}
+
+// keepPins puts back, in obj's pod template, the references to copies
+// (versioned config, pin.TemplateAnnotation) that old's named and obj's
+// names the sources of, with old's pin.TemplateAnnotation: what a GitOps
+// tool's re-apply of the original manifest (which names the sources)
+// drops, so that a server-side diff or dry-run apply shows no drift and
+// the pods do not flicker to the source and back. A server-side apply keeps
+// the annotation (Reroll owns it) and replaces the references; a replace
+// drops both. A template whose annotation differs from old's (kubectl
+// rollout undo to another pinned revision) is left as it is; only the
+// names old's template both lists in its annotation and references come
+// back.
+func (h *WorkloadAdmission) keepPins(old, obj client.Object) error {
+	oldT, err := h.Kind.PodTemplate(old)
+	if err != nil {
+		return err
+	}
+	t, err := h.Kind.PodTemplate(obj)
+	if err != nil {
+		return err
+	}
+	v := oldT.Annotations[pin.TemplateAnnotation]
+	if nv, has := t.Annotations[pin.TemplateAnnotation]; v == "" || has && nv != v {
+		// Another pinning (kubectl rollout undo to an older revision):
+		// the writer's.
+		return nil
+	}
+	pins, err := pin.ParsePins(v)
+	if err != nil {
+		return nil
+	}
+	cms, secrets := pin.Referenced(&oldT.Spec)
+	renames := map[pin.Ref]string{}
+	for src, copyName := range pins {
+		named := cms
+		if src.Kind == reference.Secret {
+			named = secrets
+		}
+		if slices.Contains(named, copyName) {
+			renames[src] = copyName
+		}
+	}
+	if pin.Rewrite(&t.Spec, renames) == 0 {
+		return nil
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[pin.TemplateAnnotation] = v
+	return h.Kind.SetPodTemplate(obj, t)
+}
+
+// fieldManager is the field manager of the write under review (its
+// UpdateOptions' or PatchOptions'), "" when it names none.
+func fieldManager(req admission.Request) string {
+	var o struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) == 0 || json.Unmarshal(req.Options.Raw, &o) != nil {
+		return ""
+	}
+	return o.FieldManager
 }
 
 func container(t *corev1.PodTemplateSpec, name string) *corev1.Container {

@@ -32,9 +32,10 @@ func TestManifests_UpToDate(t *testing.T) {
 	// but internal/eviction, whose markers are --enable-pod-eviction's; each
 	// opt-in component's role from its own markers.
 	for committed, gen := range map[string][]string{
-		"config/rbac/role.yaml":                    {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/scope/...;./internal/validator/...;./internal/workload/..."},
-		"config/components/csi/role.yaml":          {"rbac:roleName=csi-role", "paths=./cmd/reroll/..."},
-		"config/components/pod-eviction/role.yaml": {"rbac:roleName=pod-eviction-role", "paths=./internal/eviction/..."},
+		"config/rbac/role.yaml":                        {"rbac:roleName=manager-role", "paths=./internal/controller/...;./internal/projection/...;./internal/scope/...;./internal/validator/...;./internal/workload/..."},
+		"config/components/csi/role.yaml":              {"rbac:roleName=csi-role", "paths=./cmd/reroll/..."},
+		"config/components/pod-eviction/role.yaml":     {"rbac:roleName=pod-eviction-role", "paths=./internal/eviction/..."},
+		"config/components/versioned-config/role.yaml": {"rbac:roleName=versioned-config-role", "paths=./internal/pin/..."},
 	} {
 		out := t.TempDir()
 		_, err := run(nil, controllerGenBin, append(gen, "output:rbac:artifacts:config="+out)...)

@@ -30,6 +30,7 @@ var securityModes = map[string]struct {
 	"Cluster scope (default)":  {base: true, components: []string{}},
 	"Namespace scope":          {base: true, values: map[string]any{"namespaces": []string{"team-a", "team-b"}}},
 	"Restarts by eviction":     {values: map[string]any{"podEviction.enabled": true}, components: []string{"pod-eviction"}},
+	"Versioned config":         {values: map[string]any{"versionedConfig.enabled": true}, components: []string{"versioned-config"}},
 	"Secrets Store CSI Driver": {values: map[string]any{"csiIntegration.enabled": true}, components: []string{"csi"}},
 	"High availability":        {values: map[string]any{"replicas": 2}},
 	"Admission webhook":        {values: map[string]any{"webhook.enabled": true}},

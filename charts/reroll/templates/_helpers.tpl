@@ -201,6 +201,21 @@ chart cannot drift; docs/security.md lists them.
   resources: ["pods/eviction"]
   verbs: ["create"]
 {{- end }}
+{{- if .Values.versionedConfig.enabled }}
+{{- /* config/components/versioned-config/role.yaml, generated from internal/pin/rbac.go. */}}
+- apiGroups: [""]
+  resources: ["configmaps", "secrets"]
+  verbs: ["create", "delete", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: ["apps"]
+  resources: ["controllerrevisions", "replicasets"]
+  verbs: ["list"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["list"]
+{{- end }}
 {{- if $workloads }}
 - apiGroups: ["apps"]
   resources: {{ toJson $workloads }}

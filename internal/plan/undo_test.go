@@ -1,0 +1,118 @@
+package plan
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/pin"
+	"github.com/reroll/reroll/internal/revert"
+	"github.com/reroll/reroll/internal/workload"
+)
+
+// TestPlan_UndoFailed checks the automatic undo of a versioned workload's
+// failed rollout: when it writes the previous revision back, and when it
+// says why not.
+func TestPlan_UndoFailed(t *testing.T) {
+	k, err := digest.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy of the good content, as the cache holds it.
+	good, err := pin.Build(k, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": "good"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, _ := k.Of(good)
+	src := memory{cm(good.GetName()): Object{Annotations: good.GetAnnotations(), Data: gd}}
+	// A tenant's look-alike of a copy: no signature.
+	src[cm("cfg-0123456789")] = Object{Annotations: map[string]string{pin.AnnotationCopyOf: "cfg"}, Data: gd}
+	prev := template([]string{good.GetName()})     // the revision before the failed rollout
+	failed := template([]string{"cfg-aaaaaaaaaa"}) // the failed one, as Reroll wrote it
+	patch := revert.Patch{Before: revert.Fingerprint(prev), After: revert.Fingerprint(failed), At: now.Add(-time.Minute)}.String()
+	versioned := map[string]string{pin.VersionedAnnotation: "true", revert.PatchAnnotation: patch}
+	cases := map[string]struct {
+		opts      func(*Options)                     // changes to the options
+		failedNow string                             // the failure seen now
+		annots    map[string]string                  // the workload's annotations
+		current   *corev1.PodTemplateSpec            // the template now
+		revisions map[string]*corev1.PodTemplateSpec // what View.Revision finds
+		undo      bool                               // an Undo is planned
+		event     string                             // the Event's reason; "" for none
+	}{
+		"a failed versioned rollout goes back to the previous pinned revision": {
+			failedNow: "Progress deadline exceeded", annots: versioned, current: failed,
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(prev): prev},
+			undo:      true, event: ReasonRolledBack,
+		},
+		"with the automatic undo off, nothing": {
+			opts:      func(o *Options) { o.NoAutoUndo = true },
+			failedNow: "Progress deadline exceeded", annots: versioned, current: failed,
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(prev): prev},
+		},
+		"no failure seen now, nothing": {
+			annots: versioned, current: failed,
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(prev): prev},
+		},
+		"a workload not versioned, nothing": {
+			failedNow: "Progress deadline exceeded", annots: map[string]string{revert.PatchAnnotation: patch}, current: failed,
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(prev): prev},
+		},
+		"a template changed since Reroll's rollout is left, with a Warning": {
+			failedNow: "Progress deadline exceeded", annots: versioned, current: template([]string{"other"}),
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(prev): prev},
+			event:     ReasonNotRolledBack,
+		},
+		"a previous revision no longer kept is told": {
+			failedNow: "Progress deadline exceeded", annots: versioned, current: failed,
+			event: ReasonNotRolledBack,
+		},
+		"a previous revision on the source itself would read the failed content: told": {
+			failedNow: "Progress deadline exceeded",
+			annots: map[string]string{pin.VersionedAnnotation: "true", revert.PatchAnnotation: revert.Patch{
+				Before: revert.Fingerprint(template([]string{"cfg"})), After: revert.Fingerprint(failed), At: now}.String()},
+			current:   failed,
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(template([]string{"cfg"})): template([]string{"cfg"})},
+			event:     ReasonNotRolledBack,
+		},
+		"a previous revision naming a tenant's look-alike is no pinned revision": {
+			failedNow: "Progress deadline exceeded",
+			annots: map[string]string{pin.VersionedAnnotation: "true", revert.PatchAnnotation: revert.Patch{
+				Before: revert.Fingerprint(template([]string{"cfg-0123456789"})), After: revert.Fingerprint(failed), At: now}.String()},
+			current:   failed,
+			revisions: map[string]*corev1.PodTemplateSpec{revert.Fingerprint(template([]string{"cfg-0123456789"})): template([]string{"cfg-0123456789"})},
+			event:     ReasonNotRolledBack,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := defaults()
+			o.Key = k
+			if c.opts != nil {
+				c.opts(&o)
+			}
+			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", Now: now, Annotations: c.annots, Template: c.current,
+				Action: workload.Action{Way: workload.ByTemplate}, Restart: &RestartInput{TemplateInObject: true}}
+			p := Plan{failedNow: c.failedNow, failedSets: []string{"0123456789abcdef"}}
+			var calls []string
+			if err := p.undoFailed(o, in, view{memory: src, calls: &calls, revisions: c.revisions}); err != nil {
+				t.Fatal(err)
+			}
+			if (p.Undo != nil) != c.undo {
+				t.Fatalf("undo = %+v, want %v", p.Undo, c.undo)
+			}
+			if c.undo && (p.Undo.Template != prev || len(p.Undo.Restored) != 1 || p.Undo.Restored[0] != "ConfigMap/"+good.GetName()) {
+				t.Errorf("undo = %+v", p.Undo)
+			}
+			switch {
+			case c.event == "" && len(p.Events) > 0:
+				t.Errorf("events = %+v, want none", p.Events)
+			case c.event != "" && !hasEventWith(p.Events, c.event, "0123456789abcdef"):
+				t.Errorf("events = %+v, want %s naming the change set", p.Events, c.event)
+			}
+		})
+	}
+}
