@@ -2,6 +2,8 @@ package controller
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,4 +302,37 @@ func TestPinGC_ACopyItsTemplateNamesCostsNoRequest(t *testing.T) {
 	g.Eventually(passes).Should(gomega.BeNumerically(">", n))
 	g.Expect(settled(t, counter)).To(gomega.Equal(before), "not one request")
 	g.Expect(exists(t, v1)).To(gomega.BeTrue())
+}
+
+// TestPinGC_CollectsWhatPinningMadeBeyondTheRevisionHistory: with pinning
+// itself making the copies (a versioned Deployment whose ConfigMap changes
+// twice, revisionHistoryLimit 1), the copy of the first content, which no
+// ReplicaSet names any more, is deleted; those of the kept ReplicaSet and
+// of the template stay.
+func TestPinGC_CollectsWhatPinningMadeBeyondTheRevisionHistory(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 36)
+	contents := []map[string]string{{"color": "blue"}, {"color": "green"}, {"color": "red"}}
+	src := configMap(ns, "app-config", contents[0])
+	create(t, src)
+	d := deployment(ns, "web", versionedOn, podSpec(envFrom("app-config")))
+	d.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+	create(t, d)
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+	var names []string
+	for i, c := range contents {
+		if i > 0 {
+			update(t, src, func(cm *corev1.ConfigMap) { cm.Data = c })
+		}
+		names = append(names, copyName(key, ns, "app-config", c))
+		g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal(names[i : i+1]))
+		waitRolledOut(t, d)
+	}
+	g.Expect(copiesOf(t, ns, "app-config")).To(gomega.HaveLen(3))
+	// Positive first: the first content's copy goes.
+	g.Eventually(func() bool { _, ok := copiesOf(t, ns, "app-config")[names[0]]; return ok }, pinGCWait).Should(gomega.BeFalse())
+	g.Consistently(func() []string { return slices.Sorted(maps.Keys(copiesOf(t, ns, "app-config"))) },
+		pingc.DefaultPeriod+10*time.Second, time.Second).Should(gomega.ConsistOf(names[1], names[2]))
 }
