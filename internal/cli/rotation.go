@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/pin"
-	"github.com/reroll/reroll/internal/pingc"
 	"github.com/reroll/reroll/internal/reference"
 )
 
@@ -54,6 +53,17 @@ type rotationVersion struct {
 	// the running or pending pods that name it.
 	Workloads []string `json:"workloads"`
 	Pods      []string `json:"pods"`
+}
+
+// rotationAnnotation and rotationRecord are the rotation record that
+// Reroll writes on a copy (pingc.AnnotationRotation, pingc.Record), read
+// here without importing internal/pingc: the plugin links no reconciler
+// (TestPlugin_DoesNotLinkTheReconciler).
+const rotationAnnotation = "reroll.dev/rotation"
+
+type rotationRecord struct {
+	Since     time.Time `json:"since"`
+	Converged time.Time `json:"converged,omitzero"`
 }
 
 // Version states.
@@ -103,8 +113,8 @@ func rotationOf(kind reference.Kind, namespace, name string, copies []metav1.Par
 			continue
 		}
 		v := rotationVersion{Copy: c.Name, Created: c.CreationTimestamp.UTC(), State: versionCurrent, Workloads: []string{}, Pods: []string{}}
-		if raw, ok := c.Annotations[pingc.AnnotationRotation]; ok {
-			var rec pingc.Record
+		if raw, ok := c.Annotations[rotationAnnotation]; ok {
+			var rec rotationRecord
 			if json.Unmarshal([]byte(raw), &rec) == nil {
 				v.State = versionPrevious
 				v.Since = ptrTime(rec.Since)
@@ -115,7 +125,7 @@ func rotationOf(kind reference.Kind, namespace, name string, copies []metav1.Par
 		}
 		for i := range pods {
 			p := &pods[i]
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !pingc.NamesOf(&p.Spec).Has(kind, c.Name) {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !names(&p.Spec, kind, c.Name) {
 				continue
 			}
 			v.Pods = append(v.Pods, p.Name)
@@ -212,4 +222,14 @@ func rotationStatus(ctx context.Context, o *Options, out *output, arg string) er
 		return r.write(o.Out, out.wide(), time.Now())
 	}
 	return out.print(o.Out, "RotationStatus", r)
+}
+
+// names reports whether spec names the object kind/name where a copy can
+// stand for its source (pin.Referenced).
+func names(spec *corev1.PodSpec, kind reference.Kind, name string) bool {
+	configMaps, secrets := pin.Referenced(spec)
+	if kind == reference.Secret {
+		return slices.Contains(secrets, name)
+	}
+	return slices.Contains(configMaps, name)
 }

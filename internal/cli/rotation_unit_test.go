@@ -17,6 +17,7 @@ import (
 
 func TestRotationOf_ShowsEachVersionWithTheWorkloadsAndPodsStillOnIt(t *testing.T) {
 	g := gomega.NewWithT(t)
+	g.Expect(rotationAnnotation).To(gomega.Equal(pingc.AnnotationRotation), "the plugin reads the record Reroll writes")
 	now := time.Date(2026, 11, 26, 23, 40, 0, 0, time.UTC)
 	copyOf := func(name string, created time.Time, rec *pingc.Record) metav1.PartialObjectMetadata {
 		m := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created),
