@@ -100,7 +100,9 @@ type Written struct {
 // Apply is the only writer of a reconcile: it carries out plan p of obj,
 // which plan.Decide returned, in this order, each step only once the one
 // before it succeeded:
-//  1. the halt records of change sets the breaker halted, then their
+//  1. the halt records: first those kept in memory since the API refused
+//     them (changeset.Sets.RecordHeld, at most every 10 seconds each),
+//     then those of the change sets the breaker just halted, with their
 //     Events and alert (a kill after this step decides again and finds
 //     the halt);
 //  2. the Warnings (and the log lines of what the plan ignored);
@@ -124,6 +126,9 @@ type Written struct {
 // It returns the requeue of the plan (or of the evictions), and the error
 // of the first write that failed.
 func (a *Applier) Apply(ctx context.Context, obj client.Object, p plan.Plan, w Written) (ctrl.Result, error) {
+	if a.Sets != nil {
+		a.Sets.RecordHeld(ctx)
+	}
 	for _, h := range p.Halts {
 		a.halt(ctx, h)
 	}

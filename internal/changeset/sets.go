@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/reroll/reroll/internal/change"
@@ -130,11 +132,29 @@ func (c *Sets) AddKind(pk rollout.Kind) { c.kinds = append(c.kinds, pk) }
 // their waves.
 func (c *Sets) ReadsNamespaces() bool { return c.readNamespaces }
 
-// Halts returns the halt records by set ID with the halts kept in memory
-// that are not yet recorded; with retry, it writes those again, at most
-// every 10 seconds. The map is shared, read-only.
-func (c *Sets) Halts(ctx context.Context, retry bool) (map[string]*safe.Halt, error) {
-	return c.halts(ctx, retry)
+// Halts returns the halt records by set ID (from their watch) with the
+// halts kept in memory that are not yet recorded; it writes nothing. The
+// map is shared, read-only. It returns the error of the watch's first
+// list, or of an older Reroll's halt records, read once.
+func (c *Sets) Halts(ctx context.Context) (map[string]*safe.Halt, error) {
+	return c.halts(ctx, false)
+}
+
+// RecordHeld writes again the record of each halt kept in memory (the API
+// refused it) whose last try is at least 10 seconds old, and forgets those
+// recorded since; it reads and writes nothing while no halt is kept so. A
+// failure is logged: the halt keeps holding from memory, and is tried
+// again, here or by Expire.
+func (c *Sets) RecordHeld(ctx context.Context) {
+	c.unrecordedMu.Lock()
+	held := len(c.unrecorded)
+	c.unrecordedMu.Unlock()
+	if held == 0 {
+		return
+	}
+	if _, err := c.halts(ctx, true); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Reading the halt records to record the halts held from memory")
+	}
 }
 
 // Waves returns the order of rollouts at now, from the cache (at most a
@@ -684,4 +704,30 @@ func (c *Sets) halted(ctx context.Context) (int, error) {
 func registerLatest(c prometheus.Collector) error {
 	ctrlmetrics.Registry.Unregister(c) // by its descriptors, not by identity
 	return ctrlmetrics.Registry.Register(c)
+}
+
+// Start builds the Sets of cfg over the halt records in Reroll's namespace
+// whose ConfigMaps are named by prefix (one per set, internal/halts,
+// written as fieldManager, signed with cfg.Key; recorder tells of forged
+// ones), and adds to mgr the watch of those records and Expire (run by the
+// leader). cfg.Records is ignored. It returns the error of the records'
+// client or of adding a runnable.
+func Start(mgr manager.Manager, prefix types.NamespacedName, fieldManager string, recorder record.EventRecorder, cfg Config) (*Sets, error) {
+	records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), prefix, fieldManager, cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	records.Recorder = recorder
+	// The halt records, read at each change that rolls: from a watch of
+	// their one ConfigMap, never from the API server per change.
+	if err := mgr.Add(records); err != nil {
+		return nil, fmt.Errorf("adding the watch of the halt records: %w", err)
+	}
+	cfg.Records = records
+	sets := New(cfg)
+	// The records of superseded sets go; the leader deletes them.
+	if err := mgr.Add(manager.RunnableFunc(sets.Expire)); err != nil {
+		return nil, fmt.Errorf("adding the expiry of the halt records: %w", err)
+	}
+	return sets, nil
 }

@@ -6,10 +6,13 @@
 // internal/coalesce), and Reconcile compares the data the workload consumes
 // now with what Reroll recorded on the workload, rolling it when a consumed
 // key changed. A second reconciler restarts pods that opt in with their own
-// annotations and whose owner Reroll does not handle (annotatedpods.go).
+// annotations and whose owner Reroll does not handle (annotatedpods.go), in
+// the same three steps: podgroup.Observe, podgroup.Decide and
+// apply.PodGroup (internal/podgroup).
 //
 // Setup (workload_manager.go) builds what the kinds share and one
-// reconciler per kind: its indexes (workload_indexers.go), its watches, its
+// reconciler per kind: its indexes (internal/index; the map functions that
+// look them up are in workload_indexers.go), its watches, its
 // controller's options, the fair queue included, and its gather and write
 // steps (observe.Deps, apply.Applier).
 //
@@ -26,8 +29,9 @@
 // step per way of rolling, Reroll's memory and the rollout bound, Events
 // and alerts, then the evictions and their progress.
 //
-// What is not wiring lives beside: the mutating admission webhook in
-// internal/webhook; Reroll's own records (the digest key Secret, the Job
+// What is not wiring lives beside: the mutating admission webhook and its
+// handler in internal/webhook; the Validators' setup in internal/validator;
+// the CSI integration's informer in internal/source; Reroll's own records (the digest key Secret, the Job
 // journal, signed entries and baselines) in internal/state; safe
 // delivery's halt records, waves and members in internal/changeset; the
 // scope, cache options and permission probes in internal/scope; the

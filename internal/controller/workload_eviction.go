@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -31,20 +32,6 @@ const (
 	ReasonEvictionDisabled = plan.ReasonEvictionDisabled
 	ReasonTemplateReverted = plan.ReasonTemplateReverted
 )
-
-// evictingIndex is the field index, on every workload kind, of the
-// workloads with a restart by eviction under way ("true"): the pod watch
-// looks them up to find which workload a pod event concerns, a cache lookup
-// that finds nothing for all the other workloads.
-const evictingIndex = "reroll.dev/evicting"
-
-// indexEvicting is the evictingIndex function.
-func indexEvicting(obj client.Object) []string {
-	if _, ok := obj.GetAnnotations()[eviction.ProgressAnnotation]; ok {
-		return []string{"true"}
-	}
-	return nil
-}
 
 // requestsForPod maps a pod event to the workloads of r's kind it may
 // concern: those in the pod's namespace with a restart by eviction under
@@ -66,7 +53,7 @@ func (r *WorkloadReconciler) requestsForPod(ctx context.Context, pod client.Obje
 		add(types.NamespacedName{Namespace: pod.GetNamespace(), Name: ref.Name})
 	}
 	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{evictingIndex: "true"}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{index.Evicting: "true"}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads with a restart by eviction under way", "namespace", pod.GetNamespace())
 		return out
 	}

@@ -14,18 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	csiv1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	"github.com/go-logr/logr"
 
-	"github.com/reroll/reroll/internal/admissionlimit"
 	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/apply"
 	"github.com/reroll/reroll/internal/changeset"
@@ -34,7 +33,7 @@ import (
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
-	"github.com/reroll/reroll/internal/halts"
+	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/observe"
@@ -42,6 +41,7 @@ import (
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/rollout"
 	"github.com/reroll/reroll/internal/scope"
+	datasource "github.com/reroll/reroll/internal/source"
 	"github.com/reroll/reroll/internal/state"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/internal/trigger"
@@ -113,7 +113,7 @@ func (o *Options) complete(ctx context.Context, mgr ctrl.Manager) error {
 		o.Store = st
 	}
 	if !o.Annotations.Ignores(reference.SecretProviderClass) {
-		served, err := setupCSI(ctx, mgr, o.Scope)
+		served, err := datasource.SetupProviderClasses(ctx, mgr, o.Scope)
 		if err != nil {
 			return err
 		}
@@ -216,23 +216,9 @@ func newChangeSets(mgr ctrl.Manager, opts Options, readNamespaces bool) (*change
 	if opts.ChangeSets.Name == "" {
 		return nil, nil
 	}
-	records, err := halts.New(mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), opts.ChangeSets, FieldManager, opts.Key)
-	if err != nil {
-		return nil, err
-	}
-	records.Recorder = boundedRecorder{mgr.GetEventRecorderFor(FieldManager)} //nolint:staticcheck // see WorkloadReconciler.Recorder
-	// The halt records, read at each change that rolls: from a watch of
-	// their one ConfigMap, never from the API server per change.
-	if err := mgr.Add(records); err != nil {
-		return nil, fmt.Errorf("adding the watch of the halt records: %w", err)
-	}
-	sets := changeset.New(changeset.Config{Records: records, Reader: mgr.GetClient(), Scope: opts.Scope, ReadNamespaces: readNamespaces,
-		Key: opts.Key, Store: opts.Store, BakeTime: opts.BakeTime, RolloutTimeout: opts.RolloutTimeout, Now: opts.Now})
-	// The records of superseded sets go; the leader deletes them.
-	if err := mgr.Add(manager.RunnableFunc(sets.Expire)); err != nil {
-		return nil, fmt.Errorf("adding the expiry of the halt records: %w", err)
-	}
-	return sets, nil
+	return changeset.Start(mgr, opts.ChangeSets, FieldManager, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		changeset.Config{Reader: mgr.GetClient(), Scope: opts.Scope, ReadNamespaces: readNamespaces, Key: opts.Key, Store: opts.Store,
+			BakeTime: opts.BakeTime, RolloutTimeout: opts.RolloutTimeout, Now: opts.Now})
 }
 
 // handledKinds returns the workload kinds to set up: o.Kinds (the built-in
@@ -374,10 +360,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 // Deployment whose template a workload runs.
 func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, r.Kind.New(), referenceIndex, r.indexReferences); err != nil {
+	if err := indexer.IndexField(ctx, r.Kind.New(), index.References, r.indexReferences); err != nil {
 		return fmt.Errorf("indexing %s by references: %w", r.Kind.Name(), err)
 	}
-	if err := indexer.IndexField(ctx, r.Kind.New(), evictingIndex, indexEvicting); err != nil {
+	if err := indexer.IndexField(ctx, r.Kind.New(), index.Evicting, index.EvictingOf); err != nil {
 		return fmt.Errorf("indexing %s by restarts under way: %w", r.Kind.Name(), err)
 	}
 	if p, ok := rollout.ProgressOf(r.Kind); ok && r.rollouts != nil {
@@ -391,7 +377,7 @@ func (r *WorkloadReconciler) index(ctx context.Context, mgr ctrl.Manager) error 
 		}
 	}
 	if _, ok := r.Kind.(workload.TemplateReader); ok {
-		if err := indexer.IndexField(ctx, r.Kind.New(), templateIndex, r.indexTemplateFrom); err != nil {
+		if err := indexer.IndexField(ctx, r.Kind.New(), index.TemplateFrom, func(obj client.Object) []string { return index.TemplateFromOf(r.Kind, obj) }); err != nil {
 			return fmt.Errorf("indexing %s by the Deployment whose template it runs: %w", r.Kind.Name(), err)
 		}
 	}
@@ -572,9 +558,9 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 // nothing.
 const ManagedLabel = plan.ManagedLabel
 
-// WebhookPath returns the path the admission webhook of kind is served on:
-// "/mutate-deployment" for the built-in kinds.
-func WebhookPath(k workload.Kind) string { return "/mutate-" + workload.ControllerName(k) }
+// WebhookPath returns the path the admission webhook of kind is served on
+// (webhook.Path): "/mutate-deployment" for the built-in kinds.
+func WebhookPath(k workload.Kind) string { return webhook.Path(k) }
 
 // AdmissionOptions configure the mutating admission webhook (--enable-webhook).
 type AdmissionOptions struct {
@@ -590,12 +576,9 @@ func (r *WorkloadReconciler) registerWebhook(mgr ctrl.Manager) {
 	mgr.GetWebhookServer().Register(WebhookPath(r.Kind), r.admissionHandler())
 }
 
-// admissionHandler is the HTTP handler of r's admission webhook. A request
-// over admissionlimit.DefaultMaxBytes is admitted unchanged, with a
-// warning, before anything decodes it: the reconciler repairs what the
-// write dropped, at the cost of one rollout.
+// admissionHandler is the HTTP handler of r's admission webhook
+// (webhook.Handler).
 func (r *WorkloadReconciler) admissionHandler() http.Handler {
-	h := &webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
-		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key}
-	return admissionlimit.Limit(&ctrlwebhook.Admission{Handler: h}, 0, admissionlimit.Allow, "reroll's webhook of "+r.Kind.Name()+"s")
+	return webhook.Handler(&webhook.WorkloadAdmission{Kind: r.Kind, Annotations: r.Options.Annotations,
+		Namespaces: r.Options.Scope.Namespaces, IgnoredNamespaces: r.Options.Scope.IgnoredNamespaces, Key: r.Options.Key})
 }

@@ -2,69 +2,30 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/validator"
 )
 
-// setupValidation adds the Validator controller and returns the Gate the
-// workload reconcilers ask before a rollout; nil, with a log line, when
-// the API server serves no Validator (the CRD is not installed) or Reroll
-// may not list and watch them (the chart's namespace scope).
+// setupValidation adds the Validator and ClusterValidator controllers and
+// returns the Gate the workload reconcilers ask before a rollout
+// (validator.Setup: nil when the API server serves no Validator or Reroll
+// may not read them), reading the ConfigMaps' and Secrets'
+// resourceVersions from the store; with the admission webhook, it also
+// serves the content admission webhook.
 func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*validator.Gate, error) {
-	gk := rerollv1alpha1.GroupVersion.WithKind("Validator").GroupKind()
-	if _, err := mgr.GetRESTMapper().RESTMapping(gk, rerollv1alpha1.GroupVersion.Version); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			ctrl.Log.Info("Not validating new content: the API server serves no reroll.dev/v1alpha1 Validator; install the CRD (config/crd or the Helm chart)")
-			return nil, nil
-		}
-		return nil, fmt.Errorf("looking up the Validator API: %w", err)
-	}
-	for _, verb := range []string{"list", "watch"} {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: rerollv1alpha1.GroupVersion.Group, Resource: "validators"},
-		}}
-		if err := mgr.GetClient().Create(ctx, review); err != nil {
-			return nil, fmt.Errorf("checking permission to %s validators: %w", verb, err)
-		}
-		if !review.Status.Allowed {
-			ctrl.Log.Info("Not validating new content: no permission to list and watch reroll.dev validators (the chart grants it in cluster scope only)", "verb", verb)
-			return nil, nil
-		}
-	}
-	gate := &validator.Gate{
-		Reader:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
-		Now:       opts.Now,
-		ResourceVersion: func(ctx context.Context, kind reference.Kind, namespace, name string) string {
+	gate, err := validator.Setup(ctx, mgr, boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, opts.Now, //nolint:staticcheck // see WorkloadReconciler.Recorder
+		func(ctx context.Context, kind reference.Kind, namespace, name string) string {
 			o, ok, err := opts.Store.Get(ctx, kind, namespace, name)
 			if err != nil || !ok {
 				return ""
 			}
 			return o.GetResourceVersion()
-		},
-	}
-	if err := (&validator.Reconciler{Client: mgr.GetClient(), Gate: gate}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the Validator controller: %w", err)
-	}
-	cluster, err := servedAndReadable(ctx, mgr, "ClusterValidator", "clustervalidators")
-	if err != nil {
-		return nil, err
-	}
-	gate.Cluster = cluster
-	if gate.Cluster {
-		if err := (&validator.ClusterReconciler{Client: mgr.GetClient(), Gate: gate}).SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the ClusterValidator controller: %w", err)
-		}
-	} else {
-		ctrl.Log.Info("Not applying ClusterValidators: the API server serves none, or Reroll may not list and watch them (the chart grants it in cluster scope only)")
+		})
+	if err != nil || gate == nil {
+		return gate, err
 	}
 	if opts.Admission.Enabled {
 		// The content admission webhook: the rules with admission Warn or
@@ -72,28 +33,4 @@ func setupValidation(ctx context.Context, mgr ctrl.Manager, opts Options) (*vali
 		mgr.GetWebhookServer().Register(validator.ContentAdmissionPath, validator.ContentAdmissionHandler(gate))
 	}
 	return gate, nil
-}
-
-// servedAndReadable reports whether the API server serves the reroll.dev
-// kind (resource is its plural) and Reroll may list and watch it.
-func servedAndReadable(ctx context.Context, mgr ctrl.Manager, kind, resource string) (bool, error) {
-	gk := rerollv1alpha1.GroupVersion.WithKind(kind).GroupKind()
-	if _, err := mgr.GetRESTMapper().RESTMapping(gk, rerollv1alpha1.GroupVersion.Version); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("looking up the %s API: %w", kind, err)
-	}
-	for _, verb := range []string{"list", "watch"} {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: rerollv1alpha1.GroupVersion.Group, Resource: resource},
-		}}
-		if err := mgr.GetClient().Create(ctx, review); err != nil {
-			return false, fmt.Errorf("checking permission to %s %s: %w", verb, resource, err)
-		}
-		if !review.Status.Allowed {
-			return false, nil
-		}
-	}
-	return true, nil
 }

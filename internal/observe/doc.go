@@ -13,6 +13,5 @@
 // It only reads. Everything it reads through is passed in, explicitly, in
 // Deps, which the controller builds once per kind; the next step is
 // plan.Decide (pure), and the one after it internal/apply, the only
-// writer. One exception is documented at View's Halts: the retry of a
-// halt record the API refused (changeset.Sets.Halts).
+// writer.
 package observe

@@ -275,13 +275,11 @@ func (v workloadView) Order() (safe.Order, error) {
 }
 
 // Halts implements plan.View: the halt records from their watch, with the
-// halts held from memory. Those are written again here, at most every 10
-// seconds, so that a halt the API refused once is recorded as soon as it
-// can be (changeset.Sets.Halts): the one write of a read step, kept
-// because the retry needs no decision and the leader's changeset.Sets.Expire
-// retries on the same clock.
+// halts held from memory (changeset.Sets.Halts). It writes nothing: the
+// record of a halt held from memory is written again by the write step
+// (apply.Applier.Apply, changeset.Sets.RecordHeld).
 func (v workloadView) Halts() (map[string]*safe.Halt, error) {
-	return v.d.Sets.Halts(v.Ctx, true)
+	return v.d.Sets.Halts(v.Ctx)
 }
 
 // Member implements plan.View.

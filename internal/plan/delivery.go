@@ -17,7 +17,8 @@ import (
 // the set in the plan's write, and adds the halt of a set whose breaker
 // tripped to Halts. A workload that rolls with no wave anywhere and no
 // bound, and has no part in a set, costs a lookup of the halts in memory
-// only.
+// only. Its steps: join (the sets a rollout joins), decideSets (each
+// set's decision), settle (the hold, and the member record to write).
 func (p *Plan) deliver(o Options, in Input, v View) error {
 	// Only a record Reroll signed counts; a forged one is removed by
 	// DecideChange (ForgedState) and the workload joins afresh.
@@ -39,44 +40,73 @@ func (p *Plan) deliver(o Options, in Input, v View) error {
 	if err != nil {
 		return err
 	}
-	ns := in.Namespace
 	rec := old
 	if rolling {
-		if !order.Tracked(ns) && !o.Bounded(in) && !member && !anyActive(halts, nil) {
-			// The fast path: nothing waits for a wave here, nothing is
-			// tracked, no halt is recorded.
+		var joins bool
+		if rec, joins = p.join(o, in, v, order, halts, old, member); !joins {
 			return nil
 		}
-		sets, objects := p.setsOf(o, in, v, order.Scope(ns))
-		if !order.Tracked(ns) && !o.Bounded(in) && !member && !anyActive(halts, sets) {
-			// Only a recorded halt of one of its sets holds.
-			return nil
-		}
-		pos, werr := delivery.PositionOf(in.Annotations, in.NamespaceAnnotations)
-		if werr != nil {
-			p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring " + werr.Error()})
-		}
-		if !order.Shared(ns) {
-			// The Namespace's wave counts only where the operator set it
-			// and Reroll read it (order): elsewhere all is place 0.
-			pos.Place = 0
-		}
-		rec = old.Join(sets, objects, pos)
 	}
 	if len(rec.Sets) == 0 {
 		return nil
 	}
-	self, err := v.Member(rec)
+	self, hold, err := p.decideSets(o, in, v, order, halts, rec)
 	if err != nil {
 		return err
 	}
-	do := in.Delivery.Options
-	do.First = order.First(ns)
+	if rec := self.Record; rec.Failed != "" && old.Failed == "" && !rec.Rolled.IsZero() {
+		// Its own rollout failed, seen now: versioned config may undo it.
+		p.failedNow, p.failedSets = rec.Failed, rec.Sets
+	}
+	p.settle(o, in, raw, self.Record, hold, rolling)
+	return nil
+}
+
+// join returns old joined to the change sets of the plan's changes, at the
+// workload's position in the waves; false when safe delivery has nothing
+// to do with the rollout (the fast paths: nothing waits for a wave here,
+// nothing is tracked, no halt of its sets is recorded).
+func (p *Plan) join(o Options, in Input, v View, order delivery.Order, halts map[string]*delivery.Halt, old delivery.Record, member bool) (delivery.Record, bool) {
+	ns := in.Namespace
+	if !order.Tracked(ns) && !o.Bounded(in) && !member && !anyActive(halts, nil) {
+		// The fast path: nothing waits for a wave here, nothing is
+		// tracked, no halt is recorded.
+		return old, false
+	}
+	sets, objects := p.setsOf(o, in, v, order.Scope(ns))
+	if !order.Tracked(ns) && !o.Bounded(in) && !member && !anyActive(halts, sets) {
+		// Only a recorded halt of one of its sets holds.
+		return old, false
+	}
+	pos, werr := delivery.PositionOf(in.Annotations, in.NamespaceAnnotations)
+	if werr != nil {
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring " + werr.Error()})
+	}
+	if !order.Shared(ns) {
+		// The Namespace's wave counts only where the operator set it
+		// and Reroll read it (order): elsewhere all is place 0.
+		pos.Place = 0
+	}
+	return old.Join(sets, objects, pos), true
+}
+
+// decideSets decides each set of rec (delivery.Decide, with the other
+// members read through v), adds the halts to record to p and the soonest
+// recheck; it returns the workload as a member, with its record as the
+// decisions left it, and the first decision that holds it (none: the zero
+// Decision). It returns the error of a read.
+func (p *Plan) decideSets(o Options, in Input, v View, order delivery.Order, halts map[string]*delivery.Halt, rec delivery.Record) (delivery.Member, delivery.Decision, error) {
 	var hold delivery.Decision
+	self, err := v.Member(rec)
+	if err != nil {
+		return self, hold, err
+	}
+	do := in.Delivery.Options
+	do.First = order.First(in.Namespace)
 	for _, id := range rec.Sets {
 		set := delivery.Set{ID: id, Halt: halts[id]}
 		if set.Members, err = v.Members(id); err != nil {
-			return err
+			return self, hold, err
 		}
 		d := delivery.Decide(do, set, self, in.Now)
 		self.Record = d.Record
@@ -88,11 +118,13 @@ func (p *Plan) deliver(o Options, in Input, v View) error {
 			hold = d
 		}
 	}
-	rec = self.Record
-	if rec.Failed != "" && old.Failed == "" && !rec.Rolled.IsZero() {
-		// Its own rollout failed, seen now: versioned config may undo it.
-		p.failedNow, p.failedSets = rec.Failed, rec.Sets
-	}
+	return self, hold, nil
+}
+
+// settle holds the rollout back when hold holds it (a halt is told once,
+// as a Warning), or stamps the rollout in the member record rec, and
+// writes rec, signed, when it differs from raw, the record read.
+func (p *Plan) settle(o Options, in Input, raw string, rec delivery.Record, hold delivery.Decision, rolling bool) {
 	if hold.Hold != "" {
 		p.holdBack(o, in, Deferral{Reason: DeferReason(hold.Hold), Detail: hold.Detail, Since: PendingSince(o.Key, in.UID, in.Annotations, in.Now), Until: hold.Until})
 		if hold.Hold == delivery.HoldHalted && len(p.Events) > 0 {
@@ -109,7 +141,6 @@ func (p *Plan) deliver(o Options, in Input, v View) error {
 		}
 		p.Annotations[delivery.MemberAnnotation] = Sign(o.Key, in.UID, delivery.MemberAnnotation, s)
 	}
-	return nil
 }
 
 // setsOf returns the change sets of the plan's changes (sorted, without

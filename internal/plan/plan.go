@@ -518,6 +518,12 @@ func (p *Plan) deferRecord(o Options, in Input) {
 	p.BaselineNeeded = p.ruleWouldRoll
 }
 
+// decide is DecideChange without the older key: it decides the change of
+// one workload in named steps, each handing its result to the next: the
+// opt-in (parseOptIn, optOut), the selection of what the workload consumes
+// (selectReferences, incomplete), the record (record, previous), the
+// comparison with the previous record (compare), and the answer to what
+// changed (answer: notify, not rolled, deferred or rolled).
 func decide(o Options, in Input, src Source) (Plan, error) {
 	p := Plan{Annotations: map[string]string{}, Labels: map[string]string{}}
 	if in.Template == nil {
@@ -529,6 +535,39 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	}
 	// What the pod template consumes, seen through its copies.
 	template := sourceView(in)
+	optIn := p.parseOptIn(o, &in, template)
+	if !optIn.Enabled() {
+		p.optOut(o, in, optIn)
+		return p, nil
+	}
+	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, template)
+	if err != nil {
+		return Plan{}, err
+	}
+	if p.incomplete(optIn, in, sel) {
+		return p, nil
+	}
+	rec := p.record(o, in, sel)
+	p.compare(o, in, sel, src, rec)
+	if p.Outcome == FirstSight && in.Action.Way == workload.ByEviction && o.NoEviction {
+		// Told at once, not only at the first change that then restarts
+		// nothing.
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonEvictionDisabled, "Restart by eviction requested; " + EvictionDisabledWhy})
+	}
+	if len(p.Changes) == 0 {
+		p.pause(o, in, optIn, false)
+		return p, nil
+	}
+	p.answer(o, in, optIn, sel, rec.cur)
+	return p, nil
+}
+
+// parseOptIn parses the workload's annotations into p (OptIn, Problems,
+// and a Warning for the malformed ones), with the default pause period;
+// a workload opted in with Reloader's annotations takes Reloader's way of
+// rolling (in.Action). template is the pod template as it consumes
+// (sourceView: seen through its copies).
+func (p *Plan) parseOptIn(o Options, in *Input, template *corev1.PodTemplateSpec) annotation.OptIn {
 	optIn, problems := o.Annotations.Parse(in.Annotations, template.Annotations)
 	if optIn.PausePeriod == 0 {
 		optIn.PausePeriod = o.PausePeriod
@@ -542,32 +581,34 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		msg := strings.ReplaceAll(errors.Join(problems...).Error(), "\n", "; ")
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, "Ignoring malformed annotations: " + msg})
 	}
-	if !optIn.Enabled() {
-		// Opted out: forget the record, so that opting in again starts from
-		// first sight instead of rolling for changes made in between, and end
-		// a pause Reroll started.
-		p.Outcome = NotOptedIn
-		p.Annotations[RecordAnnotation] = ""
-		p.Annotations[KeyAnnotation] = ""
-		if o.Managed {
-			p.Labels[ManagedLabel] = ""
-		}
-		p.pause(o, in, optIn, false)
-		return p, nil
-	}
+	return optIn
+}
 
-	sel, err := selectReferences(o.Annotations, src, in.Namespace, o.AllowCrossNamespaceReferences, optIn, template)
-	if err != nil {
-		return Plan{}, err
+// optOut plans a workload that opted out: forget the record, so that
+// opting in again starts from first sight instead of rolling for changes
+// made in between, and end a pause Reroll started.
+func (p *Plan) optOut(o Options, in Input, optIn annotation.OptIn) {
+	p.Outcome = NotOptedIn
+	p.Annotations[RecordAnnotation] = ""
+	p.Annotations[KeyAnnotation] = ""
+	if o.Managed {
+		p.Labels[ManagedLabel] = ""
 	}
+	p.pause(o, in, optIn, false)
+}
+
+// incomplete reports whether the selection cannot be acted on, and plans
+// it: Refused when matching the list patterns cost too much (the selection
+// is incomplete: act on none of it), Waiting when a required object or key
+// is missing (Wave's rule). Otherwise it records what was selected in p.
+func (p *Plan) incomplete(optIn annotation.OptIn, in Input, sel selection) bool {
 	if key := optIn.MatchBudgetExceeded(); key != "" {
-		// The selection is incomplete: act on none of it.
 		p.Outcome = Refused
 		p.Annotations, p.Labels = map[string]string{}, map[string]string{}
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, fmt.Sprintf(
 			"Not rolling: matching the patterns of annotation %s against the names in namespace %s costs more than the limit of %d; use fewer or simpler patterns, or exact names",
 			key, in.Namespace, annotation.MaxMatchCost)})
-		return p, nil
+		return true
 	}
 	p.Considered, p.References, p.Unreadable = sel.considered, sel.refs, sel.unreadable
 	if len(sel.missing) > 0 {
@@ -575,11 +616,32 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		// missing; the record stays, so the change rolls once it is complete.
 		p.Outcome, p.Missing = Waiting, sel.missing
 		p.Annotations, p.Labels = map[string]string{}, map[string]string{}
-		return p, nil
+		return true
 	}
-	cur := sel.record()
-	prevValue := in.Annotations[RecordAnnotation]
-	fromBaseline := prevValue == "" && in.Baseline != ""
+	return false
+}
+
+// recorded is what the record step hands to the comparison.
+type recorded struct {
+	// cur is the current record, prevCmp the previous one, both at the
+	// level of detail they are compared at; prev is the previous record
+	// as read (nil: none, or one not to compare with).
+	cur, prev, prevCmp Record
+	// prevValue is the previous record's annotation value; fromBaseline
+	// is set when it is the caller's baseline, not the workload's record.
+	prevValue    string
+	fromBaseline bool
+}
+
+// previous reads the record to compare with: the workload's, else the
+// caller's baseline (an unreadable baseline is none). A damaged record
+// sets DamagedRecord with a Warning; one made under another key, or
+// unkeyed by an older Reroll, is not compared (RecordKeyChanged): its
+// digests cannot be compared with the current ones, so it is recorded
+// again, as on first sight, without a rollout.
+func (p *Plan) previous(o Options, in Input) (prev Record, prevValue string, fromBaseline bool) {
+	prevValue = in.Annotations[RecordAnnotation]
+	fromBaseline = prevValue == "" && in.Baseline != ""
 	if fromBaseline {
 		prevValue = in.Baseline
 	}
@@ -595,50 +657,65 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error() + "; recording the current state without a rollout"})
 	}
 	if id := in.Annotations[KeyAnnotation]; prev != nil && !fromBaseline && id != o.Key.ID() {
-		// Made under another key, or unkeyed by an older Reroll: its
-		// digests cannot be compared with the current ones. Record again, as
-		// on first sight, without a rollout (a change made meanwhile is not
-		// rolled).
 		p.RecordKeyChanged = true
 		prev = nil
 	}
+	return prev, prevValue, fromBaseline
+}
+
+// record decides the new record of what sel selected, bounded to the room
+// the workload's other annotations leave (a RecordTooLarge Warning Event
+// at each fall-back to less detail), and puts it in p with its key, the
+// digest key's ID and the managed label.
+func (p *Plan) record(o Options, in Input, sel selection) recorded {
+	r := recorded{cur: sel.record()}
+	r.prev, r.prevValue, r.fromBaseline = p.previous(o, in)
 	for _, id := range sel.unreadable {
 		// What could not be read counts as unchanged.
-		if v, ok := prev[id]; ok {
-			cur[id] = v
+		if v, ok := r.prev[id]; ok {
+			r.cur[id] = v
 		}
 	}
 	room := recordRoom(in.Annotations)
-	record, cur, prevCmp, level := bounded(cur, prev, room)
+	record, cur, prevCmp, level := bounded(r.cur, r.prev, room)
+	r.cur, r.prevCmp = cur, prevCmp
 	// Once per fall-back, not per record written, and only once the record
 	// is written: a write the API server refuses as too long (the cache
 	// holds no kubectl last-applied-configuration, so room can be less than
 	// it says) is decided again from the API server's copy.
 	switch {
-	case level == perObjectLevel && prev.level() != perObjectLevel:
+	case level == perObjectLevel && r.prev.level() != perObjectLevel:
 		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("The record of every consumed key would pass %d bytes; recording one digest per object, so changes name objects, not keys", min(maxRecordBytes, room))})
-	case level == allObjectsLevel && prev.level() != allObjectsLevel:
+	case level == allObjectsLevel && r.prev.level() != allObjectsLevel:
 		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("Even one digest per object for the %d consumed objects would pass the %d bytes that the workload's other annotations leave of Kubernetes' 256 KiB; recording one digest for all of them, so a change rolls the workload without naming the object", len(sel.refs), room)})
 	}
-	if len(sel.refused) > 0 && record.String() != prevValue {
+	if len(sel.refused) > 0 && record.String() != r.prevValue {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
 			"Not following references to other namespaces (--allow-cross-namespace-references is off): " + strings.Join(sel.refused, ", ")})
 	}
 	p.Record = record
-	p.Key = key(in.UID, prevValue, record.String())
+	p.Key = key(in.UID, r.prevValue, record.String())
 	p.Annotations[RecordAnnotation] = record.String()
 	p.Annotations[KeyAnnotation] = o.Key.ID()
 	if o.Managed {
 		// The webhook's objectSelector: only managed workloads reach it.
 		p.Labels[ManagedLabel] = "true"
 	}
+	return r
+}
 
+// compare decides the outcome of the record r: DamagedRecord, FirstSight
+// (with the changes the first-sight rule finds: what changed after the
+// workload's pod template was last written, and after Reroll's
+// installation), or the changes since the previous record (Unchanged,
+// Skipped for those the flags hold back).
+func (p *Plan) compare(o Options, in Input, sel selection, src Source, r recorded) {
 	switch {
 	case p.DamagedRecord != nil:
 		p.Outcome = DamagedRecord
-	case prev == nil:
+	case r.prev == nil:
 		p.Outcome = FirstSight
 		if p.RecordKeyChanged {
 			// A record exists, made under another key: Reroll answered
@@ -646,8 +723,6 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			// what it answered.
 			break
 		}
-		// The first-sight rule: what changed after the workload's pod
-		// template was last written, and after Reroll's installation.
 		changes, latest := firstSightChanges(o, in, sel, src)
 		for _, d := range changes {
 			p.classify(o, sel, d)
@@ -656,9 +731,9 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			p.FirstSightChanged = latest
 		}
 	default:
-		diffs := diff(sel.refs, prevCmp, cur)
-		if cur.allObjects() {
-			diffs = allObjectsDiff(sel.refs, prevCmp, cur)
+		diffs := diff(sel.refs, r.prevCmp, r.cur)
+		if r.cur.allObjects() {
+			diffs = allObjectsDiff(sel.refs, r.prevCmp, r.cur)
 		}
 		for _, d := range diffs {
 			p.classify(o, sel, changedSinceAbsent(o, in, sel, d))
@@ -668,7 +743,7 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		if len(p.Held) > 0 {
 			p.Outcome = Skipped
 		}
-		if fromBaseline && len(p.Changes) == 0 {
+		if r.fromBaseline && len(p.Changes) == 0 {
 			// After a restart the first-sight rule stands in for this
 			// baseline: would it roll what the baseline shows unread?
 			changes, _ := firstSightChanges(o, in, sel, src)
@@ -679,16 +754,13 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			p.ruleWouldRoll = len(q.Changes) > 0
 		}
 	}
-	if p.Outcome == FirstSight && in.Action.Way == workload.ByEviction && o.NoEviction {
-		// Told at once, not only at the first change that then restarts
-		// nothing.
-		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonEvictionDisabled, "Restart by eviction requested; " + EvictionDisabledWhy})
-	}
-	if len(p.Changes) == 0 {
-		p.pause(o, in, optIn, false)
-		return p, nil
-	}
+}
 
+// answer decides what the changes in p do, cur being the current record:
+// notify the endpoint instead of rolling (--webhook-url), nothing when the
+// kind cannot restart (NotRolled), a deferral by a gate, or the rollout
+// (Roll), each with its Event, and the pause.
+func (p *Plan) answer(o Options, in Input, optIn annotation.OptIn, sel selection, cur Record) {
 	p.Change = change.Change{Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}
 	for _, d := range p.Changes {
 		obj := d.object()
@@ -706,7 +778,7 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 		p.Change = p.Change.Alert()
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotified, fmt.Sprintf("Notified %s after %s", notify.Redact(o.WebhookURL), summary)})
 		p.pause(o, in, optIn, false)
-		return p, nil
+		return
 	}
 	p.Change = p.Change.Alert()
 	p.Roll = rolling(o, in, optIn, cur, sel, p.Changes)
@@ -718,12 +790,12 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 			p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonNotRolled, summary + "; " + p.Roll.Why})
 		}
 		p.pause(o, in, optIn, true)
-		return p, nil
+		return
 	}
 	if d := p.gate(o, in, optIn); d != nil {
 		p.deferTo(o, in, *d, summary)
 		p.pause(o, in, optIn, false)
-		return p, nil
+		return
 	}
 	p.Outcome = Roll
 	note := "Rolled after " + summary
@@ -734,7 +806,6 @@ func decide(o Options, in Input, src Source) (Plan, error) {
 	a := p.Change
 	p.Alert = &a
 	p.pause(o, in, optIn, true)
-	return p, nil
 }
 
 // object is the change model's form of a Diff.
