@@ -46,22 +46,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile compiles the Validator and records the outcome on it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	v := &rerollv1.Validator{}
-	if err := r.Client.Get(ctx, req.NamespacedName, v); err != nil {
+	return reconcileOne(ctx, r.Client, r.Gate, req, "Validator", v, &v.Status, func() (*validate.Validator, error) { return validate.Compile(v) })
+}
+
+// reconcileOne is the reconcile of a Validator or a ClusterValidator (what),
+// read into v, whose status is status: it drops the Gate's compiled copy
+// of one being deleted, else compiles it (compile) and patches its Ready
+// condition and observedGeneration. It returns the error of reading or of
+// patching the status (a missing object is no error).
+func reconcileOne(ctx context.Context, c client.Client, gate *Gate, req ctrl.Request, what string, v client.Object,
+	status *rerollv1.ValidatorStatus, compile func() (*validate.Validator, error)) (ctrl.Result, error) {
+	if err := c.Get(ctx, req.NamespacedName, v); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if v.DeletionTimestamp != nil {
-		if r.Gate != nil {
-			r.Gate.forget(v.UID)
+	if v.GetDeletionTimestamp() != nil {
+		if gate != nil {
+			gate.forget(v.GetUID())
 		}
 		return ctrl.Result{}, nil
 	}
-	c, err := validate.Compile(v)
-	cond := readyCondition(ctx, "Validator", req.String(), v.Generation, c, err)
-	orig := v.DeepCopy()
-	meta.SetStatusCondition(&v.Status.Conditions, cond)
-	v.Status.ObservedGeneration = v.Generation
-	if err := r.Client.Status().Patch(ctx, v, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing the status of Validator %s: %w", req, err)
+	name := req.Name
+	if req.Namespace != "" {
+		name = req.String()
+	}
+	compiled, err := compile()
+	cond := readyCondition(ctx, what, name, v.GetGeneration(), compiled, err)
+	orig := v.DeepCopyObject().(client.Object)
+	meta.SetStatusCondition(&status.Conditions, cond)
+	status.ObservedGeneration = v.GetGeneration()
+	if err := c.Status().Patch(ctx, v, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the status of %s %s: %w", what, name, err)
 	}
 	return ctrl.Result{}, nil
 }
@@ -110,22 +124,5 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile compiles the ClusterValidator and records the outcome on it.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	v := &rerollv1.ClusterValidator{}
-	if err := r.Client.Get(ctx, req.NamespacedName, v); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if v.DeletionTimestamp != nil {
-		if r.Gate != nil {
-			r.Gate.forget(v.UID)
-		}
-		return ctrl.Result{}, nil
-	}
-	c, err := validate.CompileCluster(v)
-	cond := readyCondition(ctx, "ClusterValidator", req.Name, v.Generation, c, err)
-	orig := v.DeepCopy()
-	meta.SetStatusCondition(&v.Status.Conditions, cond)
-	v.Status.ObservedGeneration = v.Generation
-	if err := r.Client.Status().Patch(ctx, v, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing the status of ClusterValidator %s: %w", req.Name, err)
-	}
-	return ctrl.Result{}, nil
+	return reconcileOne(ctx, r.Client, r.Gate, req, "ClusterValidator", v, &v.Status, func() (*validate.Validator, error) { return validate.CompileCluster(v) })
 }
