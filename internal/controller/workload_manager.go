@@ -67,9 +67,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	kinds := opts.handledKinds(ctx, mgr)
+	var registered []workload.Kind
 	for _, kind := range kinds {
-		if err := setupKind(ctx, mgr, opts, kind, sh); err != nil {
+		ok, err := setupKind(ctx, mgr, opts, kind, sh)
+		if err != nil {
 			return err
+		}
+		if ok {
+			registered = append(registered, kind)
 		}
 	}
 	if sh.sets != nil {
@@ -79,8 +84,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	// Copies of versioned configuration (#33): their garbage collection
-	// and the rotation receipts.
-	if err := setupPinGC(mgr, opts, kinds); err != nil {
+	// and the rotation receipts, over the kinds registered (a kind the API
+	// server does not serve, or an ignored one, has no informer to read).
+	if err := setupPinGC(mgr, opts, registered); err != nil {
 		return err
 	}
 	if !opts.NoEviction && opts.PodRecords.Name != "" {
@@ -246,12 +252,13 @@ func (o *Options) handledKinds(ctx context.Context, mgr ctrl.Manager) []workload
 }
 
 // setupKind registers the reconciler of kind with mgr, unless the kind is
-// ignored, not served or not permitted (one log line then).
-func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workload.Kind, sh *shared) error {
+// ignored, not served or not permitted (one log line then); it reports
+// whether it registered it.
+func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workload.Kind, sh *shared) (bool, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if slices.Contains(opts.IgnoredWorkloads, workload.Plural(kind)) {
 		log.Info("Not handling ignored workload kind", "kind", kind.Name())
-		return nil
+		return false, nil
 	}
 	if err := opts.Scope.Available(ctx, mgr, kind); err != nil {
 		if errors.Is(err, scope.ErrNotServed) {
@@ -259,7 +266,7 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 		} else {
 			log.Error(err, "Not handling workload kind", "kind", kind.Name())
 		}
-		return nil
+		return false, nil
 	}
 	var wake chan event.GenericEvent
 	if p, ok := rollout.ProgressOf(kind); ok {
@@ -272,12 +279,12 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 	r := newReconciler(mgr, opts, kind, sh)
 	r.slotFreed = wake
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		return err
+		return false, err
 	}
 	if _, owner := kind.(workload.PodOwner); opts.Admission.Enabled && !owner {
 		r.registerWebhook(mgr)
 	}
-	return nil
+	return true, nil
 }
 
 // newReconciler returns the reconciler of kind with its gather and write

@@ -24,6 +24,7 @@ import (
 	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/pingc"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // The copies' garbage collection (internal/pingc) keeps a copy for
@@ -335,4 +336,29 @@ func TestPinGC_CollectsWhatPinningMadeBeyondTheRevisionHistory(t *testing.T) {
 	g.Eventually(func() bool { _, ok := copiesOf(t, ns, "app-config")[names[0]]; return ok }, pinGCWait).Should(gomega.BeFalse())
 	g.Consistently(func() []string { return slices.Sorted(maps.Keys(copiesOf(t, ns, "app-config"))) },
 		pingc.DefaultPeriod+10*time.Second, time.Second).Should(gomega.ConsistOf(names[1], names[2]))
+}
+
+// TestPinGC_CollectsBesideAWorkloadKindTheAPIServerDoesNotServe: Reroll is
+// told to handle a kind whose CRD is not installed (as Argo Rollouts is
+// not, in most clusters); the collector reads only the kinds registered,
+// so its pass succeeds and an unused copy is deleted. Before, every pass
+// failed listing the missing kind ("no matches for kind") and no copy was
+// ever collected.
+func TestPinGC_CollectsBesideAWorkloadKindTheAPIServerDoesNotServe(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 33)
+	unserved, err := workload.ParseUnstructured("example.com/v1/Widget:spec.template")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}, Kinds: append(workload.Builtin(), unserved)})
+
+	app := configMap(ns, "app", map[string]string{"k": "1"})
+	create(t, app)
+	d := deployment(ns, "web", nil, podSpec())
+	create(t, d)
+	unused := pinCopy(t, key, app, d)
+	g.Expect(exists(t, unused)).To(gomega.BeTrue(), "the copy was made")
+	g.Eventually(func() bool { return exists(t, unused) }, pinGCWait, time.Second).Should(gomega.BeFalse(),
+		"the copy nothing names is collected")
 }
