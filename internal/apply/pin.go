@@ -137,7 +137,10 @@ func (c Copier) copy(ctx context.Context, owner client.Object, gvk schema.GroupV
 		a[pin.AnnotationClaimedAt] = time.Now().UTC().Format(time.RFC3339)
 		existing.SetAnnotations(a)
 	}
-	if err := c.Client.Patch(ctx, existing, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(workload.FieldManager)); err != nil {
+	// A strategic merge patch adds the owner reference by its UID: the
+	// workloads sharing one copy (a fan-out) add theirs at once without
+	// conflicting, where a merge patch would replace the whole list.
+	if err := c.Client.Patch(ctx, existing, client.StrategicMergeFrom(before), client.FieldOwner(workload.FieldManager)); err != nil {
 		return fmt.Errorf("adding %s %s/%s to the owners of %s %s: %w", gvk.Kind, ns, owner.GetName(), cp.Kind, cp.Name, err)
 	}
 	return nil
