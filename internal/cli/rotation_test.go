@@ -56,9 +56,16 @@ func TestStatus_RotationShowsThePodsStillOnEachVersion(t *testing.T) {
 		return pods.Items
 	}
 	setSecret(v1.GetName())
-	g.Eventually(func() int { return len(running(client.MatchingLabels(labelsFor("api")))) }).Should(gomega.Equal(1))
+	// Wait for the rollout to v1 to finish: one pod left, and it reads v1
+	// (the pod of the template before v1 may be the only one for a moment).
+	var kept corev1.Pod
+	g.Eventually(func(g gomega.Gomega) {
+		pods := running(client.MatchingLabels(labelsFor("api")))
+		g.Expect(pods).To(gomega.HaveLen(1))
+		g.Expect(pods[0].Spec.Containers[0].EnvFrom).To(gomega.ContainElement(gomega.HaveField("SecretRef.Name", v1.GetName())))
+		kept = pods[0]
+	}).Should(gomega.Succeed())
 	// The pod on the first version leaves its ReplicaSet, and stays.
-	kept := running(client.MatchingLabels(labelsFor("api")))[0]
 	kept.Labels = map[string]string{"kept": "yes"}
 	g.Expect(k8s.Update(t.Context(), &kept)).To(gomega.Succeed())
 
