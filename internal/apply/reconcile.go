@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -80,6 +79,13 @@ type Applier struct {
 	// Rollouts count the rollouts of the concurrent rollout bound; nil
 	// for kinds not counted.
 	Rollouts *rollout.Tracker
+	// Copies finds versioned config's copies that exist already (the
+	// ConfigMap and Secret store), and KnownCopies remembers those proven
+	// from an API read, shared by every kind's Applier: a copy shared by
+	// a fan-out then costs no request per workload. Nil asks the API
+	// server each time.
+	Copies      CopyStore
+	KnownCopies *KnownCopies
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -252,12 +258,8 @@ func (a *Applier) copies(ctx context.Context, obj client.Object, p plan.Plan) (P
 	if err != nil {
 		return Pinned{}, err
 	}
-	gvk, err := a.Client.GroupVersionKindFor(obj)
-	if err != nil {
-		return Pinned{}, fmt.Errorf("the kind of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	c := Copier{Client: a.Client, Reader: a.Reader, Key: a.Key}
-	return c.Copies(ctx, obj, gvk, t, p.Pin)
+	c := Copier{Client: a.Client, Reader: a.Reader, Store: a.Copies, Known: a.KnownCopies, Key: a.Key, Now: a.Now}
+	return c.Copies(ctx, obj, t, p.Pin)
 }
 
 // unpinned tells, with a ReasonUnpinned Warning Event and a log line, of

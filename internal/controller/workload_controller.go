@@ -340,6 +340,21 @@ func (r *WorkloadReconciler) sync(ctx context.Context, obj client.Object, burstE
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if !bounded && r.rollouts != nil && p.PinsQuietly() {
+		// An opt-in pin counts against the bound even where rollouts for
+		// a change do not (plan.DefaultOptInPins): decided again with the
+		// counts, under the lock. Only such a plan pays for the second
+		// decision, so a fan-out of changes is not serialized.
+		r.rollouts.Lock()
+		defer r.rollouts.Unlock()
+		if in.Rollouts, err = r.rollouts.Count(ctx, r.Client, obj, plan.PendingSince(opts.Key, string(obj.GetUID()), obj.GetAnnotations(), in.Now), in.Now, r.namespaceBound(opts)); err != nil {
+			return ctrl.Result{}, err
+		}
+		if p, err = plan.Decide(opts, in, observe.View(ctx, r.observe, obj, in.Now)); err != nil {
+			return ctrl.Result{}, err
+		}
+		bounded = true
+	}
 	return r.apply.Apply(ctx, obj, p, apply.Written{Bounded: bounded, Progress: in.Progress, Timeout: opts.RolloutTimeout, Now: in.Now})
 }
 

@@ -146,6 +146,9 @@ type shared struct {
 	validation *validator.Gate
 	// readNamespaces is true when Reroll may list and watch Namespaces.
 	readNamespaces bool
+	// knownCopies are versioned config's copies proven from an API read,
+	// for every kind's writer.
+	knownCopies *apply.KnownCopies
 }
 
 // newShared builds what the reconcilers share, and adds its runnables (the
@@ -158,7 +161,7 @@ func newShared(ctx context.Context, mgr ctrl.Manager, opts Options) (*shared, er
 			return nil, fmt.Errorf("adding the alert sender: %w", err)
 		}
 	}
-	sh := &shared{}
+	sh := &shared{knownCopies: &apply.KnownCopies{}}
 	var err error
 	if sh.journal, err = newJournal(ctx, mgr, opts); err != nil {
 		return nil, err
@@ -324,7 +327,10 @@ func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *share
 		Delivery:           safe.Options{Window: opts.ChangeSetWindow, BakeTime: opts.BakeTime, HaltAfter: opts.HaltAfterFailedRollouts, Recheck: opts.Recheck}}
 	r.apply = &apply.Applier{Client: r.Client, Reader: r.APIReader, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
 		Sets: sh.sets, Metrics: r.metrics, Endpoint: sh.endpoint, Notifications: notifications, Notified: r.notified, Journal: r.journal,
-		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, Now: opts.Now}
+		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, KnownCopies: sh.knownCopies, Now: opts.Now}
+	if opts.Store != nil {
+		r.apply.Copies = opts.Store
+	}
 	return r
 }
 

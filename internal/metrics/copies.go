@@ -10,6 +10,10 @@ import (
 // namespaces only: no object name (a source's name can be unbounded in
 // number), no digest, no value.
 var (
+	copiesCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "reroll_copies_created_total",
+		Help: "Copies of ConfigMaps and Secrets (versioned configuration) that Reroll created, by kind (ConfigMap, Secret) and namespace: one per content of a source per namespace, however many workloads share it.",
+	}, []string{"kind", "namespace"})
 	copiesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reroll_copies_deleted_total",
 		Help: "Copies of ConfigMaps and Secrets (versioned configuration) that Reroll deleted because no workload template, ReplicaSet, ControllerRevision, Job or pod named them any more, by kind (ConfigMap, Secret) and namespace.",
@@ -24,7 +28,7 @@ var (
 	}, []string{"kind", "namespace"})
 	rotationWorkloadsMoved = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reroll_rotation_workloads_moved_total",
-		Help: "Workloads that owned a previous version of a ConfigMap or Secret when Reroll found it superseded, counted when that version converged, by kind (ConfigMap, Secret) and namespace.",
+		Help: "Workloads whose pods were on a previous version of a ConfigMap or Secret when Reroll found it superseded, counted when that version converged, by kind (ConfigMap, Secret) and namespace.",
 	}, []string{"kind", "namespace"})
 	rotationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "reroll_rotation_convergence_seconds",
@@ -39,7 +43,12 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(copiesDeleted, rotationsConverged, rotationPodsMoved, rotationWorkloadsMoved, rotationSeconds, previousVersionPods)
+	ctrlmetrics.Registry.MustRegister(copiesCreated, copiesDeleted, rotationsConverged, rotationPodsMoved, rotationWorkloadsMoved, rotationSeconds, previousVersionPods)
+}
+
+// CopyCreated counts one copy of kind created in namespace.
+func CopyCreated(kind, namespace string) {
+	copiesCreated.WithLabelValues(kind, namespace).Inc()
 }
 
 // CopyDeleted counts one copy of kind deleted in namespace.
@@ -64,6 +73,12 @@ func PreviousVersionPods(kind, namespace string, pods int) {
 		return
 	}
 	previousVersionPods.WithLabelValues(kind, namespace).Set(float64(pods))
+}
+
+// CopiesCreatedCount returns reroll_copies_created_total for kind and
+// namespace; tests read it.
+func CopiesCreatedCount(kind, namespace string) float64 {
+	return counterValue(copiesCreated.WithLabelValues(kind, namespace))
 }
 
 // CopiesDeletedCount and RotationsConvergedCount return the counters for

@@ -24,11 +24,18 @@ const ClaimEvery = time.Minute
 // last written (created, or any write its managedFields record) more than
 // ClaimEvery before now.
 func NeedsClaim(obj metav1.Object, now time.Time) bool {
+	return now.Sub(LastWrite(obj)) > ClaimEvery
+}
+
+// LastWrite is the time of obj's latest write that the API server
+// records: its creation, or a later write in its managedFields (the
+// garbage collection keeps a copy for its grace after it).
+func LastWrite(obj metav1.Object) time.Time {
 	last := obj.GetCreationTimestamp().Time
 	for _, e := range obj.GetManagedFields() {
 		if e.Time != nil && e.Time.After(last) {
 			last = e.Time.Time
 		}
 	}
-	return now.Sub(last) > ClaimEvery
+	return last
 }

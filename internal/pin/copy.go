@@ -126,7 +126,7 @@ func SourceLabelValue(source string) string {
 // read from the API (values, not a cached digest.Object): in src's
 // namespace, named Name, of src's type (Secrets) with src's data and
 // binaryData, immutable, with the copy labels and annotations, and without
-// owners (AddOwner adds them). It returns an error wrapping ErrNotPinnable
+// owners (see the package doc). It returns an error wrapping ErrNotPinnable
 // for the Secret types in ErrNotPinnable and for any other type of src.
 func Build(k digest.Key, src any) (client.Object, error) {
 	yes := true

@@ -5,7 +5,7 @@
 //
 // CONTRACT: the garbage collection of copies and the rotation receipts
 // (helper gc33, Build items 6 and 8 of #33) consume this package: Name,
-// Build, IsCopy, Verify, OwnerReference, AddOwner and Referenced. Change
+// Build, IsCopy, Verify, NeedsClaim, LastWrite and Referenced. Change
 // them only together with their callers.
 //
 // What a copy is:
@@ -29,6 +29,12 @@
 //     (digest.Object), so IsCopy and Verify read annotations only, and
 //     Verify works on a cached digest.Object as well as on an object read
 //     from the API.
-//   - owned (non-controller ownerReferences) by every workload that uses
-//     it, so that deleting the last of them collects it.
+//   - without owner references: one copy is shared by every workload of
+//     the namespace that consumes its content, and Kubernetes' garbage
+//     collector deletes a dependent once all of its listed owners are gone,
+//     so a list short of every sharer would delete a copy in use, and a
+//     full one costs a write of the shared copy per workload. The copies'
+//     garbage collection (internal/pingc) deletes a copy once no template,
+//     ReplicaSet, ControllerRevision, Job or pod names it, which a deleted
+//     workload's copy soon is.
 package pin

@@ -25,7 +25,7 @@ type Copy struct {
 	// Created is the copy's creation time.
 	Created time.Time
 	// LastWrite is the latest of its creation and of the writes that its
-	// managedFields record (an ownerReference added when another workload
+	// managedFields record (a claim, pin.AnnotationClaimedAt, when a workload
 	// claims it, for one); the copy is kept for Grace after it.
 	LastWrite time.Time
 	// Deleting is true when the copy has a deletionTimestamp already.

@@ -13,9 +13,12 @@
 // with its UID and resourceVersion as preconditions, so that a copy
 // re-created or claimed since the read is never deleted. Reroll deletes
 // only copies whose keyed signature verifies (pin.Verify): a look-alike
-// that a tenant made, labels and all, is left alone. Copies are owned by
-// the workloads that use them (ownerReferences), so deleting a workload
-// lets the Kubernetes garbage collector remove them too.
+// that a tenant made, labels and all, is left alone. Copies have no owner
+// references (one copy is shared by every workload of its namespace that
+// consumes its content, and Kubernetes deletes a dependent with the last
+// of its listed owners, so only a list of every sharer would be safe, at
+// one write per sharer): a deleted workload's copy is collected here once
+// Kubernetes has deleted its ReplicaSets, revisions, Jobs and pods.
 //
 // The work is per namespace, and only where copies exist: a reconciler
 // keyed by namespace lists the copies there (metadata only, by label) and,

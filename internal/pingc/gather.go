@@ -33,9 +33,8 @@ type copyState struct {
 	// annotations are the copy's, as the store holds them.
 	annotations map[string]string
 	// read is true once the copy's metadata was read from the API
-	// (readMeta): LastWrite, ResourceVersion and owners are then fresh.
-	read   bool
-	owners int
+	// (readMeta): LastWrite and ResourceVersion are then fresh.
+	read bool
 }
 
 // namespaceView is what one pass over a namespace has read.
@@ -45,8 +44,11 @@ type namespaceView struct {
 	named Names
 	// pods counts, per copy kind and name, the pods naming it; complete
 	// only when podsRead.
-	pods     map[key]int
-	podsRead bool
+	pods map[key]int
+	// workloads holds, per copy kind and name, the workloads of the pods
+	// naming it (workloadOf); complete only when podsRead.
+	workloads map[key]map[string]struct{}
+	podsRead  bool
 }
 
 // readCopies returns the copies of namespace, from the store (which
@@ -92,8 +94,7 @@ func (r *Reconciler) readCopies(ctx context.Context, namespace string) ([]*copyS
 }
 
 // readMeta reads c's metadata from the API server (metadata only: no
-// value crosses the wire): its resourceVersion, deletionTimestamp, owners,
-// and the time of its latest write (managedFields), which the store does
+// value crosses the wire): its resourceVersion, deletionTimestamp, and the time of its latest write (managedFields), which the store does
 // not keep. A copy gone, or re-created under another UID since the store
 // saw it, is no longer signed for this pass: it is decided on the next.
 func (r *Reconciler) readMeta(ctx context.Context, namespace string, c *copyState) error {
@@ -113,7 +114,6 @@ func (r *Reconciler) readMeta(ctx context.Context, namespace string, c *copyStat
 	}
 	c.ResourceVersion = m.ResourceVersion
 	c.Deleting = m.DeletionTimestamp != nil
-	c.owners = len(m.OwnerReferences)
 	c.annotations = m.Annotations
 	c.LastWrite = m.CreationTimestamp.Time
 	for _, e := range m.ManagedFields {
@@ -198,11 +198,36 @@ var podsStage = stage{name: "Pods", list: func() client.ObjectList { return &cor
 			// the copy (kept), and does not hold a rotation open.
 			continue
 		}
+		w := workloadOf(p)
 		for k := range n.set {
 			v.pods[k]++
+			if v.workloads[k] == nil {
+				v.workloads[k] = map[string]struct{}{}
+			}
+			v.workloads[k][w] = struct{}{}
 		}
 	}
 }}
+
+// workloadOf names the workload of pod p for the rotation receipt, from
+// the pod alone (no read): its controller, where a ReplicaSet's pod
+// (a Deployment's, an Argo Rollout's) counts as the ReplicaSet's owner,
+// whose name is the ReplicaSet's without the "-<pod-template-hash>" that
+// both controllers append; a pod without a controller is its own.
+func workloadOf(p *corev1.Pod) string {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return "Pod/" + p.Name
+	}
+	if ref.Kind == "ReplicaSet" {
+		for _, l := range []string{appsv1.DefaultDeploymentUniqueLabelKey, "rollouts-pod-template-hash"} {
+			if h := p.Labels[l]; h != "" && strings.HasSuffix(ref.Name, "-"+h) {
+				return "ReplicaSet-owner/" + strings.TrimSuffix(ref.Name, "-"+h)
+			}
+		}
+	}
+	return ref.Kind + "/" + ref.Name
+}
 
 // addRevision adds the names in a ControllerRevision's template: the
 // StatefulSet and DaemonSet controllers store a patch holding

@@ -29,7 +29,8 @@ type Record struct {
 	// time it first found the copy superseded. UTC, whole seconds.
 	Since time.Time `json:"since"`
 	// Pods and Workloads are the pods that named the copy, and the
-	// workloads that owned it, when Reroll first found it superseded.
+	// workloads those pods belong to, when Reroll first found it
+	// superseded.
 	Pods      int `json:"pods"`
 	Workloads int `json:"workloads"`
 	// Converged is when Reroll found no pod naming the copy any more; zero
@@ -84,7 +85,8 @@ type Version struct {
 	Record    Record
 	HasRecord bool
 	// Pods are the pods naming the copy now; Workloads the workloads
-	// owning it (its ownerReferences).
+	// those pods belong to (their controller, a ReplicaSet's owner for
+	// its pods).
 	Pods, Workloads int
 }
 

@@ -82,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if len(copies) == 0 {
 		return ctrl.Result{}, nil
 	}
-	v := &namespaceView{copies: copies, pods: map[key]int{}}
+	v := &namespaceView{copies: copies, pods: map[key]int{}, workloads: map[key]map[string]struct{}{}}
 	if err := r.addTemplates(ctx, namespace, v); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -110,8 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		read = append(read, podsStage.name)
 	}
 	// Fresh metadata for the copies that may be deleted or whose receipt
-	// starts: the store keeps neither the time of the last write nor the
-	// owners.
+	// starts: the store does not keep the time of the last write.
 	now := r.now()
 	for _, c := range copies {
 		if Candidates([]Copy{c.Copy}, v.named) != nil || (versions[c] != nil && !versions[c].HasRecord && !versions[c].Current) {
@@ -127,9 +126,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if ver == nil {
 			continue
 		}
-		ver.Copy, ver.Workloads = c.Copy, c.owners
+		ver.Copy = c.Copy
 		if v.podsRead {
 			ver.Pods = v.pods[key{c.Kind, c.Name}]
+			ver.Workloads = len(v.workloads[key{c.Kind, c.Name}])
 		} else {
 			// Not read: no previous version waits for its pods.
 			ver.Pods = 0
@@ -203,7 +203,7 @@ func (r *Reconciler) failed(ctx context.Context, err error) (ctrl.Result, error)
 }
 
 // versions returns, per signed copy whose source the store holds, what
-// the receipt reads of it (without pods and owners, read later).
+// the receipt reads of it (without pods and workloads, read later).
 func (r *Reconciler) versions(ctx context.Context, namespace string, copies []*copyState) (map[*copyState]*Version, error) {
 	out := map[*copyState]*Version{}
 	for _, c := range copies {

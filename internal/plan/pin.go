@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -102,6 +103,43 @@ func sourceView(in Input) *corev1.PodTemplateSpec {
 	return t
 }
 
+// DefaultOptInPins is how many opt-in pins (a versioned workload first
+// seen, or opting in, whose pods restart once to read the copies) run at
+// once when --max-concurrent-rollouts sets no bound: a cluster that turns
+// versioned config on does not restart every workload at once. Half of it
+// in one namespace (NamespaceShare). An opt-in pin counts as a running
+// rollout (RolledAtAnnotation) like any other, so under
+// --max-concurrent-rollouts it takes one of its slots instead.
+const DefaultOptInPins = 10
+
+// optInBound returns o with the concurrent rollout bound an opt-in pin
+// waits for: o's --max-concurrent-rollouts, or DefaultOptInPins without
+// one.
+func (o Options) optInBound() Options {
+	if o.MaxConcurrentRollouts <= 0 {
+		o.MaxConcurrentRollouts = DefaultOptInPins
+	}
+	return o
+}
+
+// OptInRecheck is how soon an opt-in pin that waits for a slot is decided
+// again: six times the recheck of a waiting rollout (30 s by default). An
+// opt-in waits with nothing written on the workload (a rollout for a
+// change writes PendingAnnotation and is woken when a slot frees), so
+// that a cluster turning versioned config on writes each workload once,
+// when it pins; thousands of them waiting are decided again every 30 s,
+// not every 5.
+func OptInRecheck(o Options) time.Duration { return 6 * recheckOf(o) }
+
+// PinsQuietly reports whether p is an opt-in pin (a versioned workload
+// first seen or opting in) that counts against the bound: a caller that
+// decided without the bound's counts (Options.Bounded was false) takes the
+// bound's lock, counts, and decides again, so that two opt-ins cannot
+// take one slot.
+func (p Plan) PinsQuietly() bool {
+	return p.Pin != nil && p.Pin.Quiet && p.Annotations[RolledAtAnnotation] != ""
+}
+
 // pinning decides the pinning of a workload whose template is its own
 // (Deployments, StatefulSets, DaemonSets, Argo Rollouts with a template;
 // in.Restart.TemplateInObject) and that Reroll may still change (no
@@ -141,11 +179,12 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 	}
 	if !rolling {
 		// An opt-in restarts the pods like a rollout: it waits for the
-		// same gates (windows, the previous rollout, the bound), on a plan
-		// of its own so that their warnings are not told twice.
+		// same gates (windows, the previous rollout, the bound, at least
+		// DefaultOptInPins at once), on a plan of its own so that their
+		// warnings are not told twice.
 		var q Plan
-		if d := q.gate(o, in, p.OptIn); d != nil {
-			p.Recheck = minPositive(p.Recheck, recheckOf(o))
+		if d := q.gate(o.optInBound(), in, p.OptIn); d != nil {
+			p.Recheck = minPositive(p.Recheck, OptInRecheck(o))
 			return nil
 		}
 	}
@@ -214,6 +253,15 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 	slices.Sort(notes)
 	if step.Quiet {
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonPinned, "Pinned " + strings.Join(notes, ", ") + "; its pods restart once to read the copies"})
+		if in.Progress != nil {
+			// A rollout that counts against the bound until the status
+			// reports it complete (track clears the stamp then).
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[RolledAtAnnotation] = Sign(o.Key, in.UID, RolledAtAnnotation, in.Now.UTC().Format(time.RFC3339))
+			p.Recheck = minPositive(p.Recheck, recheckOf(o))
+		}
 	} else if len(notes) > 0 {
 		for i := range p.Events {
 			if p.Events[i].Reason == ReasonRolled {

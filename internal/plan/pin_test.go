@@ -117,6 +117,60 @@ func TestDecide_Pinning(t *testing.T) {
 				}
 			},
 		},
+		"an opt-in pin is a rollout the bound counts: it stamps rolled-at": {
+			names: "cfg", workload: versioned, want: Unchanged,
+			input:   func(in *Input) { in.Progress = &workload.Progress{Done: true} },
+			renames: map[pin.Ref]string{ref("cfg"): copy1},
+			copies:  []PinCopy{{Kind: reference.ConfigMap, Source: "cfg", Name: copy1}},
+			check: func(t *testing.T, p Plan) {
+				if !p.PinsQuietly() || p.Annotations[RolledAtAnnotation] == "" {
+					t.Errorf("pins quietly = %v, annotations = %v", p.PinsQuietly(), p.Annotations)
+				}
+			},
+		},
+		"without --max-concurrent-rollouts, an opt-in waits while DefaultOptInPins run": {
+			names: "cfg", workload: versioned, want: Unchanged,
+			input: func(in *Input) {
+				in.Progress = &workload.Progress{Done: true}
+				in.Rollouts = Rollouts{Running: DefaultOptInPins}
+			},
+			check: func(t *testing.T, p Plan) {
+				if p.Requeue != OptInRecheck(defaults()) || p.Annotations[RolledAtAnnotation] != "" || hasEvent(p.Events, ReasonPinned) {
+					t.Errorf("requeue = %s, annotations = %v, events = %+v; want a recheck in %s and nothing written", p.Requeue, p.Annotations, p.Events, OptInRecheck(defaults()))
+				}
+			},
+		},
+		"without --max-concurrent-rollouts, one slot short of DefaultOptInPins pins": {
+			names: "cfg", workload: versioned, want: Unchanged,
+			input: func(in *Input) {
+				in.Progress = &workload.Progress{Done: true}
+				in.Rollouts = Rollouts{Running: DefaultOptInPins - 1}
+			},
+			renames: map[pin.Ref]string{ref("cfg"): copy1},
+			copies:  []PinCopy{{Kind: reference.ConfigMap, Source: "cfg", Name: copy1}},
+		},
+		"under --max-concurrent-rollouts, an opt-in waits behind older changes for a slot": {
+			names: "cfg", workload: versioned, want: Unchanged,
+			opts: func(o *Options) { o.MaxConcurrentRollouts = 20 },
+			input: func(in *Input) {
+				in.Progress = &workload.Progress{Done: true}
+				in.Rollouts = Rollouts{Running: 19, Ahead: 1}
+			},
+		},
+		"a rollout for a change is not held by running opt-in pins when no bound is set": {
+			names: "cfg", changed: true, workload: versioned, want: Roll,
+			input: func(in *Input) {
+				in.Progress = &workload.Progress{Done: true}
+				in.Rollouts = Rollouts{Running: 5 * DefaultOptInPins}
+			},
+			renames: map[pin.Ref]string{ref("cfg"): copy2},
+			copies:  []PinCopy{{Kind: reference.ConfigMap, Source: "cfg", Name: copy2}},
+			check: func(t *testing.T, p Plan) {
+				if p.PinsQuietly() || p.Annotations[RolledAtAnnotation] != "" {
+					t.Errorf("a rollout without a bound is not stamped: %v", p.Annotations)
+				}
+			},
+		},
 		"a template outside the object (a workloadRef) is not pinned": {
 			names: "cfg", changed: true, workload: versioned, want: Roll,
 			input: func(in *Input) { in.Restart.TemplateInObject = false },

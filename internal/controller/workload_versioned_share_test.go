@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/plan"
+)
+
+// configMapCreates is how many ConfigMaps the counted client created
+// (201 answers to a POST).
+func configMapCreates(c *metrics.RequestCounter) int64 {
+	return c.Counts()[metrics.Request{Verb: "create", Resource: "configmaps", Code: http.StatusCreated}]
+}
+
+// TestVersionedCopy_SharedByAFanOutIsCreatedOnceAndCollectedAfterItsWorkloads:
+// the versioned Deployments of a namespace that read one ConfigMap share
+// one copy per content: one create for all of them, none for a workload
+// that comes later, and no owner references. Deleting a workload gets a
+// copy only it used collected (by the copies' garbage collection, as
+// Kubernetes deletes its ReplicaSets and pods), while a copy shared with a
+// surviving workload stays; once its last workload is deleted, it goes
+// too.
+func TestVersionedCopy_SharedByAFanOutIsCreatedOnceAndCollectedAfterItsWorkloads(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 133)
+	counter := metrics.NewRequestCounter()
+	cfg := rest.CopyConfig(plane.Config)
+	cfg.Wrap(counter.Wrap)
+
+	shared := configMap(ns, "app-config", map[string]string{"color": "blue"})
+	solo := configMap(ns, "solo-config", map[string]string{"size": "s"})
+	create(t, shared, solo)
+	var sharers []*appsv1.Deployment
+	for i := range 6 {
+		d := deployment(ns, fmt.Sprintf("web-%d", i), versionedOn, podSpec(envFrom("app-config")))
+		sharers = append(sharers, d)
+		create(t, d)
+	}
+	lone := deployment(ns, "lone", versionedOn, podSpec(envFrom("solo-config")))
+	create(t, lone)
+	startRerollAs(t, cfg, ns, Options{PlanOptions: plan.Options{Key: key}})
+
+	// First sight pins every workload: two copies, one per source.
+	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
+	soloCopy := copyName(key, ns, "solo-config", map[string]string{"size": "s"})
+	for _, d := range sharers {
+		g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{blue}), d.Name)
+	}
+	g.Eventually(func() []string { return templateNames(&get(t, lone).Spec.Template) }).Should(gomega.Equal([]string{soloCopy}))
+	g.Expect(configMapCreates(counter)).To(gomega.Equal(int64(2)))
+	g.Expect(metrics.CopiesCreatedCount("ConfigMap", ns)).To(gomega.Equal(2.0))
+
+	// A change of the shared source: every sharer rolls onto one new copy,
+	// created once.
+	update(t, shared, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"color": "green"} })
+	green := copyName(key, ns, "app-config", map[string]string{"color": "green"})
+	for _, d := range sharers {
+		g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal([]string{green}), d.Name)
+	}
+	g.Expect(configMapCreates(counter)).To(gomega.Equal(int64(3)))
+
+	// A workload that comes later shares the copy with no create.
+	late := deployment(ns, "late", versionedOn, podSpec(envFrom("app-config")))
+	create(t, late)
+	g.Eventually(func() []string { return templateNames(&get(t, late).Spec.Template) }).Should(gomega.Equal([]string{green}))
+	g.Expect(configMapCreates(counter)).To(gomega.Equal(int64(3)))
+	g.Expect(metrics.CopiesCreatedCount("ConfigMap", ns)).To(gomega.Equal(3.0))
+	for _, name := range []string{blue, green, soloCopy} {
+		c := get(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		g.Expect(c.OwnerReferences).To(gomega.BeEmpty(), name)
+	}
+	for req, n := range counter.Counts() {
+		if req.Resource == "configmaps" {
+			t.Logf("requests %s %s %d: %d", req.Verb, req.Resource, req.Code, n)
+		}
+	}
+
+	// Delete the lone workload and all sharers but one (as kubectl does:
+	// background propagation).
+	waitRolledOut(t, lone)
+	for _, d := range append([]*appsv1.Deployment{lone, late}, sharers[1:]...) {
+		g.Expect(k8s.Delete(t.Context(), d, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
+	}
+	soloObj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: soloCopy}}
+	soloObj.UID = get(t, soloObj).UID
+	g.Eventually(func() bool { return exists(t, soloObj) }, pinGCWait, time.Second).Should(gomega.BeFalse(), "the copy only the deleted workload used is collected")
+	// The same pass kept the copies the surviving sharer names (its
+	// template the green one, its older ReplicaSet the blue one).
+	for _, name := range []string{blue, green} {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		g.Expect(exists(t, get(t, c))).To(gomega.BeTrue(), name)
+	}
+	g.Expect(metrics.CopiesDeletedCount("ConfigMap", ns)).To(gomega.Equal(1.0))
+
+	// The last sharer goes: so do its copies.
+	g.Expect(k8s.Delete(t.Context(), sharers[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
+	g.Eventually(func() int { return len(copiesOf(t, ns, "app-config")) }, pinGCWait, time.Second).Should(gomega.BeZero())
+	g.Expect(get(t, shared).Data).To(gomega.Equal(map[string]string{"color": "green"}), "the source is never written nor collected")
+}
+
+// TestVersionedCopy_OptInPinsRestartABoundedNumberAtOnce: a namespace of
+// versioned Deployments seen for the first time (versioned config turned on
+// over a running cluster) is pinned, and so restarted, a few at a time:
+// without --max-concurrent-rollouts, at most the namespace's share of
+// plan.DefaultOptInPins roll at once; every one is pinned in the end.
+func TestVersionedCopy_OptInPinsRestartABoundedNumberAtOnce(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 134)
+	create(t, configMap(ns, "app-config", map[string]string{"color": "blue"}))
+	var ds []*appsv1.Deployment
+	for i := range 12 {
+		d := deployment(ns, fmt.Sprintf("web-%d", i), versionedOn, podSpec(envFrom("app-config")))
+		ds = append(ds, d)
+		create(t, d)
+	}
+	for _, d := range ds {
+		waitRolledOut(t, d)
+	}
+	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
+	// rolling counts the pinned Deployments whose rollout has not even
+	// updated its replicas yet: a part of those the bound counts.
+	rolling := func() (pinned, rolling int) {
+		var list appsv1.DeploymentList
+		g.Expect(k8s.List(t.Context(), &list, client.InNamespace(ns))).To(gomega.Succeed())
+		for _, d := range list.Items {
+			if names := templateNames(&d.Spec.Template); len(names) != 1 || names[0] != blue {
+				continue
+			}
+			pinned++
+			if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < *d.Spec.Replicas {
+				rolling++
+			}
+		}
+		return pinned, rolling
+	}
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+
+	most := 0
+	g.Eventually(func() int {
+		pinned, n := rolling()
+		most = max(most, n)
+		return pinned
+	}, 3*time.Minute, 50*time.Millisecond).Should(gomega.Equal(len(ds)))
+	bound := plan.NamespaceShare(plan.DefaultOptInPins)
+	t.Logf("at most %d of %d Deployments rolled at once (bound %d)", most, len(ds), bound)
+	g.Expect(most).To(gomega.BeNumerically(">=", 1), "the sampling saw rollouts")
+	g.Expect(most).To(gomega.BeNumerically("<=", bound))
+	g.Expect(len(ds)).To(gomega.BeNumerically(">", bound), "more workloads than the bound: the bound is what held them")
+}
