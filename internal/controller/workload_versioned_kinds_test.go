@@ -82,7 +82,7 @@ func versionedRevisions(t *testing.T, ns string, obj client.Object, template fun
 	// A copy that nothing names, made after blue: once it is collected,
 	// blue is past its grace too and a pass has looked at it (the positive
 	// control of the check that blue stays).
-	unused := pinCopy(t, key, configMap(ns, "unused", map[string]string{"k": "1"}), get(t, obj))
+	unused := pinCopy(t, key, configMap(ns, "unused", map[string]string{"k": "1"}))
 	g.Eventually(func() bool { return exists(t, unused) }, pinGCWait, time.Second).Should(gomega.BeFalse(),
 		"the copy nothing names is collected")
 	// Only revision 2 names blue now: no template, no pod.
