@@ -390,6 +390,23 @@ func fileName(s string) string {
 	}, s)
 }
 
+// creates formats the ConfigMaps and Secrets that requests created, and in
+// brackets the creates the API server refused (an AlreadyExists, for one).
+func creates(requests apiRequests) string {
+	var ok, refused [2]float64
+	for k, v := range requests {
+		for i, res := range []string{"configmaps", "secrets"} {
+			switch {
+			case k == "create "+res:
+				ok[i] += v
+			case strings.HasPrefix(k, "create "+res+" code="):
+				refused[i] += v
+			}
+		}
+	}
+	return fmt.Sprintf("%.0f (%.0f) / %.0f (%.0f)", ok[0], refused[0], ok[1], refused[1])
+}
+
 // printSideBySide prints one column per controller.
 func printSideBySide(res *result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
@@ -427,6 +444,15 @@ func printSideBySide(res *result) {
 	}
 	row("fanout: 1 change, shared ConfigMap", func(r sideRun) string { return rollouts(r.Fanout) })
 	row("storm: 100 changes to 50 workloads in 1 s", func(r sideRun) string { return rollouts(r.Storm) })
+	// Versioned config's copies: one create per changed source per
+	// namespace is the goal, however many workloads share it.
+	row("fanout: ConfigMaps / Secrets created (refused)", func(r sideRun) string {
+		if r.Fanout == nil {
+			return "-"
+		}
+		return creates(r.Fanout.Requests)
+	})
+	row("ConfigMaps / Secrets created, whole run (refused)", func(r sideRun) string { return creates(r.Requests) })
 	row("CPU, whole run (rusage)", func(r sideRun) string { return fmt.Sprintf("%.2f s", r.CPUSeconds) })
 	row("API requests, whole run", func(r sideRun) string { return fmt.Sprintf("%.0f", r.Requests.total()) })
 	fmt.Fprintln(w)
