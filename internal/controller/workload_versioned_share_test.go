@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/metrics"
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
 )
 
@@ -161,4 +162,33 @@ func TestVersionedCopy_OptInPinsRestartABoundedNumberAtOnce(t *testing.T) {
 	g.Expect(most).To(gomega.BeNumerically(">=", 1), "the sampling saw rollouts")
 	g.Expect(most).To(gomega.BeNumerically("<=", bound))
 	g.Expect(len(ds)).To(gomega.BeNumerically(">", bound), "more workloads than the bound: the bound is what held them")
+}
+
+// TestVersionedCopy_SharingACopyWithOwnersRemovesThem: a copy that an older
+// Reroll made with its workload as owner loses its owners when a workload
+// shares it, so that Kubernetes' garbage collector does not delete it with
+// that first owner while the sharer names it.
+func TestVersionedCopy_SharingACopyWithOwnersRemovesThem(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 135)
+	src := configMap(ns, "app-config", map[string]string{"color": "blue"})
+	first := deployment(ns, "first", nil, podSpec())
+	create(t, src, first)
+	built, err := pin.Build(key, src)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	old := built.(*corev1.ConfigMap)
+	old.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: first.Name, UID: get(t, first).UID}}
+	create(t, old)
+	sharer := deployment(ns, "sharer", versionedOn, podSpec(envFrom("app-config")))
+	create(t, sharer)
+	startReroll(t, ns, Options{PlanOptions: plan.Options{Key: key}})
+
+	g.Eventually(func() []string { return templateNames(&get(t, sharer).Spec.Template) }).Should(gomega.Equal([]string{old.Name}))
+	g.Eventually(func() []metav1.OwnerReference { return get(t, old).OwnerReferences }).Should(gomega.BeEmpty())
+	// Its first owner goes: the copy stays, named by the sharer.
+	g.Expect(k8s.Delete(t.Context(), first, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
+	g.Eventually(func() bool { return exists(t, first) }).Should(gomega.BeFalse())
+	g.Consistently(func() bool { return exists(t, old) }, 10*time.Second, time.Second).Should(gomega.BeTrue())
 }

@@ -102,7 +102,8 @@ func TestWorkloadReconciler_VersionedPinsEachContent(t *testing.T) {
 	want := []string{copyName(key, ns, "app-config", contents[0])}
 	g.Eventually(func() []string { return templateNames(&get(t, d).Spec.Template) }).Should(gomega.Equal(want))
 	g.Expect(get(t, d).Spec.Template.Spec.Volumes[0].ConfigMap.Name).To(gomega.Equal(want[0]))
-	g.Expect(eventsWithReason(t, ns, "web", plan.ReasonPinned)).To(gomega.HaveLen(1))
+	// The Event is recorded after the write, asynchronously.
+	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", plan.ReasonPinned) }).Should(gomega.HaveLen(1))
 	waitRolledOut(t, d)
 
 	for i, c := range contents[1:] {
