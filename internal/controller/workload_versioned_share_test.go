@@ -24,6 +24,18 @@ func configMapCreates(c *metrics.RequestCounter) int64 {
 	return c.Counts()[metrics.Request{Verb: "create", Resource: "configmaps", Code: http.StatusCreated}]
 }
 
+// configMapPosts is how many ConfigMap creates the counted client tried,
+// whatever the answer (an AlreadyExists too).
+func configMapPosts(c *metrics.RequestCounter) int64 {
+	var n int64
+	for r, v := range c.Counts() {
+		if r.Verb == "create" && r.Resource == "configmaps" {
+			n += v
+		}
+	}
+	return n
+}
+
 // TestVersionedCopy_SharedByAFanOutIsCreatedOnceAndCollectedAfterItsWorkloads:
 // the versioned Deployments of a namespace that read one ConfigMap share
 // one copy per content: one create for all of them, none for a workload
@@ -73,10 +85,13 @@ func TestVersionedCopy_SharedByAFanOutIsCreatedOnceAndCollectedAfterItsWorkloads
 	}
 	g.Expect(configMapCreates(counter)).To(gomega.Equal(int64(3)))
 
-	// A workload that comes later shares the copy with no create.
+	// A workload that comes later shares the copy from the store: not even
+	// a create that fails.
+	posts := configMapPosts(counter)
 	late := deployment(ns, "late", versionedOn, podSpec(envFrom("app-config")))
 	create(t, late)
 	g.Eventually(func() []string { return templateNames(&get(t, late).Spec.Template) }).Should(gomega.Equal([]string{green}))
+	g.Expect(configMapPosts(counter)).To(gomega.Equal(posts))
 	g.Expect(configMapCreates(counter)).To(gomega.Equal(int64(3)))
 	g.Expect(metrics.CopiesCreatedCount("ConfigMap", ns)).To(gomega.Equal(3.0))
 	for _, name := range []string{blue, green, soloCopy} {
