@@ -302,6 +302,9 @@ func (a *Applier) remember(ctx context.Context, obj client.Object, p plan.Plan, 
 		a.Creations.Forget(obj.GetUID())
 		a.dropBaseline(ctx, obj)
 	}
+	if p.OptInWaits && a.Rollouts != nil {
+		a.Rollouts.WaitOptIn(a.Kind, obj)
+	}
 	if stamp := p.Annotations[plan.RolledAtAnnotation]; w.Bounded && stamp != "" {
 		a.Rollouts.Started(a.Kind, obj, stamp, plan.RolloutDeadline(*w.Progress, w.Timeout))
 	}

@@ -122,14 +122,21 @@ func (o Options) optInBound() Options {
 	return o
 }
 
-// OptInRecheck is how soon an opt-in pin that waits for a slot is decided
-// again: six times the recheck of a waiting rollout (30 s by default). An
-// opt-in waits with nothing written on the workload (a rollout for a
-// change writes PendingAnnotation and is woken when a slot frees), so
+// OptInRecheck is how soon an opt-in pin held by the previous rollout
+// (wait-for-rollout) is decided again: six times the recheck of a
+// waiting rollout (30 s by default). An opt-in waits with nothing written
+// on the workload (a rollout for a change writes PendingAnnotation), so
 // that a cluster turning versioned config on writes each workload once,
-// when it pins; thousands of them waiting are decided again every 30 s,
-// not every 5.
+// when it pins.
 func OptInRecheck(o Options) time.Duration { return 6 * recheckOf(o) }
+
+// OptInFallback is how soon an opt-in pin waiting for a slot of the bound
+// is decided again when nothing wakes it first: the writer notes it
+// (Plan.OptInWaits) and a freed slot wakes it, after the changes that
+// wait; this recheck covers a restart (which forgets the notes) or a
+// wake-up dropped. Thousands of workloads waiting at install then cost a
+// few reconciles a second, not hundreds.
+const OptInFallback = 5 * time.Minute
 
 // PinsQuietly reports whether p is an opt-in pin (a versioned workload
 // first seen or opting in) that counts against the bound: a caller that
@@ -184,7 +191,17 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 		// warnings are not told twice.
 		var q Plan
 		if d := q.gate(o.optInBound(), in, p.OptIn); d != nil {
-			p.Recheck = minPositive(p.Recheck, OptInRecheck(o))
+			switch {
+			case d.Reason == DeferMaxConcurrent:
+				// Woken when a slot frees (OptInWaits); the recheck is
+				// the fall-back after a restart or a wake-up dropped.
+				p.OptInWaits = true
+				p.Recheck = minPositive(p.Recheck, OptInFallback)
+			case !d.Until.IsZero():
+				p.Recheck = minPositive(p.Recheck, max(d.Until.Sub(in.Now), 0)+time.Second)
+			default:
+				p.Recheck = minPositive(p.Recheck, OptInRecheck(o))
+			}
 			return nil
 		}
 	}

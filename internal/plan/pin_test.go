@@ -135,8 +135,9 @@ func TestDecide_Pinning(t *testing.T) {
 				in.Rollouts = Rollouts{Running: DefaultOptInPins}
 			},
 			check: func(t *testing.T, p Plan) {
-				if p.Requeue != OptInRecheck(defaults()) || p.Annotations[RolledAtAnnotation] != "" || hasEvent(p.Events, ReasonPinned) {
-					t.Errorf("requeue = %s, annotations = %v, events = %+v; want a recheck in %s and nothing written", p.Requeue, p.Annotations, p.Events, OptInRecheck(defaults()))
+				if !p.OptInWaits || p.Requeue != OptInFallback || p.Annotations[RolledAtAnnotation] != "" || hasEvent(p.Events, ReasonPinned) {
+					t.Errorf("waits = %v, requeue = %s, annotations = %v, events = %+v; want it noted for a wake-up, a recheck in %s and nothing written",
+						p.OptInWaits, p.Requeue, p.Annotations, p.Events, OptInFallback)
 				}
 			},
 		},

@@ -428,6 +428,11 @@ type Plan struct {
 	// copies to make first, then the template's references to rename in
 	// the same write as the trigger; nil when none.
 	Pin *Pinning
+	// OptInWaits is set when an opt-in pin (a versioned workload first
+	// seen or opting in) waits for a slot of the concurrent rollout bound:
+	// the writer notes it, so that a freed slot wakes it (it writes
+	// nothing on the workload while it waits).
+	OptInWaits bool
 	// Undo, when set, is the automatic undo of a versioned workload's
 	// failed rollout: the pod template to write back (its previous pinned
 	// revision), in the plan's one write.

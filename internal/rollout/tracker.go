@@ -53,6 +53,21 @@ type Tracker struct {
 	// reader is the manager's cache, for the metrics.
 	reader client.Reader
 	now    func() time.Time
+	// optIns are the opt-in pins waiting for a slot (WaitOptIn), oldest
+	// first, each once; WakeOldest wakes them after the changes waiting.
+	// Memory only: a restart decides each of them again at first sight.
+	// optMu guards them (not mu: they are noted and taken while a
+	// reconcile holds mu).
+	optMu    sync.Mutex
+	optIns   []optIn
+	optInSet map[types.UID]bool
+}
+
+// optIn is one opt-in pin waiting for a slot.
+type optIn struct {
+	uid  types.UID
+	kind workload.Kind
+	key  client.ObjectKey
 }
 
 // Kind is a workload kind whose status reports rollout progress, as the
@@ -268,11 +283,43 @@ func (t *Tracker) each(ctx context.Context, c client.Reader, v string, f func(Ki
 	return nil
 }
 
+// WaitOptIn notes that obj, of kind k, is an opt-in pin (plan.Plan's
+// OptInWaits) waiting for a slot: it writes nothing on the workload while
+// it waits, so the cache's index does not know it, and WakeOldest wakes it
+// from this list, after the changes waiting. A workload noted already
+// keeps its place. It needs no lock (it may be called with it).
+func (t *Tracker) WaitOptIn(k workload.Kind, obj client.Object) {
+	t.optMu.Lock()
+	defer t.optMu.Unlock()
+	if t.optInSet == nil {
+		t.optInSet = map[types.UID]bool{}
+	}
+	if t.optInSet[obj.GetUID()] {
+		return
+	}
+	t.optInSet[obj.GetUID()] = true
+	t.optIns = append(t.optIns, optIn{uid: obj.GetUID(), kind: k, key: client.ObjectKeyFromObject(obj)})
+}
+
+// nextOptIns takes up to n of the oldest opt-in pins waiting, off the list.
+func (t *Tracker) nextOptIns(n int) []optIn {
+	t.optMu.Lock()
+	defer t.optMu.Unlock()
+	n = min(n, len(t.optIns))
+	out := slices.Clone(t.optIns[:n])
+	t.optIns = t.optIns[n:]
+	for _, o := range out {
+		delete(t.optInSet, o.uid)
+	}
+	return out
+}
+
 // WakeOldest asks for a reconcile of the three oldest workloads waiting for
-// a slot (oldest pending change first, then by namespace/name), through
-// their kind's Wake channel without blocking, so that a freed slot is taken
-// at once rather than at their next Recheck. It reads c (the cache) only and
-// needs no lock. An error is c's.
+// a slot (oldest pending change first, then by namespace/name; then the
+// opt-in pins noted by WaitOptIn, oldest first), through their kind's Wake
+// channel without blocking, so that a freed slot is taken at once rather
+// than at their next Recheck. It reads c (the cache) only and needs no
+// lock (it may be called with it). An error is c's.
 func (t *Tracker) WakeOldest(ctx context.Context, c client.Reader) error {
 	type waiting struct {
 		k     Kind
@@ -294,7 +341,18 @@ func (t *Tracker) WakeOldest(ctx context.Context, c client.Reader) error {
 		}
 		return all[i].key.String() < all[j].key.String()
 	})
-	for _, w := range all[:min(wakeCount, len(all))] {
+	woken := all[:min(wakeCount, len(all))]
+	for _, o := range t.nextOptIns(wakeCount - len(woken)) {
+		for _, k := range t.kinds {
+			if k.Kind.Name() == o.kind.Name() {
+				woken = append(woken, waiting{k: k, key: o.key})
+			}
+		}
+	}
+	for _, w := range woken {
+		if w.k.Wake == nil {
+			continue
+		}
 		obj := w.k.Kind.New()
 		obj.SetNamespace(w.key.Namespace)
 		obj.SetName(w.key.Name)

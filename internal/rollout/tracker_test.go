@@ -9,8 +9,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
@@ -71,4 +73,40 @@ func TestRollouts_CountsARolloutTheCacheShowsBetweenItsReads(t *testing.T) {
 	r, err = tr.Count(t.Context(), laggingCache{current: done}, self, now, now, nil)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(r.Running).To(gomega.BeZero())
+}
+
+// An opt-in pin waiting for a slot writes nothing on its workload, so the
+// cache's index cannot find it: the Tracker's notes wake it, oldest first,
+// each once, after the changes waiting (none here).
+func TestRollouts_AFreedSlotWakesTheOldestOptInPins(t *testing.T) {
+	g := gomega.NewWithT(t)
+	kind := workload.Deployment{}
+	p, ok := ProgressOf(kind)
+	g.Expect(ok).To(gomega.BeTrue())
+	wake := make(chan event.GenericEvent, WakeBuffer)
+	tr := NewTracker(0, digest.Key{}, nil, time.Now)
+	tr.Add(Kind{Kind: kind, Progress: p, Wake: wake})
+	d := func(name string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid")}}
+	}
+	for _, name := range []string{"a", "b", "a", "c", "d"} {
+		tr.WaitOptIn(kind, d(name))
+	}
+	woken := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-wake:
+				out = append(out, e.Object.GetName())
+			default:
+				return out
+			}
+		}
+	}
+	g.Expect(tr.WakeOldest(t.Context(), laggingCache{})).To(gomega.Succeed())
+	g.Expect(woken()).To(gomega.Equal([]string{"a", "b", "c"}), "the three oldest, a noted once")
+	g.Expect(tr.WakeOldest(t.Context(), laggingCache{})).To(gomega.Succeed())
+	g.Expect(woken()).To(gomega.Equal([]string{"d"}))
+	g.Expect(tr.WakeOldest(t.Context(), laggingCache{})).To(gomega.Succeed())
+	g.Expect(woken()).To(gomega.BeEmpty(), "each is woken once; one that still waits is noted again")
 }
