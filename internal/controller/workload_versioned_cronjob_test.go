@@ -9,8 +9,11 @@ import (
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/pingc"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
@@ -99,4 +102,47 @@ func TestWorkloadReconciler_VersionedCronJobPinsItsJobTemplate(t *testing.T) {
 		"the copy no Job names any more is collected")
 	g.Consistently(func() []string { return slices.Collect(maps.Keys(copiesOf(t, ns, "app-config"))) },
 		pingc.DefaultPeriod+10*time.Second, time.Second).Should(gomega.ConsistOf(green))
+}
+
+// TestWorkloadWebhook_ServerSideApplyKeepsACronJobsPinnedReferences: with
+// the admission webhook, a GitOps tool's server-side apply of a versioned
+// CronJob's original manifest, which names the source, leaves the
+// jobTemplate's pinned references and pin annotation in place.
+func TestWorkloadWebhook_ServerSideApplyKeepsACronJobsPinnedReferences(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	opts := Options{PlanOptions: plan.Options{Key: testKey(t, 44)}, Kinds: append(workload.Builtin(), workload.CronJob{}, workload.Job{})}
+	_, _ = startRerollWithWebhook(t, ns, opts)
+	create(t, configMap(ns, "app-config", map[string]string{"color": "blue"}))
+	cj := cronJob(ns, "nightly", versionedOn, podSpec(envFrom("app-config"), configVolume("app-config")))
+	manifest := cj.DeepCopy()
+	create(t, cj)
+	blue := copyName(opts.Key, ns, "app-config", map[string]string{"color": "blue"})
+	g.Eventually(func() []string { return jobTemplateNames(t, cj) }).Should(gomega.Equal([]string{blue}))
+	g.Eventually(func() map[string]string { return get(t, cj).Labels }).Should(gomega.HaveKeyWithValue(ManagedLabel, "true"))
+	before := get(t, cj.DeepCopy())
+	// The manifest names the source, which a plain apply would write back.
+	g.Expect(templateNames(&manifest.Spec.JobTemplate.Spec.Template)).To(gomega.Equal([]string{"app-config"}))
+
+	manifest.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("CronJob"))
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(manifest)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "spec", "jobTemplate", "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "spec", "jobTemplate", "spec", "template", "metadata", "creationTimestamp")
+	g.Expect(k8s.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("gitops"), client.ForceOwnership)).To(gomega.Succeed())
+
+	after := get(t, cj.DeepCopy())
+	// Positive first: the apply reached the CronJob (the gitops manager
+	// owns fields of it now).
+	g.Expect(after.ManagedFields).To(gomega.ContainElement(gomega.HaveField("Manager", "gitops")))
+	g.Expect(templateNames(&after.Spec.JobTemplate.Spec.Template)).To(gomega.Equal([]string{blue}))
+	g.Expect(after.Spec.JobTemplate.Spec.Template.Spec.Volumes[0].ConfigMap.Name).To(gomega.Equal(blue))
+	g.Expect(after.Spec.JobTemplate.Spec.Template.Annotations).To(gomega.HaveKeyWithValue(pin.TemplateAnnotation,
+		before.Spec.JobTemplate.Spec.Template.Annotations[pin.TemplateAnnotation]))
+	g.Consistently(func() []string { return jobTemplateNames(t, cj) }).Should(gomega.Equal([]string{blue}))
+	g.Expect(jobsOwnedBy(t, ns, after.UID)).To(gomega.BeEmpty())
 }
