@@ -79,10 +79,10 @@ bench-validate: ## Measure the validation of one change: a 1 MiB ConfigMap again
 bench-check: ## Run the built binary through the small bench profile and fail on wrong behaviour (never on timings).
 	$(MAKE) bench PROFILE=small BENCH_FLAGS="-check -designs=false"
 
-# Packages whose TestMain starts the local control plane. Of the first three,
+# Packages whose TestMain starts the local control plane. Of the first four,
 # `make test-unit` runs the tests of their *_unit_test.go files with -unit,
 # which leaves the plane off (test/unitonly); it runs every other package whole.
-PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli
+PLANE_UNIT_PKGS := internal/controller internal/projection internal/cli internal/metricsauth
 PLANE_ONLY_PKGS := internal/store internal/state test/controlplane test/e2e
 
 # How many seeds `make soak` runs, from which, and how many at once.

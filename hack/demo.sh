@@ -8,8 +8,10 @@
 # nothing, and runs the kubectl plugin: `kubectl reroll who-uses` and
 # `kubectl reroll plan` on the demo's objects. The second act applies
 # examples/projection-harbor.yaml, rotates its Secret and shows the custom
-# resource's field follow. It stops everything it started and exits 0 only
-# if every step was observed.
+# resource's field follow. The third act applies examples/versioned-config.yaml,
+# changes its ConfigMap, runs `kubectl rollout undo` and shows the pods read
+# the older copy's content again. It stops everything it started and exits
+# 0 only if every step was observed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -208,4 +210,74 @@ uses=$(kubectl reroll $kr_flags -n harbor who-uses secret/harbor-s3)
 echo "$uses"
 [[ "$uses" == *"Projection/harbor-s3"*"writes HarborCluster/harbor"* ]] || fail "who-uses did not name the Projection that reads harbor-s3"
 
-step "Demo complete: one data change, one rollout; metadata changes and unread keys, none; the plugin says so before you apply; a rotated Secret, a rewritten custom resource field"
+step "Third act: versioned config, an undo brings the old content back (examples/versioned-config.yaml)"
+vns=reroll-versioned
+envfrom='{.spec.template.spec.containers[0].envFrom[0].configMapRef.name}'
+# pinned prints the copy of app-config that the Deployment's template names,
+# once it names one (not the source itself).
+pinned() {
+  local name=""
+  for _ in $(seq 1 120); do
+    name=$(kubectl -n $vns get deployment web -o jsonpath="$envfrom")
+    [[ -n "$name" && "$name" != app-config && "$name" != "${1:-}" ]] && { echo "$name"; return 0; }
+    sleep 0.5
+  done
+  return 1
+}
+# pods_read prints, once, the ConfigMaps that the running pods of web name.
+pods_read() {
+  kubectl -n $vns get pods -l app=web -o jsonpath='{range .items[*]}{.spec.containers[0].envFrom[0].configMapRef.name}{"\n"}{end}' | sort -u
+}
+# settle waits until every running pod of web reads copy $1.
+settle() {
+  kubectl -n $vns rollout status deployment/web --timeout=120s >/dev/null
+  for _ in $(seq 1 120); do
+    [[ "$(pods_read)" == "$1" ]] && return 0
+    sleep 0.5
+  done
+  fail "the pods of web do not all read $1: $(pods_read | tr '\n' ' ')"
+}
+color_of() { kubectl -n $vns get configmap "$1" -o jsonpath='{.data.COLOR}'; }
+
+kubectl apply -f examples/versioned-config.yaml
+# A versioned workload is pinned on first sight, so that the very first
+# undo already restores content: its template names a copy of app-config.
+blue=$(pinned) || fail "Reroll did not pin web to a copy of app-config"
+settle "$blue"
+echo "web's pods read $blue, an immutable copy of app-config made by Reroll: COLOR=$(color_of "$blue")"
+[[ $(color_of "$blue") == blue ]] || fail "the first copy does not hold blue"
+
+step "Changing app-config: COLOR blue -> green"
+kubectl -n $vns patch configmap app-config --type merge -p '{"data":{"COLOR":"green"}}'
+green=$(pinned "$blue") || fail "Reroll did not roll web to a copy of the new content"
+settle "$green"
+echo "web rolled; its pods read $green: COLOR=$(color_of "$green")"
+[[ $(color_of "$green") == green ]] || fail "the new copy does not hold green"
+echo "The copies (one per content; the source app-config itself is never written):"
+kubectl -n $vns get configmaps -l reroll.dev/copy-of=app-config -o custom-columns='NAME:.metadata.name,COLOR:.data.COLOR,IMMUTABLE:.immutable'
+echo
+echo "$ kubectl reroll $kr_flags -n $vns why deployment/web"
+kubectl reroll $kr_flags -n $vns why deployment/web | grep -E '^(Workload|Pinned):'
+
+step "Green is bad: kubectl rollout undo deployment/web"
+gen=$(kubectl -n $vns get deployment web -o jsonpath='{.metadata.generation}')
+kubectl -n $vns rollout undo deployment/web
+settle "$blue"
+echo "web's pods read $blue again: COLOR=$(color_of "$blue"), while app-config holds COLOR=$(color_of app-config)"
+[[ $(color_of "$blue") == blue && $(color_of app-config) == green ]] || fail "the undo did not bring blue back"
+# The undo is the user's choice: Reroll does not roll web forward to green
+# again until app-config changes again. The undo was the last write.
+echo "waiting 5 seconds for anything to happen..."
+sleep 5
+[[ $(kubectl -n $vns get deployment web -o jsonpath="$envfrom") == "$blue" ]] || fail "Reroll rolled web forward after the undo"
+[[ $(kubectl -n $vns get deployment web -o jsonpath='{.metadata.generation}') == $((gen + 1)) ]] ||
+  fail "something wrote web's spec after the undo"
+[[ "$(pods_read)" == "$blue" ]] || fail "a pod of web reads something else than $blue after the undo"
+echo "Reroll left web on blue: one write since the green rollout (the undo's), every pod on $blue."
+echo "$ kubectl reroll $kr_flags -n $vns why deployment/web"
+why=$(kubectl reroll $kr_flags -n $vns why deployment/web)
+echo "$why" | grep -E '^(Workload|Pinned):'
+[[ "$why" == *"Pinned:    ConfigMap/app-config to copy $blue"*"source now: moved on"* ]] ||
+  fail "why does not say that web is pinned to $blue while app-config moved on"
+
+step "Demo complete: one data change, one rollout; metadata changes and unread keys, none; the plugin says so before you apply; a rotated Secret, a rewritten custom resource field; an undo that brings the old content back"

@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/metricsauth"
@@ -18,7 +17,7 @@ type metricsFlags struct {
 	// secure serves HTTPS and lets only clients the API server
 	// authenticates (TokenReview) and authorizes for GET on the
 	// non-resource URL /metrics (SubjectAccessReview) read it, as
-	// kubebuilder's default does, or only clients with the token of
+	// kubebuilder's default does (metricsauth.ReviewFilter), or only clients with the token of
 	// tokenSecret; false (the default) serves plain HTTP to anyone, as
 	// Reloader does, so that Reloader's arguments keep Reloader's metrics.
 	secure bool
@@ -46,7 +45,7 @@ func (f metricsFlags) serverOptions(addr string, token []byte) metricsserver.Opt
 	}
 	o.SecureServing = true
 	o.CertDir = f.certDir
-	o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	o.FilterProvider = metricsauth.ReviewFilter
 	if token != nil {
 		o.FilterProvider = func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
 			return metricsauth.Filter(token), nil

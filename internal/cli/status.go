@@ -501,8 +501,8 @@ func (s *session) mayPortForward(ctx context.Context, cs kubernetes.Interface, n
 }
 
 // scrapeURL reads the metrics at f.metricsURL. An https URL is Reroll's
-// secure metrics (controller-runtime's
-// filters.WithAuthenticationAndAuthorization): it gets a bearer token, from
+// secure metrics (metricsauth.ReviewFilter, or metricsauth.Filter with
+// --metrics-token-secret): it gets a bearer token, from
 // f.metricsTokenFile or the kubeconfig, which Reroll reviews with the API
 // server (TokenReview) and whose user must be allowed to get the
 // non-resource URL /metrics (SubjectAccessReview). A plain http URL never

@@ -25,7 +25,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/reroll/reroll/internal/controller"
@@ -85,8 +84,7 @@ func TestStatus_ShowsLeaderMetricsAndInvalidAnnotations(t *testing.T) {
 
 // TestStatus_ReadsSecureMetricsWithABearerToken: Reroll's metrics are
 // served over HTTPS to clients the API server authenticates and authorizes
-// (controller-runtime's filters.WithAuthenticationAndAuthorization, as
-// cmd/reroll sets up with --metrics-secure). The API server's pod proxy
+// (metricsauth.ReviewFilter, as cmd/reroll sets up with --metrics-secure). The API server's pod proxy
 // removes the caller's credentials, so through it the plugin got 401; it
 // now says so and how to read them instead (kubectl port-forward and
 // --metrics-url), and sends a bearer token to an https --metrics-url:
@@ -100,7 +98,7 @@ func TestStatus_ReadsSecureMetricsWithABearerToken(t *testing.T) {
 	addr := l.Addr().String()
 	g.Expect(l.Close()).To(gomega.Succeed())
 	startReroll(t, ns, controller.Options{}, func(o *ctrl.Options) {
-		o.Metrics = metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+		o.Metrics = metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: metricsauth.ReviewFilter}
 	})
 
 	// Two ServiceAccounts; only the scraper may get /metrics.
