@@ -53,7 +53,6 @@ func main() {
 }
 
 func run(args []string) error {
-	setGCPercent()
 	f, opts, err := configure(args, os.Getenv)
 	if errors.Is(err, pflag.ErrHelp) {
 		return nil

@@ -133,6 +133,10 @@ type RestartInput struct {
 	// TemplateInObject is set when the pod template lives in the workload
 	// itself, the only case where Reroll can tell who put it back.
 	TemplateInObject bool
+	// JobTemplate is set when the pod template is a CronJob's jobTemplate
+	// (workload.JobTemplate): versioned config pins it, though no pod
+	// restarts for it.
+	JobTemplate bool
 }
 
 // NotifyState is where the notification of one plan (Plan.Key) is.

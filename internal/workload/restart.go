@@ -54,6 +54,15 @@ func TemplateInObject(k Kind, obj client.Object) bool {
 	return true
 }
 
+// JobTemplate reports whether the pod template of kind k is a CronJob's
+// jobTemplate: no pod restarts when it changes, the Jobs the CronJob
+// starts from then on (and the Job Reroll creates, ByJob) run it.
+// Versioned config pins it (internal/plan).
+func JobTemplate(k Kind) bool {
+	_, ok := k.(CronJob)
+	return ok
+}
+
 // ReadPodTemplate returns the pod template obj, of kind k, runs its pods
 // from: for a PodOwner, the one its pods show; for a TemplateReader (an
 // Argo Rollout with spec.workloadRef), the one of the object it refers
