@@ -83,7 +83,9 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 	case workload.ByRestartAt:
 		err = restartAt(desired, p.Roll)
 	case workload.ByJob:
-		err = w.job(ctx, obj, p.Roll)
+		// From desired: a versioned CronJob's Job reads the copies its
+		// jobTemplate is pinned to in this write.
+		err = w.job(ctx, desired, p.Roll)
 	case workload.ByRecreate:
 		// The Job's write step writes desired itself, on the new Job.
 		return w.recreate(ctx, obj, desired, write)

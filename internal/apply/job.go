@@ -11,9 +11,10 @@ import (
 	"github.com/reroll/reroll/internal/workload"
 )
 
-// job creates a Job from a CronJob's jobTemplate, named by the plan
-// (plan.Rolling.Job, from the config hash) so that a retry creates no
-// second Job; the CronJob's record is written after it.
+// job creates a Job from the jobTemplate of obj, the CronJob as it is
+// about to be written (with its pinned references, versioned config),
+// named by the plan (plan.Rolling.Job, from the config hash) so that a
+// retry creates no second Job; the CronJob's record is written after it.
 func (w Writer) job(ctx context.Context, obj client.Object, roll plan.Rolling) error {
 	cj, ok := obj.(*batchv1.CronJob)
 	if !ok {

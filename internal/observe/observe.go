@@ -149,7 +149,8 @@ func Workload(ctx context.Context, d *Deps, obj client.Object, burstEnded bool) 
 	in.Validate = d.Validation != nil
 	mode, problems := workload.RestartMode(d.Kind, obj)
 	in.Restart = &plan.RestartInput{Mode: mode, Problems: problems, Desired: workload.DesiredPods(obj),
-		HighestOrdinalFirst: workload.HighestOrdinalFirst(obj), TemplateInObject: workload.TemplateInObject(d.Kind, obj)}
+		HighestOrdinalFirst: workload.HighestOrdinalFirst(obj), TemplateInObject: workload.TemplateInObject(d.Kind, obj),
+		JobTemplate: workload.JobTemplate(d.Kind), HistoryUnread: workload.HistoryUnread(d.Kind)}
 	return in, opts, nil
 }
 

@@ -19,8 +19,9 @@ import (
 // ReasonPinned is a Normal Event: Reroll pinned a versioned workload's
 // ConfigMaps and Secrets to immutable copies without a change of their
 // content (the workload opted in, or was first seen); its pods restart
-// once to read the copies. A rollout for a change says so in its Rolled
-// Event instead.
+// once to read the copies (a CronJob's do not: its next Jobs read them). A
+// rollout for a change says so in its Rolled Event instead (a CronJob
+// that creates no Job, in its NotRolled Event).
 const ReasonPinned = "Pinned"
 
 // ReasonUnpinned is a Warning Event: a copy could not be made (a
@@ -104,16 +105,21 @@ func sourceView(in Input) *corev1.PodTemplateSpec {
 
 // pinning decides the pinning of a workload whose template is its own
 // (Deployments, StatefulSets, DaemonSets, Argo Rollouts with a template;
-// in.Restart.TemplateInObject) and that Reroll may still change (no
+// in.Restart.TemplateInObject) or a CronJob's jobTemplate
+// (in.Restart.JobTemplate), and that Reroll may still change (no
 // revert.RevertedAnnotation):
 //   - a rollout (Outcome Roll, ByTemplate) of a versioned workload renames
 //     each selected ConfigMap and Secret of its namespace that the
 //     template consumes (directly or through an older copy) to the copy of
 //     its current content; of a workload no longer versioned, its copies
-//     back to the sources;
+//     back to the sources. A CronJob's change does the same in its
+//     jobTemplate, whether it creates a Job at once (ByJob, the Job is
+//     made from the pinned template) or not (NotRolled): its next Jobs
+//     read the new copy, the Jobs running keep theirs;
 //   - a versioned workload first seen, or unchanged, whose template names a
 //     source directly pins it (Quiet: an opt-in; its pods restart once,
-//     after the gates a rollout waits for), so that the first undo already
+//     after the gates a rollout waits for; a CronJob's pods do not, and
+//     its pinning waits for nothing), so that the first undo already
 //     restores content. References to older copies are left alone: that
 //     is an undo, the user's choice, kept until the source changes again.
 //
@@ -122,11 +128,20 @@ func sourceView(in Input) *corev1.PodTemplateSpec {
 // pinned: a copy of anything else would hold the pods on its content with
 // nothing to move them on.
 func (p *Plan) pinning(o Options, in Input, v View) error {
-	if in.Restart == nil || !in.Restart.TemplateInObject || in.Annotations[revert.RevertedAnnotation] != "" || p.Hold != "" || p.Undo != nil {
+	if in.Restart == nil || !in.Restart.TemplateInObject && !in.Restart.JobTemplate || in.Annotations[revert.RevertedAnnotation] != "" || p.Hold != "" || p.Undo != nil {
 		return nil
 	}
+	jobs := in.Restart.JobTemplate
 	versioned, problems := pin.Versioned(in.Annotations, in.NamespaceAnnotations, o.Versioned)
+	// A kind whose older revisions the garbage collection does not read is
+	// never pinned; one pinned before is moved back to its sources by its
+	// next rollout, as a workload no longer versioned.
+	versioned = versioned && !in.Restart.HistoryUnread
 	rolling := p.Outcome == Roll && p.Roll.Way == workload.ByTemplate
+	if jobs {
+		// A change answered, with a Job created at once or not.
+		rolling = p.Outcome == Roll && p.Roll.Way == workload.ByJob || p.Outcome == NotRolled && len(p.Changes) > 0
+	}
 	// An opt-in pins a template never pinned (no pin.TemplateAnnotation):
 	// one that was, and names a source directly, rolled unpinned because a
 	// copy could not be made, and is pinned again by its next rollout, not
@@ -139,10 +154,11 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 	if !rolling && !quiet || !versioned && len(in.Pins) == 0 {
 		return nil
 	}
-	if !rolling {
+	if !rolling && !jobs {
 		// An opt-in restarts the pods like a rollout: it waits for the
 		// same gates (windows, the previous rollout, the bound), on a plan
-		// of its own so that their warnings are not told twice.
+		// of its own so that their warnings are not told twice. A
+		// CronJob's restarts nothing.
 		var q Plan
 		if d := q.gate(o, in, p.OptIn); d != nil {
 			p.Recheck = minPositive(p.Recheck, recheckOf(o))
@@ -212,11 +228,14 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 		notes = append(notes, fmt.Sprintf("%s %s to %s", c.Kind, c.Source, c.Name))
 	}
 	slices.Sort(notes)
-	if step.Quiet {
+	switch {
+	case step.Quiet && jobs:
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonPinned, "Pinned " + strings.Join(notes, ", ") + " in the jobTemplate; the next Jobs read the copies"})
+	case step.Quiet:
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonPinned, "Pinned " + strings.Join(notes, ", ") + "; its pods restart once to read the copies"})
-	} else if len(notes) > 0 {
+	case len(notes) > 0:
 		for i := range p.Events {
-			if p.Events[i].Reason == ReasonRolled {
+			if r := p.Events[i].Reason; r == ReasonRolled || jobs && r == ReasonNotRolled {
 				p.Events[i].Note += "; pinned " + strings.Join(notes, ", ")
 			}
 		}

@@ -98,6 +98,15 @@ func TestDecide_Pinning(t *testing.T) {
 			names: copy1, changed: true, want: Roll,
 			renames: map[pin.Ref]string{ref(copy1): "cfg"},
 		},
+		"a kind whose older revisions the collector does not read is not pinned": {
+			names: "cfg", changed: true, workload: versioned, want: Roll,
+			input: func(in *Input) { in.Restart.HistoryUnread = true },
+		},
+		"a kind whose older revisions the collector does not read, pinned before, rolls back onto its source": {
+			names: copy1, changed: true, workload: versioned, want: Roll,
+			input:   func(in *Input) { in.Restart.HistoryUnread = true },
+			renames: map[pin.Ref]string{ref(copy1): "cfg"},
+		},
 		"an undo to an older copy is kept while the source is unchanged": {
 			names: copyOf(obj(map[string]string{"a": "0"}, nil, "0")), workload: versioned, want: Unchanged,
 		},
@@ -120,6 +129,56 @@ func TestDecide_Pinning(t *testing.T) {
 		"a template outside the object (a workloadRef) is not pinned": {
 			names: "cfg", changed: true, workload: versioned, want: Roll,
 			input: func(in *Input) { in.Restart.TemplateInObject = false },
+		},
+		"a versioned CronJob's change pins its jobTemplate, in the write that creates its Job": {
+			names: "cfg", changed: true, workload: versioned, want: Roll,
+			input:   cronJobInput(workload.Action{Way: workload.ByJob}),
+			renames: map[pin.Ref]string{ref("cfg"): copy2},
+			copies:  []PinCopy{{Kind: reference.ConfigMap, Source: "cfg", Name: copy2}},
+			check: func(t *testing.T, p Plan) {
+				if p.Roll.Way != workload.ByJob || !hasEventWith(p.Events, ReasonRolled, "pinned ConfigMap cfg to "+copy2) {
+					t.Errorf("way = %s, events = %+v", p.Roll.Way, p.Events)
+				}
+			},
+		},
+		"a versioned CronJob that creates no Job pins its jobTemplate for its next Jobs": {
+			names: copy1, changed: true, workload: versioned, want: NotRolled,
+			input:   cronJobInput(workload.Action{Way: workload.NotRestarted, Why: "no Job created"}),
+			renames: map[pin.Ref]string{ref(copy1): copy2},
+			copies:  []PinCopy{{Kind: reference.ConfigMap, Source: "cfg", Name: copy2}},
+			check: func(t *testing.T, p Plan) {
+				if p.Pin.Quiet || !hasEventWith(p.Events, ReasonNotRolled, "pinned ConfigMap cfg to "+copy2) {
+					t.Errorf("quiet = %v, events = %+v", p.Pin.Quiet, p.Events)
+				}
+			},
+		},
+		"a versioned CronJob's opt-in pins its jobTemplate at once: no pod restarts, nothing to wait for": {
+			names: "cfg", workload: map[string]string{pin.VersionedAnnotation: "true", WaitForRolloutAnnotation: "true"}, want: Unchanged,
+			input: func(in *Input) {
+				cronJobInput(workload.Action{Way: workload.NotRestarted})(in)
+				in.Progress = &workload.Progress{}
+			},
+			renames: map[pin.Ref]string{ref("cfg"): copy1},
+			copies:  []PinCopy{{Kind: reference.ConfigMap, Source: "cfg", Name: copy1}},
+			check: func(t *testing.T, p Plan) {
+				if !p.Pin.Quiet || !hasEventWith(p.Events, ReasonPinned, "the next Jobs read the copies") {
+					t.Errorf("quiet = %v, events = %+v", p.Pin.Quiet, p.Events)
+				}
+			},
+		},
+		"a CronJob not versioned is not pinned": {
+			names: "cfg", changed: true, want: NotRolled,
+			input: cronJobInput(workload.Action{Way: workload.NotRestarted}),
+		},
+		"a versioned CronJob's undo to an older copy is kept while the source is unchanged": {
+			names: copyOf(obj(map[string]string{"a": "0"}, nil, "0")), workload: versioned, want: Unchanged,
+			input: cronJobInput(workload.Action{Way: workload.ByJob}),
+		},
+		"a Job, re-created whole, is not pinned": {
+			names: "cfg", changed: true, workload: versioned, want: Roll,
+			input: func(in *Input) {
+				in.Kind, in.Action, in.Restart.TemplateInObject = "Job", workload.Action{Way: workload.ByRecreate}, false
+			},
 		},
 	}
 	for name, c := range cases {
@@ -186,6 +245,14 @@ func TestDecide_Pinning(t *testing.T) {
 				c.check(t, p)
 			}
 		})
+	}
+}
+
+// cronJobInput makes an Input a CronJob's, rolling the way a.
+func cronJobInput(a workload.Action) func(*Input) {
+	return func(in *Input) {
+		in.Kind, in.Action = "CronJob", a
+		in.Restart.TemplateInObject, in.Restart.JobTemplate = false, true
 	}
 }
 

@@ -76,7 +76,8 @@ func (CronJob) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) erro
 // Action implements Actor. With the "job" trigger (CronJobMode) the CronJob
 // rolls ByJob: a Job created from its jobTemplate (Reloader's behaviour);
 // with "none" nothing restarts, since the next scheduled Job reads the new
-// data anyway. The CronJob's own template is never changed.
+// data anyway. Rolling never changes the CronJob's own template (versioned
+// config pins its references, internal/plan).
 func (k CronJob) Action(obj client.Object, reloaderDefaults bool) Action {
 	mode := CronJobMode(k.Trigger, reloaderDefaults, obj.GetAnnotations())
 	switch mode {
