@@ -16,7 +16,7 @@ import (
 // goMemLimitPercent of the container's memory limit, so that the collector
 // works harder only near that limit. Lower targets (25 while the caches
 // filled, then between 10 and 25) were measured against it side by side:
-// on the fanout profile 100 costs 20 to 35% less CPU for 12 to 17 MiB more
+// on the fanout profile 100 costs 17 to 35% less CPU for 12 to 20 MiB more
 // RSS, and on the xl profile it stays far below Reloader's RSS
 // (docs/benchmarks.md, "Memory settings side by side"; docs/design.md).
 

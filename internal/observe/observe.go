@@ -150,7 +150,7 @@ func Workload(ctx context.Context, d *Deps, obj client.Object, burstEnded bool) 
 	mode, problems := workload.RestartMode(d.Kind, obj)
 	in.Restart = &plan.RestartInput{Mode: mode, Problems: problems, Desired: workload.DesiredPods(obj),
 		HighestOrdinalFirst: workload.HighestOrdinalFirst(obj), TemplateInObject: workload.TemplateInObject(d.Kind, obj),
-		JobTemplate: workload.JobTemplate(d.Kind)}
+		JobTemplate: workload.JobTemplate(d.Kind), HistoryUnread: workload.HistoryUnread(d.Kind)}
 	return in, opts, nil
 }
 

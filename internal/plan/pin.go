@@ -178,6 +178,10 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 	}
 	jobs := in.Restart.JobTemplate
 	versioned, problems := pin.Versioned(in.Annotations, in.NamespaceAnnotations, o.Versioned)
+	// A kind whose older revisions the garbage collection does not read is
+	// never pinned; one pinned before is moved back to its sources by its
+	// next rollout, as a workload no longer versioned.
+	versioned = versioned && !in.Restart.HistoryUnread
 	rolling := p.Outcome == Roll && p.Roll.Way == workload.ByTemplate
 	if jobs {
 		// A change answered, with a Job created at once or not.

@@ -98,6 +98,15 @@ func TestDecide_Pinning(t *testing.T) {
 			names: copy1, changed: true, want: Roll,
 			renames: map[pin.Ref]string{ref(copy1): "cfg"},
 		},
+		"a kind whose older revisions the collector does not read is not pinned": {
+			names: "cfg", changed: true, workload: versioned, want: Roll,
+			input: func(in *Input) { in.Restart.HistoryUnread = true },
+		},
+		"a kind whose older revisions the collector does not read, pinned before, rolls back onto its source": {
+			names: copy1, changed: true, workload: versioned, want: Roll,
+			input:   func(in *Input) { in.Restart.HistoryUnread = true },
+			renames: map[pin.Ref]string{ref(copy1): "cfg"},
+		},
 		"an undo to an older copy is kept while the source is unchanged": {
 			names: copyOf(obj(map[string]string{"a": "0"}, nil, "0")), workload: versioned, want: Unchanged,
 		},

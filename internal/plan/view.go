@@ -137,6 +137,11 @@ type RestartInput struct {
 	// (workload.JobTemplate): versioned config pins it, though no pod
 	// restarts for it.
 	JobTemplate bool
+	// HistoryUnread is set when the garbage collection of copies does not
+	// read the kind's older revisions (workload.HistoryUnread: an OpenShift
+	// DeploymentConfig, a --workload kind): versioned config does not pin
+	// it, so that no copy an older revision names is ever collected.
+	HistoryUnread bool
 }
 
 // NotifyState is where the notification of one plan (Plan.Key) is.

@@ -63,6 +63,24 @@ func JobTemplate(k Kind) bool {
 	return ok
 }
 
+// HistoryUnread reports whether Reroll's garbage collection of copies
+// (internal/pingc) does not read the older revisions of kind k: it reads
+// ReplicaSets (Deployments, Argo Rollouts), ControllerRevisions
+// (StatefulSets, DaemonSets), Jobs (CronJobs) and pods, not an OpenShift
+// DeploymentConfig's ReplicationControllers nor whatever a --workload
+// kind keeps. Versioned config does not pin such a kind (internal/plan): a
+// copy only an older revision names would be collected, and an undo to
+// that revision would name a ConfigMap or Secret that is gone.
+func HistoryUnread(k Kind) bool {
+	switch k := k.(type) {
+	case Deployment, StatefulSet, DaemonSet, CronJob, Job, PodOwner:
+		return false
+	case Unstructured:
+		return !k.ArgoRollout
+	}
+	return true
+}
+
 // ReadPodTemplate returns the pod template obj, of kind k, runs its pods
 // from: for a PodOwner, the one its pods show; for a TemplateReader (an
 // Argo Rollout with spec.workloadRef), the one of the object it refers

@@ -127,3 +127,28 @@ func TestActionOf_RestartAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryUnread: versioned config pins only the kinds whose older
+// revisions the garbage collection of copies reads.
+func TestHistoryUnread(t *testing.T) {
+	custom, err := ParseUnstructured("apps.kruise.io/v1alpha1/CloneSet:spec.template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		kind Kind
+		want bool
+	}{
+		"a Deployment's ReplicaSets are read":                      {Deployment{}, false},
+		"a StatefulSet's ControllerRevisions are read":             {StatefulSet{}, false},
+		"a DaemonSet's ControllerRevisions are read":               {DaemonSet{}, false},
+		"a CronJob's Jobs are read":                                {CronJob{}, false},
+		"an Argo Rollout's ReplicaSets are read":                   {ArgoRollout(), false},
+		"a DeploymentConfig's ReplicationControllers are not read": {DeploymentConfig(), true},
+		"a --workload kind's history is unknown":                   {custom, true},
+	} {
+		if got := HistoryUnread(c.kind); got != c.want {
+			t.Errorf("%s: HistoryUnread = %v, want %v", name, got, c.want)
+		}
+	}
+}
