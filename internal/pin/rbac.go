@@ -1,8 +1,9 @@
 package pin
 
-// The permissions of versioned config: create the copies, and patch them to
-// add the workloads that share one to its owners; list a Deployment's
-// ReplicaSets to find the revision an automatic undo returns to. Kubernetes RBAC cannot
+// The permissions of versioned config: create the copies, and patch them (a
+// claim, the owners an older Reroll wrote removed, a rotation record); list
+// a Deployment's ReplicaSets to find the revision an automatic undo returns
+// to. Kubernetes RBAC cannot
 // limit create by name, so they cover every ConfigMap and Secret of the
 // watched namespaces; they are off by default and kept out of the base
 // role: `make manifests` generates them into
