@@ -3,9 +3,8 @@ package pin
 // The permissions of versioned config: create the copies, and patch them (a
 // claim, the owners an older Reroll wrote removed, a rotation record); list
 // a Deployment's ReplicaSets to find the revision an automatic undo returns
-// to. Kubernetes RBAC cannot
-// limit create by name, so they cover every ConfigMap and Secret of the
-// watched namespaces; they are off by default and kept out of the base
+// to. Kubernetes RBAC cannot limit create by name, so they cover every
+// ConfigMap and Secret of the watched namespaces; they are off by default and kept out of the base
 // role: `make manifests` generates them into
 // config/components/versioned-config/role.yaml, and the Helm chart adds
 // them with versionedConfig.enabled. Without them a versioned workload
