@@ -198,10 +198,11 @@ func TestPinGC_DeletesACopyOnlyOnceNoTemplateReplicaSetRevisionJobOrPodNamesIt(t
 	g.Expect(exists(t, v2)).To(gomega.BeTrue())
 	g.Expect(exists(t, lookAlike)).To(gomega.BeTrue(), "a tenant's look-alike is never deleted")
 
-	// Deleting the workload lets Kubernetes' garbage collector take its
-	// copy (ownerReferences); the look-alike stays.
+	// Deleting the workload gets its copy collected (copies have no
+	// owners: once Kubernetes has deleted its ReplicaSets and pods, nothing
+	// names it); the look-alike stays.
 	g.Expect(k8s.Delete(t.Context(), d, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
-	g.Eventually(func() bool { return exists(t, v2) }).Should(gomega.BeFalse())
+	g.Eventually(func() bool { return exists(t, v2) }, pinGCWait, time.Second).Should(gomega.BeFalse())
 	g.Expect(exists(t, lookAlike)).To(gomega.BeTrue())
 }
 
