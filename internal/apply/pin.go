@@ -48,6 +48,13 @@ type Copier struct {
 	Known *KnownCopies
 	// Key is the installation key the copies are named and signed under.
 	Key digest.Key
+	// CarryLabels are the label keys whose values (or absence) a copy
+	// takes from its source: --resource-label-selector's
+	// (scope.Scope.ResourceLabelKeys), so that a copy is selected, and so
+	// in Reroll's store and collected, exactly when its source is. Other
+	// labels are not carried: a GitOps tool's tracking label would make it
+	// prune the copy.
+	CarryLabels []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -238,6 +245,7 @@ func (c Copier) copy(ctx context.Context, ns string, cp plan.PinCopy) error {
 	if err != nil {
 		return err
 	}
+	carryLabels(obj, src, c.CarryLabels)
 	if obj.GetName() != cp.Name {
 		return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, cp.Name,
 			fmt.Errorf("%s %s/%s changed since the decision", cp.Kind, ns, cp.Source))
@@ -304,4 +312,21 @@ func (w Writer) pinTemplate(desired client.Object, pinned *Pinned) error {
 		t.Annotations[pin.TemplateAnnotation] = pinned.Annotation
 	}
 	return w.Kind.SetPodTemplate(desired, t)
+}
+
+// carryLabels sets on the copy obj its source src's value of each label
+// key in keys that src has; the copy's own labels (pin.LabelCopyOf) stay.
+func carryLabels(obj, src client.Object, keys []string) {
+	l := obj.GetLabels()
+	for _, k := range keys {
+		v, ok := src.GetLabels()[k]
+		if _, own := l[k]; !ok || own {
+			continue
+		}
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[k] = v
+	}
+	obj.SetLabels(l)
 }

@@ -86,6 +86,9 @@ type Applier struct {
 	// server each time.
 	Copies      CopyStore
 	KnownCopies *KnownCopies
+	// CopyLabels are the label keys a copy takes from its source
+	// (Copier.CarryLabels).
+	CopyLabels []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -258,7 +261,7 @@ func (a *Applier) copies(ctx context.Context, obj client.Object, p plan.Plan) (P
 	if err != nil {
 		return Pinned{}, err
 	}
-	c := Copier{Client: a.Client, Reader: a.Reader, Store: a.Copies, Known: a.KnownCopies, Key: a.Key, Now: a.Now}
+	c := Copier{Client: a.Client, Reader: a.Reader, Store: a.Copies, Known: a.KnownCopies, Key: a.Key, CarryLabels: a.CopyLabels, Now: a.Now}
 	return c.Copies(ctx, obj, t, p.Pin)
 }
 

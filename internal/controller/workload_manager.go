@@ -327,7 +327,8 @@ func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *share
 		Delivery:           safe.Options{Window: opts.ChangeSetWindow, BakeTime: opts.BakeTime, HaltAfter: opts.HaltAfterFailedRollouts, Recheck: opts.Recheck}}
 	r.apply = &apply.Applier{Client: r.Client, Reader: r.APIReader, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
 		Sets: sh.sets, Metrics: r.metrics, Endpoint: sh.endpoint, Notifications: notifications, Notified: r.notified, Journal: r.journal,
-		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, KnownCopies: sh.knownCopies, Now: opts.Now}
+		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, KnownCopies: sh.knownCopies,
+		CopyLabels: opts.Scope.ResourceLabelKeys(), Now: opts.Now}
 	if opts.Store != nil {
 		r.apply.Copies = opts.Store
 	}

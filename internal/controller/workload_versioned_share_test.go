@@ -10,12 +10,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/plan"
+	"github.com/reroll/reroll/internal/scope"
 )
 
 // configMapCreates is how many ConfigMaps the counted client created
@@ -206,4 +208,51 @@ func TestVersionedCopy_SharingACopyWithOwnersRemovesThem(t *testing.T) {
 	g.Expect(k8s.Delete(t.Context(), first, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
 	g.Eventually(func() bool { return exists(t, first) }).Should(gomega.BeFalse())
 	g.Consistently(func() bool { return exists(t, old) }, 10*time.Second, time.Second).Should(gomega.BeTrue())
+}
+
+// TestVersionedCopy_UnderAResourceLabelSelectorIsSharedAndCollected: with
+// --resource-label-selector, a copy carries its source's values of the
+// selector's label keys (and no other label of the source), so it is in
+// Reroll's store like its source: a later workload shares it with no
+// create, and once no workload names it, it is collected.
+func TestVersionedCopy_UnderAResourceLabelSelectorIsSharedAndCollected(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	ns := newNamespace(t)
+	key := testKey(t, 135)
+	counter := metrics.NewRequestCounter()
+	cfg := rest.CopyConfig(plane.Config)
+	cfg.Wrap(counter.Wrap)
+
+	src := configMap(ns, "app-config", map[string]string{"color": "blue"})
+	src.Labels = map[string]string{"team": "web", "app.kubernetes.io/instance": "web-prod"}
+	create(t, src)
+	first := deployment(ns, "first", versionedOn, podSpec(envFrom("app-config")))
+	create(t, first)
+	sel, err := labels.Parse("team in (web, api)")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	startRerollAs(t, cfg, ns, Options{PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{ResourceSelector: sel}})
+
+	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
+	g.Eventually(func() []string { return templateNames(&get(t, first).Spec.Template) }).Should(gomega.Equal([]string{blue}))
+	c := get(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: blue}})
+	g.Expect(c.Labels).To(gomega.HaveKeyWithValue("team", "web"), "the selector's key is carried")
+	g.Expect(c.Labels).To(gomega.HaveKeyWithValue(pin.LabelCopyOf, pin.SourceLabelValue("app-config")))
+	g.Expect(c.Labels).NotTo(gomega.HaveKey("app.kubernetes.io/instance"), "no other label of the source")
+	g.Expect(configMapCreates(counter)).To(gomega.Equal(int64(1)))
+
+	// A later workload shares the copy from the store: no create at all.
+	posts := configMapPosts(counter)
+	late := deployment(ns, "late", versionedOn, podSpec(envFrom("app-config")))
+	create(t, late)
+	g.Eventually(func() []string { return templateNames(&get(t, late).Spec.Template) }).Should(gomega.Equal([]string{blue}))
+	g.Expect(configMapPosts(counter)).To(gomega.Equal(posts))
+
+	// Both workloads go: the copy is collected.
+	c.UID = get(t, c).UID
+	for _, d := range []*appsv1.Deployment{first, late} {
+		g.Expect(k8s.Delete(t.Context(), d, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
+	}
+	g.Eventually(func() bool { return exists(t, c) }, pinGCWait, time.Second).Should(gomega.BeFalse(), "the copy is collected")
+	g.Expect(get(t, src).Data).To(gomega.Equal(map[string]string{"color": "blue"}))
 }

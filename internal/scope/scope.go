@@ -107,6 +107,25 @@ func (s Scope) Watches(namespace string) bool {
 	return !slices.Contains(s.IgnoredNamespaces, namespace)
 }
 
+// ResourceLabelKeys returns the label keys --resource-label-selector
+// names (ResourceSelector's requirements), or nil without one. An object
+// that carries a selected object's values of these keys (or their
+// absence) is selected too: versioned config's copies carry them
+// (internal/apply Copier.CarryLabels) so that they enter Reroll's store.
+func (s Scope) ResourceLabelKeys() []string {
+	if s.ResourceSelector == nil {
+		return nil
+	}
+	reqs, _ := s.ResourceSelector.Requirements()
+	var keys []string
+	for _, r := range reqs {
+		if !slices.Contains(keys, r.Key()) {
+			keys = append(keys, r.Key())
+		}
+	}
+	return keys
+}
+
 // Selects reports whether a ConfigMap or Secret read from the API server
 // matches --resource-label-selector, as the watches require.
 func (s Scope) Selects(obj client.Object) bool {
