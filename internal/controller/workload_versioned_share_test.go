@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/metrics"
@@ -52,8 +51,6 @@ func TestVersionedCopy_SharedByAFanOutIsCreatedOnceAndCollectedAfterItsWorkloads
 	ns := newNamespace(t)
 	key := testKey(t, 133)
 	counter := metrics.NewRequestCounter()
-	cfg := rest.CopyConfig(plane.Config)
-	cfg.Wrap(counter.Wrap)
 
 	shared := configMap(ns, "app-config", map[string]string{"color": "blue"})
 	solo := configMap(ns, "solo-config", map[string]string{"size": "s"})
@@ -66,7 +63,7 @@ func TestVersionedCopy_SharedByAFanOutIsCreatedOnceAndCollectedAfterItsWorkloads
 	}
 	lone := deployment(ns, "lone", versionedOn, podSpec(envFrom("solo-config")))
 	create(t, lone)
-	startRerollAs(t, cfg, ns, Options{PlanOptions: plan.Options{Key: key}})
+	startCountedRerollWith(t, counter, ns, Options{PlanOptions: plan.Options{Key: key}})
 
 	// First sight pins every workload: two copies, one per source.
 	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
@@ -221,8 +218,6 @@ func TestVersionedCopy_UnderAResourceLabelSelectorIsSharedAndCollected(t *testin
 	ns := newNamespace(t)
 	key := testKey(t, 135)
 	counter := metrics.NewRequestCounter()
-	cfg := rest.CopyConfig(plane.Config)
-	cfg.Wrap(counter.Wrap)
 
 	src := configMap(ns, "app-config", map[string]string{"color": "blue"})
 	src.Labels = map[string]string{"team": "web", "app.kubernetes.io/instance": "web-prod"}
@@ -231,7 +226,7 @@ func TestVersionedCopy_UnderAResourceLabelSelectorIsSharedAndCollected(t *testin
 	create(t, first)
 	sel, err := labels.Parse("team in (web, api)")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	startRerollAs(t, cfg, ns, Options{PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{ResourceSelector: sel}})
+	startCountedRerollWith(t, counter, ns, Options{PlanOptions: plan.Options{Key: key}, Scope: scope.Scope{ResourceSelector: sel}})
 
 	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
 	g.Eventually(func() []string { return templateNames(&get(t, first).Spec.Template) }).Should(gomega.Equal([]string{blue}))
