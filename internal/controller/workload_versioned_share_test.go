@@ -147,17 +147,37 @@ func TestVersionedCopy_OptInPinsRestartABoundedNumberAtOnce(t *testing.T) {
 		waitRolledOut(t, d)
 	}
 	blue := copyName(key, ns, "app-config", map[string]string{"color": "blue"})
-	// rolling counts the pinned Deployments whose rollout has not even
-	// updated its replicas yet: a part of those the bound counts.
+	// rolling counts the pinned Deployments whose pods are not all on the
+	// pinned template yet, read from their ReplicaSets: one on the pinned
+	// template with every replica available, and no other with a replica,
+	// is a rollout done. (Not from the Deployment's generation: Reroll's
+	// own annotation write after a rollout bumps it too, and the status
+	// lags it for a moment with no rollout running.)
 	rolling := func() (pinned, rolling int) {
 		var list appsv1.DeploymentList
 		g.Expect(k8s.List(t.Context(), &list, client.InNamespace(ns))).To(gomega.Succeed())
+		var sets appsv1.ReplicaSetList
+		g.Expect(k8s.List(t.Context(), &sets, client.InNamespace(ns))).To(gomega.Succeed())
 		for _, d := range list.Items {
 			if names := templateNames(&d.Spec.Template); len(names) != 1 || names[0] != blue {
 				continue
 			}
 			pinned++
-			if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < *d.Spec.Replicas {
+			done, others := false, false
+			for _, rs := range sets.Items {
+				if !metav1.IsControlledBy(&rs, &d) {
+					continue
+				}
+				names := templateNames(&rs.Spec.Template)
+				onBlue := len(names) == 1 && names[0] == blue
+				switch {
+				case onBlue && rs.Status.Replicas == *d.Spec.Replicas && rs.Status.AvailableReplicas == *d.Spec.Replicas:
+					done = true
+				case !onBlue && rs.Status.Replicas > 0:
+					others = true
+				}
+			}
+			if !done || others {
 				rolling++
 			}
 		}
