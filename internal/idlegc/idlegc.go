@@ -30,17 +30,25 @@ type Pacer struct {
 	QuietSamples int
 	// Interval is the time between two samples.
 	Interval time.Duration
+	// FreeEvery is the least time between two returns of the free heap to
+	// the operating system on becoming idle; a process idle again sooner
+	// only lowers the target and lets the runtime's scavenger return the
+	// pages. A return is a full collection, whose CPU grows with the live
+	// heap (~0.1 to 0.3 s for the xl profile's ~100 MiB), so bursts a few
+	// seconds apart must not each pay one.
+	FreeEvery time.Duration
 }
 
 // Default is the pacer Reroll runs unless GOGC is set in its environment:
 // Go's default target while it allocates 256 KiB per second or more, 25
-// after three quiet seconds. Idle on the fan-out profile (2,050 cached
+// after three quiet seconds, returning the free heap to the operating
+// system at most once a minute. Idle on the fan-out profile (2,050 cached
 // Deployments, ~14 MiB live) Reroll allocates ~50 KB per second (metrics
 // scrapes, lease renewals, resyncs), so a target of 25 collects about once
 // a minute; a rollout allocates ~60 KB, so a burst of changes is busy at
 // its first sample.
 func Default() Pacer {
-	return Pacer{Busy: 100, Idle: 25, QuietRate: 256 << 10, QuietSamples: 3, Interval: time.Second}
+	return Pacer{Busy: 100, Idle: 25, QuietRate: 256 << 10, QuietSamples: 3, Interval: time.Second, FreeEvery: time.Minute}
 }
 
 // State is the pacer's state between two samples.
@@ -74,9 +82,9 @@ func (Pacer) NeedLeaderElection() bool { return false }
 // Start samples the allocations every Interval until ctx is done, and sets
 // the collector's target on each change of state. On becoming idle it also
 // returns the free heap to the operating system at once
-// (debug.FreeOSMemory: one collection), since the runtime's scavenger
-// would otherwise take minutes. On return it sets Busy back. It returns
-// nil.
+// (debug.FreeOSMemory: one collection), at most once per FreeEvery, since
+// the runtime's scavenger takes longer. On return it sets Busy back. It
+// returns nil.
 func (p Pacer) Start(ctx context.Context) error {
 	sample := []metrics.Sample{{Name: allocsMetric}}
 	read := func() uint64 {
@@ -90,6 +98,7 @@ func (p Pacer) Start(ctx context.Context) error {
 	defer t.Stop()
 	defer debug.SetGCPercent(p.Busy)
 	var s State
+	var freed time.Time
 	last, at := read(), time.Now()
 	for {
 		select {
@@ -105,9 +114,13 @@ func (p Pacer) Start(ctx context.Context) error {
 			}
 			if s.Idle {
 				debug.SetGCPercent(p.Idle)
-				debug.FreeOSMemory()
-				// The collection's own allocations are not the process's.
-				last = read()
+				if freed.IsZero() || now.Sub(freed) >= p.FreeEvery {
+					debug.FreeOSMemory()
+					freed = now
+					// The collection's own allocations are not the
+					// process's.
+					last = read()
+				}
 			} else {
 				debug.SetGCPercent(p.Busy)
 			}

@@ -63,6 +63,13 @@ func TestPacer_Next_IdleAfterQuietSamplesBusyAtOnce(t *testing.T) {
 	}
 }
 
+// forcedCollections is how many collections the process forced so far.
+func forcedCollections() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // sink keeps the test's allocations on the heap.
 var sink []byte
 
@@ -76,15 +83,18 @@ func gcPercent() uint64 {
 func TestPacer_Start_LowersTheTargetWhileIdleAndRestoresItUnderAllocations(t *testing.T) {
 	g := gomega.NewWithT(t)
 	g.Expect(gcPercent()).To(gomega.BeEquivalentTo(100), "the test starts from Go's default")
-	p := Pacer{Busy: 100, Idle: 30, QuietRate: 1 << 20, QuietSamples: 2, Interval: 20 * time.Millisecond}
+	p := Pacer{Busy: 100, Idle: 30, QuietRate: 1 << 20, QuietSamples: 2, Interval: 20 * time.Millisecond, FreeEvery: time.Hour}
+	forced := forcedCollections()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- p.Start(ctx) }()
 
 	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(30), "idle: the test allocates little")
+	g.Eventually(forcedCollections).Should(gomega.Equal(forced+1), "the free heap returned on becoming idle")
 
-	stop := make(chan struct{})
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(stopped)
 		for {
 			select {
 			case <-stop:
@@ -98,7 +108,9 @@ func TestPacer_Start_LowersTheTargetWhileIdleAndRestoresItUnderAllocations(t *te
 	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(100), "busy again while the test allocates")
 	g.Consistently(gcPercent, 200*time.Millisecond).Should(gomega.BeEquivalentTo(100), "busy as long as the allocations go on")
 	close(stop)
+	<-stopped
 	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(30), "idle again once they stopped")
+	g.Consistently(forcedCollections, 100*time.Millisecond).Should(gomega.Equal(forced+1), "not returned again within FreeEvery")
 
 	cancel()
 	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
