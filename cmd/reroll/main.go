@@ -239,6 +239,9 @@ func run(args []string) error {
 	if err := freeMemoryAfterSync(mgr, opts.Store); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
 	}
+	if err := paceCollector(mgr); err != nil {
+		return fmt.Errorf("adding the collector's pacer: %w", err)
+	}
 	if f.enablePProf {
 		if err := mgr.Add(pprofServer{addr: f.pprofAddr}); err != nil {
 			return fmt.Errorf("adding the pprof server: %w", err)
