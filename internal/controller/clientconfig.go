@@ -14,8 +14,8 @@ const AcceptProtobuf = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJS
 // (AcceptProtobuf), in place. controller-runtime's clients already send and
 // read protobuf for built-in kinds, but client-go's Event recorder (which
 // controller-runtime's manager starts) posts each Event through a method
-// that asks for JSON, and decoding that JSON answer was about a tenth of
-// Reroll's CPU on the fan-out bench (docs/benchmarks.md); the halt
+// that asks for JSON, and decoding those JSON answers was 13.6% of a CPU
+// profile of the fan-out bench (docs/benchmarks.md); the halt
 // records' watch (internal/halts) reads protobuf too. Clients that set
 // their own Accept (dynamic, metadata-only, discovery, internal/store) keep
 // it; a custom resource is still answered in JSON, the second choice.
