@@ -93,6 +93,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	controller.PreferProtobuf(cfg)
 	requests := metrics.NewRequestCounter()
 	cfg.Wrap(requests.Wrap)
 	if err := ctrlmetrics.Registry.Register(requests); err != nil {
@@ -237,6 +238,9 @@ func run(args []string) error {
 	}
 	if err := freeMemoryAfterSync(mgr, opts.Store); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
+	}
+	if err := paceCollector(mgr); err != nil {
+		return fmt.Errorf("adding the collector's pacer: %w", err)
 	}
 	if f.enablePProf {
 		if err := mgr.Add(pprofServer{addr: f.pprofAddr}); err != nil {

@@ -2,23 +2,27 @@ package main
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"runtime/debug"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/reroll/reroll/internal/idlegc"
 	"github.com/reroll/reroll/internal/store"
 )
 
-// Reroll leaves the garbage collector's target at Go's default (GOGC=100)
-// unless the environment sets GOGC, and the Helm chart sets GOMEMLIMIT to
+// Reroll keeps Go's default garbage-collector target (GOGC=100) while it
+// works and lowers it to 25 while it allocates little (internal/idlegc),
+// unless the environment sets GOGC; the Helm chart sets GOMEMLIMIT to
 // goMemLimitPercent of the container's memory limit, so that the collector
-// works harder only near that limit. Lower targets (25 while the caches
-// filled, then between 10 and 25) were measured against it side by side:
-// on the fanout profile 100 costs 17 to 35% less CPU for 12 to 20 MiB more
-// RSS, and on the xl profile it stays far below Reloader's RSS
-// (docs/benchmarks.md, "Memory settings side by side"; docs/design.md).
+// works harder near that limit. A low target throughout (25 while the
+// caches filled, then between 10 and 25) was measured against 100 side by
+// side: on the fanout profile 100 costs 17 to 35% less CPU for 12 to 20 MiB
+// more RSS (docs/benchmarks.md, "Memory settings side by side";
+// docs/design.md). Idle, a low target costs almost no CPU: little is
+// allocated between collections.
 
 // freeMemoryAfterSync makes the manager, once the caches and the store have
 // synced, return to the operating system, once, the memory that filling
@@ -34,6 +38,18 @@ func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store) error {
 		}
 		return nil
 	}))
+}
+
+// paceCollector makes the manager run idlegc.Default(), which lowers the
+// collector's target to 25 while Reroll allocates little and keeps Go's
+// default while it works, unless the environment sets GOGC (the operator's
+// choice then holds throughout). It returns an error only when the manager
+// (mgr, a ctrl.Manager) is already started.
+func paceCollector(mgr interface{ Add(manager.Runnable) error }) error {
+	if os.Getenv("GOGC") != "" {
+		return nil
+	}
+	return mgr.Add(idlegc.Default())
 }
 
 // setMemProfileRate turns the runtime's sampling of allocations for heap

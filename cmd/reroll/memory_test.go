@@ -5,7 +5,38 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/reroll/reroll/internal/idlegc"
 )
+
+// runnables records what paceCollector adds to a manager.
+type runnables []manager.Runnable
+
+func (r *runnables) Add(x manager.Runnable) error {
+	*r = append(*r, x)
+	return nil
+}
+
+func TestPaceCollector_RunsTheIdlePacerUnlessGOGCIsSet(t *testing.T) {
+	for name, tc := range map[string]struct {
+		// gogc is the environment's GOGC ("" unset).
+		gogc string
+		// want is what the manager runs.
+		want []manager.Runnable
+	}{
+		"GOGC unset: Go's default while busy, 25 while idle": {gogc: "", want: []manager.Runnable{idlegc.Default()}},
+		"GOGC set: the operator's target holds throughout":   {gogc: "50", want: nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.gogc)
+			var got runnables
+			g := gomega.NewWithT(t)
+			g.Expect(paceCollector(&got)).To(gomega.Succeed())
+			g.Expect([]manager.Runnable(got)).To(gomega.Equal(tc.want))
+		})
+	}
+}
 
 func TestSetMemProfileRate_SamplesOnlyWhenPprofIsServed(t *testing.T) {
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)

@@ -59,9 +59,11 @@ type sideRun struct {
 	StartSeconds    float64     `json:"startSeconds"`
 	StartCPUSeconds float64     `json:"startCPUSeconds"`
 	StartRequests   apiRequests `json:"startRequests"`
-	// RSSAfterSync is VmRSS once quiet after the start; PeakRSS VmHWM at
-	// the end of the run.
+	// RSSAfterSync is VmRSS once quiet after the start; RSSQuiet10s VmRSS
+	// 10 s later, nothing having changed (what an idle controller holds
+	// once its runtime has settled); PeakRSS VmHWM at the end of the run.
 	RSSAfterSync float64 `json:"rssAfterSyncBytes"`
+	RSSQuiet10s  float64 `json:"rssQuiet10sBytes"`
 	PeakRSS      float64 `json:"peakRSSBytes"`
 	// Fanout is one change of the ConfigMap every shared Deployment reads;
 	// Storm 100 changes in one second to 50 workloads (ConfigMap, then
@@ -73,6 +75,9 @@ type sideRun struct {
 	CPUSeconds float64     `json:"cpuSeconds"`
 	Requests   apiRequests `json:"requests"`
 }
+
+// quietSettle is how long after the start's quiet RSSQuiet10s is read.
+const quietSettle = 10 * time.Second
 
 // sideBySide runs each contender on a fresh control plane with the same
 // profile, one after the other, and returns the result with a sideRun
@@ -169,6 +174,15 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 		return nil, err
 	}
 	logf("%s: quiet %.1f s after start, CPU %.2f s, RSS %.1f MiB, %v requests", c.Name, r.StartSeconds, r.StartCPUSeconds, r.RSSAfterSync/mib, r.StartRequests.total())
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(quietSettle):
+	}
+	if r.RSSQuiet10s, err = procStatus(pid, "VmRSS"); err != nil {
+		return nil, err
+	}
+	logf("%s: RSS %.1f MiB %s later", c.Name, r.RSSQuiet10s/mib, quietSettle)
 
 	if p.SharedDeployments > 0 {
 		logf("%s: fanout: one ConfigMap read by %d Deployments changes", c.Name, p.SharedDeployments)
@@ -436,6 +450,7 @@ func printSideBySide(res *result) {
 	row("RSS after sync / peak (VmHWM)", func(r sideRun) string {
 		return fmt.Sprintf("%.1f / %.1f MiB", r.RSSAfterSync/mib, r.PeakRSS/mib)
 	})
+	row("RSS 10 s after quiet, nothing changed", func(r sideRun) string { return fmt.Sprintf("%.1f MiB", r.RSSQuiet10s/mib) })
 	rollouts := func(x *rolloutsResult) string {
 		if x == nil {
 			return "-"

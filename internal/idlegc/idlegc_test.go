@@ -1,0 +1,106 @@
+package idlegc
+
+import (
+	"context"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+)
+
+func TestPacer_Next_IdleAfterQuietSamplesBusyAtOnce(t *testing.T) {
+	p := Pacer{Busy: 100, Idle: 25, QuietRate: 1000, QuietSamples: 3, Interval: time.Second}
+	for name, tc := range map[string]struct {
+		// from is the state before the sample.
+		from State
+		// allocated is the sample's bytes allocated, over elapsed.
+		allocated uint64
+		elapsed   time.Duration
+		// want is the state after it; changed whether the target changes.
+		want    State
+		changed bool
+	}{
+		"a first quiet sample counts, the target stays": {
+			from: State{}, allocated: 999, elapsed: time.Second,
+			want: State{Quiet: 1},
+		},
+		"the third quiet sample in a row makes the process idle": {
+			from: State{Quiet: 2}, allocated: 0, elapsed: time.Second,
+			want: State{Idle: true, Quiet: 3}, changed: true,
+		},
+		"idle stays idle on more quiet samples, no change": {
+			from: State{Idle: true, Quiet: 3}, allocated: 10, elapsed: time.Second,
+			want: State{Idle: true, Quiet: 4},
+		},
+		"a busy sample makes an idle process busy at once": {
+			from: State{Idle: true, Quiet: 9}, allocated: 1000, elapsed: time.Second,
+			want: State{}, changed: true,
+		},
+		"a busy sample resets the quiet count of a busy process, no change": {
+			from: State{Quiet: 2}, allocated: 5000, elapsed: time.Second,
+			want: State{},
+		},
+		"the rate is per second: 1,500 bytes in 2 s is quiet": {
+			from: State{}, allocated: 1500, elapsed: 2 * time.Second,
+			want: State{Quiet: 1},
+		},
+		"the rate is per second: 600 bytes in half a second is busy": {
+			from: State{Idle: true, Quiet: 3}, allocated: 600, elapsed: 500 * time.Millisecond,
+			want: State{}, changed: true,
+		},
+		"no time elapsed: no sample": {
+			from: State{Quiet: 2}, allocated: 0, elapsed: 0,
+			want: State{Quiet: 2},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			got, changed := p.Next(tc.from, tc.allocated, tc.elapsed)
+			g.Expect(got).To(gomega.Equal(tc.want))
+			g.Expect(changed).To(gomega.Equal(tc.changed))
+		})
+	}
+}
+
+// sink keeps the test's allocations on the heap.
+var sink []byte
+
+// gcPercent is the runtime's current target, read without changing it.
+func gcPercent() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func TestPacer_Start_LowersTheTargetWhileIdleAndRestoresItUnderAllocations(t *testing.T) {
+	g := gomega.NewWithT(t)
+	g.Expect(gcPercent()).To(gomega.BeEquivalentTo(100), "the test starts from Go's default")
+	p := Pacer{Busy: 100, Idle: 30, QuietRate: 1 << 20, QuietSamples: 2, Interval: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- p.Start(ctx) }()
+
+	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(30), "idle: the test allocates little")
+
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				sink = make([]byte, 256<<10) // far above 1 MiB per 20 ms
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(100), "busy again while the test allocates")
+	g.Consistently(gcPercent, 200*time.Millisecond).Should(gomega.BeEquivalentTo(100), "busy as long as the allocations go on")
+	close(stop)
+	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(30), "idle again once they stopped")
+
+	cancel()
+	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
+	g.Expect(gcPercent()).To(gomega.BeEquivalentTo(100), "Busy is set back on return")
+}
