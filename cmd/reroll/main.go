@@ -93,6 +93,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	controller.PreferProtobuf(cfg)
 	requests := metrics.NewRequestCounter()
 	cfg.Wrap(requests.Wrap)
 	if err := ctrlmetrics.Registry.Register(requests); err != nil {

@@ -181,6 +181,9 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	if mutate != nil {
 		mutate(&mo)
 	}
+	// As cmd/reroll does: protobuf answers wherever the server has them.
+	cfg = rest.CopyConfig(cfg)
+	PreferProtobuf(cfg)
 	mgr, err := ctrl.NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: one store, added to the manager.

@@ -92,6 +92,7 @@ func TestDecide_WholePlan(t *testing.T) {
 	cfgSet := delivery.SetID(digest.Key{}, "ns", "ConfigMap", "cfg", obj(map[string]string{"a": "2"}, nil, "2").Data.ReloaderSHA1, false)
 	fingerprint := revert.Fingerprint(template([]string{"cfg"}))
 	reverted := revert.Patch{Before: fingerprint, After: "after", At: now.Add(-time.Minute)}.String()
+	stale := revert.Patch{Before: fingerprint, After: "after", At: now.Add(-revert.Window - time.Minute)}.String()
 	pod := func(name string) eviction.Pod {
 		return eviction.Pod{Name: name, UID: types.UID("uid-" + name), Created: now.Add(-time.Hour), Ready: true, Owned: true}
 	}
@@ -443,6 +444,16 @@ func TestDecide_WholePlan(t *testing.T) {
 				}
 				if !hasEvent(p.Events, ReasonTemplateReverted) {
 					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
+		"a template put back after revert.Window is no revert and costs no read": {
+			extra: map[string]string{revert.PatchAnnotation: stale},
+			input: func(in *Input) { in.Restart.TemplateInObject = true },
+			want:  Unchanged,
+			check: func(t *testing.T, p Plan) {
+				if p.Reverted || hasEvent(p.Events, ReasonTemplateReverted) {
+					t.Errorf("reverted %v, events %+v", p.Reverted, p.Events)
 				}
 			},
 		},
