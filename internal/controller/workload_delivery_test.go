@@ -67,18 +67,18 @@ func waveNamespace(t *testing.T, wave string) string {
 
 // member reads the workload's part of its change set, as a user would
 // with kubectl get -o jsonpath.
-func member(t *testing.T, d *appsv1.Deployment) safe.Record {
+func member(t *testing.T, d client.Object) safe.Record {
 	t.Helper()
-	r, err := safe.ParseRecord(plan.Displayed(get(t, d).Annotations, safe.MemberAnnotation))
+	r, err := safe.ParseRecord(plan.Displayed(get(t, d).GetAnnotations(), safe.MemberAnnotation))
 	newT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	return r
 }
 
 // pendingReason is the reason in the workload's reroll.dev/pending.
-func pendingReason(t *testing.T, d *appsv1.Deployment) string {
+func pendingReason(t *testing.T, d client.Object) string {
 	t.Helper()
 	// As kubectl reroll shows it: some tests sign under a key of their own.
-	return string(plan.DisplayedPendingReason(get(t, d).Annotations))
+	return string(plan.DisplayedPendingReason(get(t, d).GetAnnotations()))
 }
 
 // replicated creates ConfigMap cfg in every namespace with data, and in

@@ -65,11 +65,12 @@ type View interface {
 	// Validity when validation is off.
 	Validity(changes []Diff) (Validity, error)
 	// Revision returns the workload's earlier pod template whose
-	// revert.Fingerprint is fingerprint, as its ReplicaSets keep it (the
-	// pod-template-hash label removed, as kubectl rollout undo does); nil
-	// when none is kept, or the kind keeps none Reroll reads (only
-	// Deployments). Asked only to undo a failed rollout of a versioned
-	// workload (one uncached list).
+	// revert.Fingerprint is fingerprint, as kubectl rollout undo restores
+	// it: a Deployment's from its ReplicaSets (the pod-template-hash label
+	// removed), a StatefulSet's or DaemonSet's from its
+	// ControllerRevisions; nil when none is kept, or the kind keeps none
+	// Reroll reads (the other kinds). Asked only to undo a failed rollout
+	// of a versioned workload (one uncached list).
 	Revision(fingerprint string) (*corev1.PodTemplateSpec, error)
 }
 
