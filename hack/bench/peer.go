@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -346,21 +347,31 @@ func buildOf(path string) string {
 	if bi.Main.Version != "" {
 		s += " " + bi.Main.Version
 	}
-	if rev := revisionOf(bi.Settings); rev != "" {
+	rev := revisionOf(bi.Settings)
+	if rev == "" && bi.Main.Path == "github.com/reroll/reroll" {
+		rev = stampedCommit(path)
+	}
+	if rev != "" {
 		s += ", commit " + rev
 	}
 	return s
 }
 
 // commitOf is the VCS revision a Go binary was built from, with
-// "+modified" for a dirty tree: from its build information, or, when the
-// build recorded none (-buildvcs=false), the repository's HEAD now, which
-// is what `make bench` has just built.
+// "+modified" for a dirty tree: from its build information; or, when the
+// build recorded none (-buildvcs=false, as hack/build.sh builds), the
+// commit its `--version` line names (hack/build.sh stamps it; a Reroll
+// binary built from another commit, run as a peer, is named by its own);
+// or else the repository's HEAD now, which is what `make bench` has just
+// built, marked "(repository HEAD)".
 func commitOf(path string) string {
 	if bi, err := buildinfo.ReadFile(path); err == nil {
 		if rev := revisionOf(bi.Settings); rev != "" {
 			return rev
 		}
+	}
+	if rev := stampedCommit(path); rev != "" {
+		return rev
 	}
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -375,6 +386,26 @@ func commitOf(path string) string {
 		rev += "+modified"
 	}
 	return rev + " (repository HEAD)"
+}
+
+// stampedCommitRE finds the commit in a Reroll binary's --version line,
+// "reroll VERSION (commit COMMIT, built DATE, GO, PLATFORM)"; "unknown"
+// (a plain go build) does not match.
+var stampedCommitRE = regexp.MustCompile(`\(commit ([0-9a-f]{7,40}(?:-dirty)?),`)
+
+// stampedCommit runs path --version (within 5 s) and returns the commit
+// its line names, or "" when it names none or is not a Reroll binary.
+func stampedCommit(path string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	if m := stampedCommitRE.FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 func revisionOf(settings []debug.BuildSetting) string {
