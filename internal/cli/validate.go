@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -24,8 +27,9 @@ var ErrInvalidContent = errors.New("content fails validation")
 
 // validationReport is validate's answer, for -o json|yaml.
 type validationReport struct {
-	// Validators are the Validators applied, "namespace/name", from the
-	// files and (--cluster-rules) the cluster.
+	// Validators are the Validators compiled, "namespace/name", and
+	// ClusterValidators, "ClusterValidator/name", from the files and
+	// (--cluster-rules) the cluster.
 	Validators []string `json:"validators"`
 	// Objects are the ConfigMaps and Secrets checked, "namespace/Kind/name".
 	Objects []string `json:"objects"`
@@ -36,6 +40,22 @@ type validationReport struct {
 	Findings []objectFinding `json:"findings,omitempty"`
 	// Summary counts the objects that fail.
 	Summary validationSummary `json:"summary"`
+	// Notes say what could not be checked, e.g. the namespaces whose labels
+	// are unknown, so that ClusterValidators selecting by label were not
+	// applied there.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// validationInput is what validate checks: the objects, the Validators
+// and ClusterValidators, and the labels of the objects' namespaces (from
+// Namespace objects of the files, or the cluster with --cluster-rules).
+type validationInput struct {
+	objects           []validate.Object
+	validators        []*rerollv1.Validator
+	clusterValidators []*rerollv1.ClusterValidator
+	// namespaceLabels holds the labels of each namespace known; a
+	// namespace missing is unknown.
+	namespaceLabels map[string]map[string]string
 }
 
 type validatorError struct {
@@ -69,7 +89,11 @@ func newValidate(o *Options) *cobra.Command {
 every ConfigMap and Secret they select, with the same code as Reroll's controller: required and
 forbidden keys, sizes, formats (JSON, YAML, TOML, properties, dotenv, PEM, URL), JSON Schemas and
 CEL rules. It needs no cluster; with --cluster-rules it also applies the Validators of the
-objects' namespaces in the cluster. A Secret's values are never printed.
+objects' namespaces in the cluster and the cluster's ClusterValidators. A ClusterValidator
+(from the files or the cluster) applies to the namespaces its namespaceSelector selects, by
+the labels of the Namespace objects in the files or, with --cluster-rules, in the cluster; in a
+namespace whose labels are unknown, only one that selects every namespace applies (the
+output notes it). A Secret's values are never printed.
 
 Exit status 0 when every object passes, 1 when one fails, a rule does not compile, or the
 files cannot be read.`,
@@ -85,18 +109,16 @@ files cannot be read.`,
 				return err
 			}
 			ns := offlineNamespace(o)
-			objects, validators, err := readValidation(o, &fo, ns)
+			in, err := readValidation(o, &fo, ns)
 			if err != nil {
 				return err
 			}
 			if clusterRules {
-				live, err := clusterValidators(cmd, o, objects)
-				if err != nil {
+				if err := addClusterRules(cmd, o, &in); err != nil {
 					return err
 				}
-				validators = append(validators, live...)
 			}
-			r := checkValidation(cmd, objects, validators, time.Now())
+			r := checkValidation(cmd, in, time.Now())
 			if out.table() {
 				err = r.write(o.Out)
 			} else {
@@ -115,117 +137,184 @@ files cannot be read.`,
 	cmd.Flags().StringSliceVarP(&fo.Filenames, "filename", "f", nil, "Files, directories or URLs of the manifests; - reads standard input.")
 	cmd.Flags().StringVarP(&fo.Kustomize, "kustomize", "k", "", "A kustomization directory to build and read.")
 	cmd.Flags().BoolVarP(&fo.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
-	cmd.Flags().BoolVar(&clusterRules, "cluster-rules", false, "Also apply the Validators of the objects' namespaces in the cluster (needs a kubeconfig and list on validators.reroll.dev).")
+	cmd.Flags().BoolVar(&clusterRules, "cluster-rules", false, "Also apply the Validators of the objects' namespaces and the ClusterValidators in the cluster (needs a kubeconfig, list on validators.reroll.dev and clustervalidators.reroll.dev, and get on the objects' namespaces for their labels).")
 	out = newOutput(cmd)
 	return cmd
 }
 
-// readValidation reads the ConfigMaps, Secrets and Validators of the
-// manifests (other kinds are skipped); an object without a namespace gets
-// namespace, as kubectl apply gives it.
-func readValidation(o *Options, fo *resource.FilenameOptions, namespace string) ([]validate.Object, []*rerollv1.Validator, error) {
+// readValidation reads the ConfigMaps, Secrets, Validators,
+// ClusterValidators and Namespaces of the manifests (other kinds are
+// skipped); an object without a namespace gets namespace, as kubectl apply
+// gives it.
+func readValidation(o *Options, fo *resource.FilenameOptions, namespace string) (validationInput, error) {
+	in := validationInput{namespaceLabels: map[string]map[string]string{}}
 	infos, err := resource.NewBuilder(o.ConfigFlags).Unstructured().Local().
 		FilenameParam(false, fo).Flatten().Do().Infos()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the manifests: %w", err)
+		return in, fmt.Errorf("reading the manifests: %w", err)
 	}
-	var objects []validate.Object
-	var validators []*rerollv1.Validator
 	for _, info := range infos {
 		u, ok := info.Object.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
-		if u.GetNamespace() == "" {
+		gvk := u.GroupVersionKind()
+		clusterScoped := gvk.Group == "" && gvk.Kind == "Namespace" || gvk.GroupVersion() == rerollv1.GroupVersion && gvk.Kind == "ClusterValidator"
+		if u.GetNamespace() == "" && !clusterScoped {
 			u.SetNamespace(namespace)
 		}
-		gvk := u.GroupVersionKind()
 		var err error
 		switch {
 		case gvk.Group == "" && gvk.Kind == "ConfigMap":
 			var cm corev1.ConfigMap
 			if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err == nil {
-				objects = append(objects, validate.FromConfigMap(&cm))
+				in.objects = append(in.objects, validate.FromConfigMap(&cm))
 			}
 		case gvk.Group == "" && gvk.Kind == "Secret":
 			var s corev1.Secret
 			if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err == nil {
-				objects = append(objects, validate.FromSecret(&s))
+				in.objects = append(in.objects, validate.FromSecret(&s))
 			}
+		case gvk.Group == "" && gvk.Kind == "Namespace":
+			in.namespaceLabels[u.GetName()] = u.GetLabels()
 		case gvk.GroupVersion() == rerollv1.GroupVersion && gvk.Kind == "Validator":
 			v := &rerollv1.Validator{}
 			if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v); err == nil {
-				validators = append(validators, v)
+				in.validators = append(in.validators, v)
+			}
+		case gvk.GroupVersion() == rerollv1.GroupVersion && gvk.Kind == "ClusterValidator":
+			v := &rerollv1.ClusterValidator{}
+			if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v); err == nil {
+				in.clusterValidators = append(in.clusterValidators, v)
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading %s %s from %s: %w", gvk.Kind, u.GetName(), info.Source, err)
+			return in, fmt.Errorf("reading %s %s from %s: %w", gvk.Kind, u.GetName(), info.Source, err)
 		}
 	}
-	return objects, validators, nil
+	return in, nil
 }
 
-// clusterValidators lists the Validators of the objects' namespaces.
-func clusterValidators(cmd *cobra.Command, o *Options, objects []validate.Object) ([]*rerollv1.Validator, error) {
+// addClusterRules adds to in the Validators of the objects' namespaces,
+// the ClusterValidators of the cluster, and the labels of the objects'
+// namespaces that the files do not hold, read through the kubeconfig. An
+// error is the API server's, naming what could not be read (a forbidden
+// list or get included: the rules would be incomplete).
+func addClusterRules(cmd *cobra.Command, o *Options, in *validationInput) error {
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	scheme := runtime.NewScheme()
 	if err := rerollv1.AddToScheme(scheme); err != nil {
-		return nil, err
+		return err
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, err
+		return err
+	}
+	var cluster rerollv1.ClusterValidatorList
+	if err := c.List(cmd.Context(), &cluster); err != nil {
+		return fmt.Errorf("listing the ClusterValidators: %w", err)
+	}
+	for i := range cluster.Items {
+		in.clusterValidators = append(in.clusterValidators, &cluster.Items[i])
 	}
 	seen := map[string]bool{}
-	var out []*rerollv1.Validator
-	for _, obj := range objects {
+	for _, obj := range in.objects {
 		if seen[obj.Namespace] {
 			continue
 		}
 		seen[obj.Namespace] = true
 		var list rerollv1.ValidatorList
 		if err := c.List(cmd.Context(), &list, client.InNamespace(obj.Namespace)); err != nil {
-			return nil, fmt.Errorf("listing the Validators of namespace %s: %w", obj.Namespace, err)
+			return fmt.Errorf("listing the Validators of namespace %s: %w", obj.Namespace, err)
 		}
 		for i := range list.Items {
-			out = append(out, &list.Items[i])
+			in.validators = append(in.validators, &list.Items[i])
+		}
+		if _, ok := in.namespaceLabels[obj.Namespace]; ok || len(cluster.Items) == 0 {
+			continue
+		}
+		var ns corev1.Namespace
+		switch err := c.Get(cmd.Context(), client.ObjectKey{Name: obj.Namespace}, &ns); {
+		case err == nil:
+			in.namespaceLabels[obj.Namespace] = ns.Labels
+		case apierrors.IsNotFound(err):
+			// Not created yet: the files' Namespace would say; none.
+		default:
+			return fmt.Errorf("reading the labels of namespace %s for the ClusterValidators: %w", obj.Namespace, err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// checkValidation compiles validators and checks objects against them.
-func checkValidation(cmd *cobra.Command, objects []validate.Object, validators []*rerollv1.Validator, now time.Time) validationReport {
+// checkValidation compiles in's Validators and ClusterValidators and
+// checks in's objects against them: a ClusterValidator checks the objects
+// of the namespaces its namespaceSelector selects, by
+// in.namespaceLabels; in a namespace whose labels are unknown, only one
+// whose selector is empty (every namespace), with a note in the report.
+func checkValidation(cmd *cobra.Command, in validationInput, now time.Time) validationReport {
 	r := validationReport{Validators: []string{}, Objects: []string{}}
-	var compiled []*validate.Validator
-	for _, v := range validators {
+	var compiled, clusterWide []*validate.Validator
+	bySelector := map[*validate.Validator]bool{}
+	invalid := func(name string, err error) {
+		ve := validatorError{Validator: name, Reason: validate.CondInvalidRule, Message: err.Error()}
+		var ce *validate.CompileError
+		if errors.As(err, &ce) {
+			ve.Rule, ve.Reason = ce.Rule, ce.Reason
+		}
+		r.Invalid = append(r.Invalid, ve)
+	}
+	for _, v := range in.validators {
 		r.Validators = append(r.Validators, v.Namespace+"/"+v.Name)
 		c, err := validate.Compile(v)
 		if err != nil {
-			ve := validatorError{Validator: v.Namespace + "/" + v.Name, Reason: validate.CondInvalidRule, Message: err.Error()}
-			var ce *validate.CompileError
-			if errors.As(err, &ce) {
-				ve.Rule, ve.Reason = ce.Rule, ce.Reason
-			}
-			r.Invalid = append(r.Invalid, ve)
+			invalid(v.Namespace+"/"+v.Name, err)
 			continue
 		}
 		compiled = append(compiled, c)
 	}
+	for _, cv := range in.clusterValidators {
+		name := validate.ClusterValidatorPrefix + cv.Name
+		r.Validators = append(r.Validators, name)
+		c, err := validate.CompileCluster(cv)
+		if err != nil {
+			invalid(name, err)
+			continue
+		}
+		clusterWide = append(clusterWide, c)
+		bySelector[c] = len(cv.Spec.NamespaceSelector.MatchLabels) > 0 || len(cv.Spec.NamespaceSelector.MatchExpressions) > 0
+	}
+	objects := in.objects
 	sort.Slice(objects, func(i, j int) bool { return objectName(objects[i]) < objectName(objects[j]) })
+	unknown := map[string]bool{}
 	for _, obj := range objects {
 		name := objectName(obj)
 		r.Objects = append(r.Objects, name)
-		fs := validate.Evaluate(cmd.Context(), compiled, obj, now)
+		applied := compiled
+		labels, known := in.namespaceLabels[obj.Namespace]
+		for _, c := range clusterWide {
+			switch {
+			case known && c.SelectsNamespace(labels), !known && !bySelector[c]:
+				applied = append(applied[:len(applied):len(applied)], c)
+			case !known:
+				unknown[obj.Namespace] = true
+			}
+		}
+		fs := validate.Evaluate(cmd.Context(), applied, obj, now)
 		if len(fs) > 0 {
 			r.Summary.Failed++
 		}
 		for _, f := range fs {
 			r.Findings = append(r.Findings, objectFinding{Object: name, Finding: f})
 		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(unknown)) {
+		r.Notes = append(r.Notes, fmt.Sprintf("namespace %s: its labels are unknown (no Namespace object in the files; --cluster-rules reads them from the cluster), so the ClusterValidators that select namespaces by label were not applied there", ns))
 	}
 	r.Summary.Objects = len(objects)
 	return r
@@ -254,6 +343,11 @@ func (r validationReport) write(w io.Writer) error {
 			t.row(f.Object, f.Validator, f.Rule, key, f.Message)
 		}
 		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "Note: %s\n", n); err != nil {
 			return err
 		}
 	}

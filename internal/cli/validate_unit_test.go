@@ -111,3 +111,58 @@ func TestValidate_FailsOnARuleThatDoesNotCompile(t *testing.T) {
 	g.Expect(code).To(gomega.Equal(1), out)
 	g.Expect(out).To(gomega.ContainSubstring("Validator shop/app-config does not compile (CostBudgetExceeded, rule replicas)"))
 }
+
+// clusterValidatorYAML is a ClusterValidator for ConfigMap app-config in
+// the namespaces labelled tier=prod: config.json must be JSON.
+const clusterValidatorYAML = `apiVersion: reroll.dev/v1alpha1
+kind: ClusterValidator
+metadata:
+  name: prod-json
+spec:
+  namespaceSelector:
+    matchLabels:
+      tier: prod
+  kind: ConfigMap
+  names: [app-config]
+  rules:
+    - name: config-json
+      key: config.json
+      format: JSON
+`
+
+func namespaceYAML(labels string) string {
+	return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels: {" + labels + "}\n"
+}
+
+func TestValidate_AppliesAClusterValidatorToTheNamespacesItSelects(t *testing.T) {
+	g := gomega.NewWithT(t)
+	broken := appConfigYAML(`{"replicas": 3,}`)
+	// Positive first: the Namespace in the files is selected, and the
+	// ClusterValidator fails the object.
+	out, code := runValidate(t, map[string]string{"rules.yaml": clusterValidatorYAML, "ns.yaml": namespaceYAML("tier: prod"), "cm.yaml": broken})
+	g.Expect(code).To(gomega.Equal(1), out)
+	g.Expect(lines(out)).To(gomega.ContainElements(
+		`shop/ConfigMap/app-config ClusterValidator/prod-json config-json config.json is not valid JSON: invalid character '}' looking for beginning of object key string at line 1, column 16`,
+		`1 of 1 objects fail, with 1 Validators`,
+	))
+
+	// A namespace the selector does not select: not applied.
+	out, code = runValidate(t, map[string]string{"rules.yaml": clusterValidatorYAML, "ns.yaml": namespaceYAML("tier: dev"), "cm.yaml": broken})
+	g.Expect(code).To(gomega.Equal(0), out)
+	g.Expect(out).To(gomega.ContainSubstring("0 of 1 objects fail, with 1 Validators"))
+	g.Expect(out).NotTo(gomega.ContainSubstring("Note:"))
+
+	// No Namespace in the files: its labels are unknown, said, and the
+	// ClusterValidator that selects by label is not applied.
+	out, code = runValidate(t, map[string]string{"rules.yaml": clusterValidatorYAML, "cm.yaml": broken})
+	g.Expect(code).To(gomega.Equal(0), out)
+	g.Expect(out).To(gomega.ContainSubstring("Note: namespace shop: its labels are unknown"))
+
+	// One that selects every namespace applies there all the same.
+	every := strings.Replace(clusterValidatorYAML, "    matchLabels:\n      tier: prod\n", "    {}\n", 1)
+	every = strings.Replace(every, "  namespaceSelector:\n    {}\n", "  namespaceSelector: {}\n", 1)
+	out, code = runValidate(t, map[string]string{"rules.yaml": every, "cm.yaml": broken})
+	g.Expect(code).To(gomega.Equal(1), out)
+	g.Expect(lines(out)).To(gomega.ContainElement(gomega.HavePrefix("shop/ConfigMap/app-config ClusterValidator/prod-json config-json")))
+	g.Expect(out).NotTo(gomega.ContainSubstring("Note:"))
+}

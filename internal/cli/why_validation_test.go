@@ -33,20 +33,60 @@ func installValidatorCRD(t *testing.T) client.Client {
 	g := newT(t)
 	root, err := controlplane.RepoRoot()
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	b, err := os.ReadFile(filepath.Join(root, "config", "crd", "validators", "reroll.dev_validators.yaml"))
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	var crd apiextensionsv1.CustomResourceDefinition
-	g.Expect(yaml.Unmarshal(b, &crd)).To(gomega.Succeed())
 	sch := runtime.NewScheme()
 	g.Expect(apiextensionsv1.AddToScheme(sch)).To(gomega.Succeed())
 	g.Expect(rerollv1alpha1.AddToScheme(sch)).To(gomega.Succeed())
 	c, err := client.New(plane.Config, client.Options{Scheme: sch})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	if err := c.Create(t.Context(), &crd); err != nil && !apierrors.IsAlreadyExists(err) {
+	for _, file := range []string{"reroll.dev_validators.yaml", "reroll.dev_clustervalidators.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, "config", "crd", "validators", file))
 		g.Expect(err).NotTo(gomega.HaveOccurred())
+		var crd apiextensionsv1.CustomResourceDefinition
+		g.Expect(yaml.Unmarshal(b, &crd)).To(gomega.Succeed())
+		if err := c.Create(t.Context(), &crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+		}
 	}
 	g.Eventually(func() error { return c.List(t.Context(), &rerollv1alpha1.ValidatorList{}) }).Should(gomega.Succeed())
+	g.Eventually(func() error { return c.List(t.Context(), &rerollv1alpha1.ClusterValidatorList{}) }).Should(gomega.Succeed())
 	return c
+}
+
+func TestValidate_ClusterRulesApplyTheClusterValidatorsOfTheObjectsNamespace(t *testing.T) {
+	t.Parallel()
+	g := newT(t)
+	c := installValidatorCRD(t)
+	ns := newNamespace(t)
+	other := newNamespace(t)
+	// Selects ns alone, by the label the API server gives every namespace.
+	cv := &rerollv1alpha1.ClusterValidator{
+		ObjectMeta: metav1.ObjectMeta{Name: "json-" + ns},
+		Spec: rerollv1alpha1.ClusterValidatorSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			ValidatorSpec: rerollv1alpha1.ValidatorSpec{Kind: rerollv1alpha1.KindConfigMap, Names: []string{"app-config"},
+				Rules: []rerollv1alpha1.ValidationRule{{Name: "config-json", Key: "config.json", Format: rerollv1alpha1.FormatJSON}}},
+		},
+	}
+	g.Expect(c.Create(t.Context(), cv)).To(gomega.Succeed())
+	t.Cleanup(func() { _ = c.Delete(t.Context(), cv) })
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte(appConfigYAML(`{"replicas": 3,}`)), 0o600)).To(gomega.Succeed())
+
+	// Positive first: in the namespace it selects, the cluster's
+	// ClusterValidator fails the object.
+	out, err := kubectlReroll(t, "-n", ns, "validate", "-f", dir, "--cluster-rules")
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("1 of 1 objects fail")), out)
+	g.Expect(lines(out)).To(gomega.ContainElement(gomega.HavePrefix(ns + "/ConfigMap/app-config ClusterValidator/json-" + ns + " config-json config.json is not valid JSON")))
+
+	// Without --cluster-rules it is not read; in another namespace it does
+	// not select, it does not apply.
+	out, err = kubectlReroll(t, "-n", ns, "validate", "-f", dir)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("0 of 1 objects fail, with 0 Validators"))
+	out, err = kubectlReroll(t, "-n", other, "validate", "-f", dir, "--cluster-rules")
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
+	g.Expect(out).To(gomega.ContainSubstring("0 of 1 objects fail"))
+	g.Expect(out).NotTo(gomega.ContainSubstring("Note:"))
 }
 
 func TestWhy_ShowsAHoldForContentThatFailsAValidator(t *testing.T) {
