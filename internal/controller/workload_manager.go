@@ -561,9 +561,11 @@ func sameValues(a, b metav1.Object, keys []string) bool {
 // it needs, only when the webhook is enabled with self-signed certificates:
 // get, list and watch on Secrets in Reroll's own namespace and update on its
 // Secret; get, list and watch on mutatingwebhookconfigurations and update on
-// its own. They are granted by config/components/webhook/rbac.yaml and the chart's
-// templates/webhook.yaml, not by the base role, which must stay
-// least-privilege.
+// its own; with --content-webhook-configuration-name, the same on
+// validatingwebhookconfigurations. They are granted by
+// config/components/webhook/rbac.yaml, config/components/content-webhook/rbac.yaml
+// and the chart's templates/webhook.yaml, not by the base role, which must
+// stay least-privilege.
 
 // ManagedLabel is the workload metadata label Reroll keeps on every workload
 // it manages while the admission webhook is enabled. The webhook's
