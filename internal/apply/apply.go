@@ -34,6 +34,12 @@ type Writer struct {
 // error of the write (a conflict when obj is stale), or workload.ErrShape
 // when obj does not fit its way.
 func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) error {
+	if w.Pinned == nil && writesNothing(obj, p) {
+		// Most reconciles (first sight under --defer-record, the watch
+		// event of Reroll's own write, a requeue) find the metadata as the
+		// plan wants it: no copy of the workload to compare.
+		return nil
+	}
 	desired := obj.DeepCopyObject().(client.Object)
 	for k, v := range p.Annotations {
 		workload.SetAnnotation(desired, k, v)
@@ -94,6 +100,29 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 		return err
 	}
 	return write(ctx, obj, desired)
+}
+
+// writesNothing reports whether plan p leaves obj as it is: it rolls
+// nothing, undoes nothing, neither pauses nor resumes, and obj already has
+// each of its annotations and labels (absent where the plan removes one,
+// its value ""). Workload then has nothing to write, as its patch of the
+// same object would find (workload.Patch).
+func writesNothing(obj client.Object, p plan.Plan) bool {
+	if p.Outcome == plan.Roll || p.Undo != nil || p.Pause.Pause || p.Pause.Resume {
+		return false
+	}
+	return hasAll(obj.GetAnnotations(), p.Annotations) && hasAll(obj.GetLabels(), p.Labels)
+}
+
+// hasAll reports whether m holds each key of want with its value, and
+// lacks each key whose wanted value is "" (workload.WithKey removes it).
+func hasAll(m, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := m[k]; v == "" && ok || v != "" && got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // patch writes desired over obj (workload.Patch).

@@ -696,13 +696,14 @@ func (p *Plan) record(o Options, in Input, sel selection) recorded {
 		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("Even one digest per object for the %d consumed objects would pass the %d bytes that the workload's other annotations leave of Kubernetes' 256 KiB; recording one digest for all of them, so a change rolls the workload without naming the object", len(sel.refs), room)})
 	}
-	if len(sel.refused) > 0 && record.String() != r.prevValue {
+	encoded := record.String()
+	if len(sel.refused) > 0 && encoded != r.prevValue {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
 			"Not following references to other namespaces (--allow-cross-namespace-references is off): " + strings.Join(sel.refused, ", ")})
 	}
 	p.Record = record
-	p.Key = key(in.UID, r.prevValue, record.String())
-	p.Annotations[RecordAnnotation] = record.String()
+	p.Key = key(in.UID, r.prevValue, encoded)
+	p.Annotations[RecordAnnotation] = encoded
 	p.Annotations[KeyAnnotation] = o.Key.ID()
 	if o.Managed {
 		// The webhook's objectSelector: only managed workloads reach it.

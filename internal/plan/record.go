@@ -3,7 +3,6 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -50,8 +49,8 @@ func ParseRecord(v string) (Record, error) {
 	if v == "" {
 		return nil, nil
 	}
-	var o Record
-	if err := json.Unmarshal([]byte(v), &o); err != nil {
+	o, err := parseRecord(v)
+	if err != nil {
 		return nil, fmt.Errorf("annotation %s is not valid JSON: %w", RecordAnnotation, err)
 	}
 	if o == nil {
@@ -63,8 +62,7 @@ func ParseRecord(v string) (Record, error) {
 // String encodes o for RecordAnnotation; map keys are sorted, so equal
 // states encode equally.
 func (o Record) String() string {
-	b, _ := json.Marshal(o) // a map of strings always encodes
-	return string(b)
+	return string(appendRecord(make([]byte, 0, o.encodedSize()), o))
 }
 
 // ConfigHash is the value of the annotations strategy's trigger

@@ -66,11 +66,30 @@ type Reverted struct {
 // read from the manager's cache, which keeps only that, and the same
 // template read from the API server have the same fingerprint.
 func Fingerprint(t *corev1.PodTemplateSpec) string {
-	t = t.DeepCopy()
-	envtrim.Values(&t.Spec)
+	if longEnvValue(&t.Spec) {
+		// Trimmed on a copy: t may be the cache's.
+		t = t.DeepCopy()
+		envtrim.Values(&t.Spec)
+	}
 	b, _ := json.Marshal(t) // a PodTemplateSpec always encodes
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// longEnvValue reports whether envtrim.Values would change spec: only then
+// does Fingerprint pay for a copy of the template (a rollout fingerprints
+// its template twice, and the reconcile of its own write once more).
+func longEnvValue(spec *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for j := range cs[i].Env {
+				if len(cs[i].Env[j].Value) > envtrim.MaxValue {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // String encodes p for PatchAnnotation.

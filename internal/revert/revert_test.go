@@ -1,12 +1,15 @@
 package revert
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/envtrim"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -80,6 +83,23 @@ func TestFingerprint(t *testing.T) {
 	g.Expect(Fingerprint(a)).To(HaveLen(16))
 	b.Annotations["x"] = "2"
 	g.Expect(Fingerprint(a)).NotTo(Equal(Fingerprint(b)))
+}
+
+// TestFingerprint_LongEnvValuesCountByDigestWithoutChangingTheTemplate
+// fingerprints a template with a long env value (as the API server holds
+// it) and its trimmed form (as the cache keeps it): they are equal, and the
+// template given is left as it was.
+func TestFingerprint_LongEnvValuesCountByDigestWithoutChangingTheTemplate(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("v", envtrim.MaxValue+1)
+	full := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "SHORT", Value: "s"}, {Name: "LONG", Value: long}}}}}}
+	trimmed := full.DeepCopy()
+	envtrim.Values(&trimmed.Spec)
+	g.Expect(trimmed.Spec.Containers[0].Env[1].Value).NotTo(Equal(long), "positive control: the cache's copy is trimmed")
+	g.Expect(Fingerprint(full)).To(Equal(Fingerprint(trimmed)))
+	g.Expect(full.Spec.Containers[0].Env[1].Value).To(Equal(long), "the template given is not trimmed in place")
+	short := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "SHORT", Value: "s"}}}}}}
+	g.Expect(Fingerprint(short)).NotTo(Equal(Fingerprint(full)))
 }
 
 func TestAnnotations_RoundTrip(t *testing.T) {
