@@ -23,6 +23,9 @@ type Writer struct {
 	// Now is the time of the write, for the record of a template change
 	// (revert.Patch); nil means time.Now.
 	Now func() time.Time
+	// OwnWrites, when set, records the write of a settled plan, so that
+	// its watch event is not reconciled (OwnWrites).
+	OwnWrites *OwnWrites
 	// Pinned, when set, is what Copier.Copies made of the plan's Pinning:
 	// the pod template's references are renamed in the same write as the
 	// trigger (or alone, for an opt-in).
@@ -99,7 +102,18 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 	if err != nil {
 		return err
 	}
-	return write(ctx, obj, desired)
+	if !p.Settled || p.Roll.Way != workload.ByTemplate || p.Annotations[plan.RecordAnnotation] == obj.GetAnnotations()[plan.RecordAnnotation] {
+		// OwnWrites only takes a write that is sent for certain: a new
+		// record always is.
+		return write(ctx, obj, desired)
+	}
+	w.OwnWrites.Expect(obj)
+	if err := write(ctx, obj, desired); err != nil {
+		w.OwnWrites.Failed(obj)
+		return err
+	}
+	w.OwnWrites.Written(obj, desired)
+	return nil
 }
 
 // writesNothing reports whether plan p leaves obj as it is: it rolls

@@ -89,6 +89,9 @@ type Applier struct {
 	// CopyLabels are the label keys a copy takes from its source
 	// (Copier.CarryLabels).
 	CopyLabels []string
+	// OwnWrites notes the writes of settled plans, whose watch events the
+	// controller need not reconcile; nil notes none.
+	OwnWrites *OwnWrites
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -277,7 +280,7 @@ func (a *Applier) unpinned(ctx context.Context, obj client.Object, failed []erro
 
 // writer writes the workloads of a's kind (Writer).
 func (a *Applier) writer() Writer {
-	w := Writer{Client: a.Client, Kind: a.Kind, Now: a.now}
+	w := Writer{Client: a.Client, Kind: a.Kind, Now: a.now, OwnWrites: a.OwnWrites}
 	if a.Journal != nil {
 		w.Journal = a.Journal
 	}

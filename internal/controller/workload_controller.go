@@ -220,6 +220,9 @@ type WorkloadReconciler struct {
 	// rollout waits while it holds the workload, and Reconcile asks it
 	// first (Debouncer.Admit).
 	coalesce *coalesce.Debouncer
+	// ownWrites notes r's writes of settled plans, whose watch events are
+	// not reconciled again (apply.OwnWrites).
+	ownWrites *apply.OwnWrites
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch

@@ -325,10 +325,11 @@ func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *share
 		Coalescing: r.coalescing(), Sets: sh.sets, Storm: opts.Storm, Validation: sh.validation, Notifications: notifications,
 		LegacyRecordsUntil: opts.LegacyRecordsUntil,
 		Delivery:           safe.Options{Window: opts.ChangeSetWindow, BakeTime: opts.BakeTime, HaltAfter: opts.HaltAfterFailedRollouts, Recheck: opts.Recheck}}
+	r.ownWrites = apply.NewOwnWrites()
 	r.apply = &apply.Applier{Client: r.Client, Reader: r.APIReader, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
 		Sets: sh.sets, Metrics: r.metrics, Endpoint: sh.endpoint, Notifications: notifications, Notified: r.notified, Journal: r.journal,
 		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, KnownCopies: sh.knownCopies,
-		CopyLabels: opts.Scope.ResourceLabelKeys(), Now: opts.Now}
+		CopyLabels: opts.Scope.ResourceLabelKeys(), Now: opts.Now, OwnWrites: r.ownWrites}
 	if opts.Store != nil {
 		r.apply.Copies = opts.Store
 	}
@@ -356,8 +357,10 @@ func (r *WorkloadReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// change to its pod template or to its annotations changes what it
 		// consumes. Status-only updates (every rollout makes many) are
 		// filtered out.
-		// The first-sight rule notes each creation seen live first.
-		For(r.Kind.New(), builder.WithPredicates(r.creations.Noted(), r.workloadChanges()))
+		// The first-sight rule notes each creation seen live first. The
+		// update of Reroll's own write of a settled plan is dropped, last
+		// (apply.OwnWrites says why).
+		For(r.Kind.New(), builder.WithPredicates(r.creations.Noted(), r.workloadChanges(), r.notOwnSettledWrite()))
 	b, err := r.watchConsumed(ctx, b)
 	if err != nil {
 		return err
@@ -502,6 +505,15 @@ func (r *WorkloadReconciler) workloadChanges() predicate.Predicate {
 		ps = append(ps, rollout.Finished(p, r.Options.Key))
 	}
 	return predicate.Or(ps...)
+}
+
+// notOwnSettledWrite drops the update event of Reroll's own write of a
+// settled plan (apply.OwnWrites.Seen): the decision on it would find
+// nothing to do. Every other event passes.
+func (r *WorkloadReconciler) notOwnSettledWrite() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !r.ownWrites.Seen(e.ObjectOld, e.ObjectNew)
+	}}
 }
 
 // DefaultMaxConcurrentReconciles is the default of

@@ -3,6 +3,7 @@ package plan
 import (
 	"time"
 
+	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
@@ -77,7 +78,24 @@ func Decide(o Options, in Input, v View) (Plan, error) {
 		return Plan{}, err
 	}
 	p.Requeue = minPositive(p.Pause.RequeueAfter, p.Recheck)
+	p.Settled = p.settles(o, in)
 	return p, nil
+}
+
+// settles reports whether p is a plan whose write leaves the workload with
+// nothing to decide (Plan.Settled). Each condition names what a decision on
+// the written object could still do: wake up (Requeue, a pause), write
+// (eviction progress, an undo, a pin or an opt-in pin of versioned
+// config, a pending mark to clear, a membership of safe delivery's change
+// sets, the bound's rolled-at stamp) or tell (Warnings).
+func (p *Plan) settles(o Options, in Input) bool {
+	return p.Outcome == Roll && p.Roll.Way == workload.ByTemplate && p.Roll.Trigger.Deferred == "" &&
+		p.Requeue == 0 && p.Pause == (Pause{}) && in.Annotations[o.Annotations.Names.PausedAt] == "" &&
+		p.Eviction == nil && p.Undo == nil && p.Pin == nil && len(in.Pins) == 0 && !p.versioned &&
+		len(p.Halts) == 0 && p.Hold == "" && p.Deferral == nil && len(p.Warnings) == 0 && len(p.Problems) == 0 &&
+		(in.Restart == nil || !in.Restart.Mode.Evict && len(in.Restart.Problems) == 0) &&
+		!o.Bounded(in) && in.Annotations[PendingAnnotation] == "" && in.Annotations[RolledAtAnnotation] == "" &&
+		in.Annotations[delivery.MemberAnnotation] == "" && p.Annotations[delivery.MemberAnnotation] == ""
 }
 
 // waveHash computes the value of a rollout's deferred trigger: Wave's hash

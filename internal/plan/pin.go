@@ -182,6 +182,7 @@ func (p *Plan) pinning(o Options, in Input, v View) error {
 	// never pinned; one pinned before is moved back to its sources by its
 	// next rollout, as a workload no longer versioned.
 	versioned = versioned && !in.Restart.HistoryUnread
+	p.versioned = versioned
 	rolling := p.Outcome == Roll && p.Roll.Way == workload.ByTemplate
 	if jobs {
 		// A change answered, with a Job created at once or not.

@@ -437,6 +437,19 @@ type Plan struct {
 	// failed rollout: the pod template to write back (its previous pinned
 	// revision), in the plan's one write.
 	Undo *Undo
+	// Settled is set on a rollout by the pod template after which the
+	// workload, as this plan writes it, has nothing left to decide: no
+	// requeue, pause, eviction, undo, pin, hold, halt, deferral or Warning,
+	// no safe-delivery membership, no concurrent rollout bound, no
+	// versioned config, no pending mark, restarted by its template alone.
+	// Deciding again on the object that write returns finds its record
+	// current (Unchanged) and writes, tells and requeues nothing, so the
+	// controller need not reconcile the watch event of that write
+	// (apply.OwnWrites). A change made meanwhile has its own event.
+	Settled bool
+	// versioned is set when the workload's versioned config is on
+	// (pin.Versioned), which may pin its template at a later reconcile.
+	versioned bool
 	// failedNow is the signal of the workload's own rollout, when safe
 	// delivery recorded its failure in this decision; failedSets are its
 	// change sets.
