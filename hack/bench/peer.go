@@ -66,6 +66,15 @@ type sideRun struct {
 	RSSAfterSync float64 `json:"rssAfterSyncBytes"`
 	RSSQuiet10s  float64 `json:"rssQuiet10sBytes"`
 	PeakRSS      float64 `json:"peakRSSBytes"`
+	// AnonAfterSync, AnonQuiet10s and PeakAnon are the same moments'
+	// RssAnon: the resident memory that is not the binary's or another
+	// file's pages, which a container's memory limit cannot reclaim (file
+	// pages it can drop and read again). PeakAnon is the largest of
+	// samples taken every 100 ms from the start to the end of the run
+	// (the kernel keeps no high-water mark of it).
+	AnonAfterSync float64 `json:"rssAnonAfterSyncBytes,omitempty"`
+	AnonQuiet10s  float64 `json:"rssAnonQuiet10sBytes,omitempty"`
+	PeakAnon      float64 `json:"peakRSSAnonBytes,omitempty"`
 	// Fanout is one change of the ConfigMap every shared Deployment reads;
 	// Storm 100 changes in one second to 50 workloads (ConfigMap, then
 	// Secret, of each).
@@ -163,6 +172,7 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	}
 	defer stopOnce()
 	pid := cmd.Process.Pid
+	peakAnon := sampleMax(ctx, pid, "RssAnon", 100*time.Millisecond)
 	if err := quietProxy(ctx, px, pid, 5*time.Minute+time.Duration(p.totalDeployments()/25)*time.Second); err != nil {
 		return nil, err
 	}
@@ -174,6 +184,7 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	if r.RSSAfterSync, err = procStatus(pid, "VmRSS"); err != nil {
 		return nil, err
 	}
+	r.AnonAfterSync, _ = procStatus(pid, "RssAnon")
 	logf("%s: quiet %.1f s after start, CPU %.2f s, RSS %.1f MiB, %v requests", c.Name, r.StartSeconds, r.StartCPUSeconds, r.RSSAfterSync/mib, r.StartRequests.total())
 	select {
 	case <-ctx.Done():
@@ -183,6 +194,7 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	if r.RSSQuiet10s, err = procStatus(pid, "VmRSS"); err != nil {
 		return nil, err
 	}
+	r.AnonQuiet10s, _ = procStatus(pid, "RssAnon")
 	logf("%s: RSS %.1f MiB %s later", c.Name, r.RSSQuiet10s/mib, quietSettle)
 
 	if p.SharedDeployments > 0 {
@@ -206,6 +218,7 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	if r.PeakRSS, err = procStatus(pid, "VmHWM"); err != nil {
 		return nil, err
 	}
+	r.PeakAnon = peakAnon()
 	r.LoadEnd = loadAverage()
 	stopOnce()
 	st := cmd.ProcessState
@@ -215,6 +228,45 @@ func runSide(ctx context.Context, p profile, dir string, c contender) (*sideRun,
 	r.CPUSeconds = (st.UserTime() + st.SystemTime()).Seconds()
 	logf("%s: done; CPU %.2f s, peak RSS %.1f MiB, %v requests", c.Name, r.CPUSeconds, r.PeakRSS/mib, r.Requests.total())
 	return r, nil
+}
+
+// sampleMax reads field of /proc/<pid>/status every interval until ctx is
+// done or the process is gone, and returns what gives the largest value
+// read so far, in bytes (0 if none was).
+func sampleMax(ctx context.Context, pid int, field string, interval time.Duration) func() float64 {
+	var mu sync.Mutex
+	var peak float64
+	read := func() bool {
+		v, err := procStatus(pid, field)
+		if err != nil {
+			return false
+		}
+		mu.Lock()
+		peak = max(peak, v)
+		mu.Unlock()
+		return true
+	}
+	read()
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !read() {
+					return
+				}
+			}
+		}
+	}()
+	return func() float64 {
+		read()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
 }
 
 // startPeer starts bin with args and KUBECONFIG=kubeconfig, its output in
@@ -482,6 +534,9 @@ func printSideBySide(res *result) {
 		return fmt.Sprintf("%.1f / %.1f MiB", r.RSSAfterSync/mib, r.PeakRSS/mib)
 	})
 	row("RSS 10 s after quiet, nothing changed", func(r sideRun) string { return fmt.Sprintf("%.1f MiB", r.RSSQuiet10s/mib) })
+	row("anonymous RSS after sync / 10 s later / peak", func(r sideRun) string {
+		return fmt.Sprintf("%.1f / %.1f / %.1f MiB", r.AnonAfterSync/mib, r.AnonQuiet10s/mib, r.PeakAnon/mib)
+	})
 	rollouts := func(x *rolloutsResult) string {
 		if x == nil {
 			return "-"
