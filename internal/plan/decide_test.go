@@ -525,18 +525,7 @@ func TestDecide_WholePlan(t *testing.T) {
 			if c.way != "" {
 				in.Action.Way = c.way
 			}
-			first, err := DecideChange(o, in, before)
-			if err != nil || first.Outcome != FirstSight {
-				t.Fatalf("recording: %v, outcome %s", err, first.Outcome)
-			}
-			in.Annotations[RecordAnnotation] = first.Record.String()
-			in.Annotations[KeyAnnotation] = o.Key.ID()
-			for k, v := range c.extra {
-				in.Annotations[k] = v
-			}
-			if c.input != nil {
-				c.input(&in)
-			}
+			recordFirstSight(t, o, &in, before, c.extra, c.input)
 			var calls []string
 			v := view{memory: after, calls: &calls}
 			if c.view != nil {

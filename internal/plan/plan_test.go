@@ -691,3 +691,23 @@ func (failing) Names(reference.Kind, string) ([]string, error) {
 func cronJob(annotations map[string]string) *batchv1.CronJob {
 	return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: annotations}}
 }
+
+// recordFirstSight decides in's first sight over before, as Reroll records
+// a workload it sees first, and puts the record, the key's ID and extra
+// into in's annotations; input, if set, changes in last. It fails t unless
+// the outcome is FirstSight.
+func recordFirstSight(t *testing.T, o Options, in *Input, before memory, extra map[string]string, input func(*Input)) {
+	t.Helper()
+	first, err := DecideChange(o, *in, before)
+	if err != nil || first.Outcome != FirstSight {
+		t.Fatalf("recording: %v, outcome %s", err, first.Outcome)
+	}
+	in.Annotations[RecordAnnotation] = first.Record.String()
+	in.Annotations[KeyAnnotation] = o.Key.ID()
+	for k, v := range extra {
+		in.Annotations[k] = v
+	}
+	if input != nil {
+		input(in)
+	}
+}

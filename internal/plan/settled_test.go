@@ -69,18 +69,7 @@ func TestDecide_Settled(t *testing.T) {
 			in := Input{Kind: "Deployment", Namespace: "ns", Name: "web", UID: "u", Now: now, Pausable: true,
 				Annotations: map[string]string{"reroll.dev/auto": "true"}, Template: template([]string{"cfg"}),
 				Action: workload.Action{Way: workload.ByTemplate}, Restart: &RestartInput{Mode: eviction.Mode{MaxUnavailable: 1}, TemplateInObject: true}}
-			first, err := DecideChange(o, in, before)
-			if err != nil || first.Outcome != FirstSight {
-				t.Fatalf("recording: %v, outcome %s", err, first.Outcome)
-			}
-			in.Annotations[RecordAnnotation] = first.Record.String()
-			in.Annotations[KeyAnnotation] = o.Key.ID()
-			for k, v := range c.extra {
-				in.Annotations[k] = v
-			}
-			if c.input != nil {
-				c.input(&in)
-			}
+			recordFirstSight(t, o, &in, before, c.extra, c.input)
 			v := view{memory: after, calls: new([]string)}
 			p, err := Decide(o, in, v)
 			if err != nil {
