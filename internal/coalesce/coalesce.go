@@ -1,6 +1,7 @@
 package coalesce
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -107,6 +108,19 @@ type Debouncer struct {
 
 	mu      sync.Mutex
 	pending map[reconcile.Request]*held
+	// due orders the pending requests by the due time known when each was
+	// pushed (a later change moves a request's due time without moving it
+	// here: fire pushes it again), so it holds one entry per pending
+	// request. One timer, set for the earliest, fires them all: a
+	// ConfigMap read by 2,000 workloads holds 2,000 requests that come due
+	// at once, and a timer each (time.AfterFunc starts a goroutine per
+	// timer that fires) ran up to ~1,700 goroutines at that moment, whose
+	// stacks raised the fan-out profile's peak RSS and whose goroutine
+	// structures Go never frees (issue #36).
+	due dueHeap
+	// timer is the timer set, nil when none is; timerAt is when it fires.
+	timer   clock.Timer
+	timerAt time.Time
 	// fired holds the requests the debouncer added and whose reconcile has
 	// not started; cooling, for those whose reconcile started, until when
 	// other reconciles wait (see Admit).
@@ -164,31 +178,91 @@ func (d *Debouncer) touch(req reconcile.Request, q workqueue.TypedRateLimitingIn
 	}
 	h := &held{first: now, due: dueTime(now, now, d.window, d.maxWait), q: q}
 	d.pending[req] = h
-	// The timer fires at the due time known now; a later due time makes
-	// fire set another.
-	d.clock.AfterFunc(h.due.Sub(now), func() { go d.fire(req) })
+	heap.Push(&d.due, dueEntry{req: req, at: h.due})
+	d.arm(now)
 }
 
-// fire adds req to its queue when its due time has come, or waits again
-// when a change moved it. Timers call it on a goroutine of its own: a fake
-// clock runs its callbacks while holding its lock, which Now takes.
-func (d *Debouncer) fire(req reconcile.Request) {
+// arm sets the timer for the earliest due time, unless the timer set
+// already fires by then; it holds mu. A timer set for a later time is
+// stopped. A timer that fires finds less or nothing to do when a stop came
+// too late, and fire sets the timer again for what is left.
+func (d *Debouncer) arm(now time.Time) {
+	if len(d.due) == 0 {
+		return
+	}
+	next := d.due[0].at
+	if d.timer != nil && !next.Before(d.timerAt) {
+		return
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.timerAt = next
+	// A fake clock runs its callbacks while holding its lock, which Now
+	// takes: fire runs on a goroutine of its own.
+	d.timer = d.clock.AfterFunc(next.Sub(now), func() { go d.fire() })
+}
+
+// fire adds each request whose due time has come to its queue, pushes
+// again those whose due time a change moved, and sets the timer for the
+// next.
+func (d *Debouncer) fire() {
+	type add struct {
+		q   workqueue.TypedRateLimitingInterface[reconcile.Request]
+		req reconcile.Request
+	}
+	var adds []add
 	d.mu.Lock()
-	h := d.pending[req]
-	if h == nil {
-		d.mu.Unlock()
-		return
+	now := d.clock.Now()
+	// Whichever timer this is, arm below sets one for what is left.
+	d.timer = nil
+	for len(d.due) > 0 && !d.due[0].at.After(now) {
+		e := heap.Pop(&d.due).(dueEntry)
+		h := d.pending[e.req]
+		if h == nil {
+			continue
+		}
+		if h.due.After(now) {
+			heap.Push(&d.due, dueEntry{req: e.req, at: h.due})
+			continue
+		}
+		delete(d.pending, e.req)
+		d.fired[e.req] = true
+		adds = append(adds, add{q: h.q, req: e.req})
 	}
-	if wait := h.due.Sub(d.clock.Now()); wait > 0 {
-		d.clock.AfterFunc(wait, func() { go d.fire(req) })
-		d.mu.Unlock()
-		return
+	if len(d.pending) == 0 {
+		// Go keeps a map's and a slice's room after their entries go:
+		// after a fan-out, 2,000 entries' worth of each.
+		d.pending = map[reconcile.Request]*held{}
+		d.due = nil
 	}
-	delete(d.pending, req)
-	d.fired[req] = true
-	q := h.q
+	d.arm(now)
 	d.mu.Unlock()
-	q.Add(req)
+	for _, a := range adds {
+		a.q.Add(a.req)
+	}
+}
+
+// dueEntry is one pending request in the due heap, at the due time known
+// when it was pushed.
+type dueEntry struct {
+	req reconcile.Request
+	at  time.Time
+}
+
+// dueHeap is a container/heap of dueEntry, earliest first.
+type dueHeap []dueEntry
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueEntry)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = dueEntry{}
+	*h = old[:len(old)-1]
+	return e
 }
 
 // Admission is the debouncer's answer to a reconcile of one request.
@@ -222,6 +296,10 @@ func (d *Debouncer) Admit(req reconcile.Request) Admission {
 	now := d.clock.Now()
 	if d.fired[req] {
 		delete(d.fired, req)
+		if len(d.fired) == 0 {
+			// Its room, as for pending in fire.
+			d.fired = map[reconcile.Request]bool{}
+		}
 		if len(d.cooling) >= coolingSweep {
 			d.sweep(now)
 		}
@@ -247,12 +325,17 @@ const coolingSweep = 1024
 // Only entries inside their window remain, so the map holds at most the
 // workloads whose reconcile started within one window, and at least
 // coolingSweep more are added before the next sweep (amortised O(1)).
+//
+// The entries left are copied to a new map: Go keeps a map's room after
+// its entries are deleted, and the one a fan-out filled would stay.
 func (d *Debouncer) sweep(now time.Time) {
+	kept := map[reconcile.Request]time.Time{}
 	for req, until := range d.cooling {
-		if !now.Before(until) {
-			delete(d.cooling, req)
+		if now.Before(until) {
+			kept[req] = until
 		}
 	}
+	d.cooling = kept
 }
 
 // cooled returns how many requests wait in the cooling map; for tests.
