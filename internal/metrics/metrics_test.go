@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +204,39 @@ func TestWorkloads_OutOfScopeSkipsAndStopsCountingReferences(t *testing.T) {
 	w.OutOfScope(nn) // its namespace left --namespace-selector
 	g.Expect(value(t, cms)).To(gomega.Equal(cm0))
 	g.Expect(value(t, skipped.WithLabelValues(OutOfScope))).To(gomega.Equal(skipped0 + 1))
+	g.Expect(w.pending).To(gomega.BeEmpty())
+}
+
+// Issue #36: once every pending change is settled, the map of pending
+// changes is a new one (Go keeps a map's room), and a change seen after
+// that is still timed from its first sight.
+func TestWorkloads_PendingChangesAfterAFanOutAreTimedFromTheirFirstSight(t *testing.T) {
+	g := gomega.NewWithT(t)
+	c := newClock()
+	w := NewWorkloads("Deployment", c.now)
+	for i := range 2000 {
+		w.ChangeSeen(key("latency-fanout", "w"+strconv.Itoa(i)))
+	}
+	c.advance(time.Second)
+	count, sum := latency(t)
+	for i := range 2000 {
+		nn := key("latency-fanout", "w"+strconv.Itoa(i))
+		w.Begin(nn)
+		w.Rolled(nn, []string{"ConfigMap"}, false)
+	}
+	newCount, newSum := latency(t)
+	g.Expect(newCount - count).To(gomega.BeEquivalentTo(2000))
+	g.Expect(newSum-sum).To(gomega.BeNumerically("~", 2000, 1e-6))
+	g.Expect(w.pending).To(gomega.BeEmpty())
+
+	nn := key("latency-fanout", "w7")
+	w.ChangeSeen(nn)
+	c.advance(3 * time.Second)
+	w.Begin(nn)
+	count, sum = latency(t)
+	w.Rolled(nn, []string{"ConfigMap"}, false)
+	newCount, newSum = latency(t)
+	g.Expect(newCount - count).To(gomega.BeEquivalentTo(1))
+	g.Expect(newSum-sum).To(gomega.BeNumerically("~", 3, 1e-9), "the change after the fan-out, timed from its own first sight")
 	g.Expect(w.pending).To(gomega.BeEmpty())
 }
