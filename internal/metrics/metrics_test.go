@@ -226,7 +226,7 @@ func TestWorkloads_PendingChangesAfterAFanOutAreTimedFromTheirFirstSight(t *test
 	}
 	newCount, newSum := latency(t)
 	g.Expect(newCount - count).To(gomega.BeEquivalentTo(2000))
-	g.Expect(newSum-sum).To(gomega.BeNumerically("~", 2000, 1e-6))
+	g.Expect(newSum - sum).To(gomega.BeNumerically("~", 2000, 1e-6))
 	g.Expect(w.pending).To(gomega.BeEmpty())
 
 	nn := key("latency-fanout", "w7")
