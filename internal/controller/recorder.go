@@ -2,8 +2,10 @@ package controller
 
 import (
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,13 +28,62 @@ const EventCacheSize = 256
 // one broadcaster of its own.
 type eventsManager struct {
 	manager.Manager
-	broadcaster record.EventBroadcaster
+	events *broadcaster
 }
 
 // GetEventRecorderFor returns a recorder of core/v1 Events whose source
 // component is name, as the manager's does.
 func (m eventsManager) GetEventRecorderFor(name string) record.EventRecorder {
-	return m.broadcaster.NewRecorder(m.GetScheme(), corev1.EventSource{Component: name})
+	return stoppableRecorder{rec: m.events.b.NewRecorder(m.GetScheme(), corev1.EventSource{Component: name}), events: m.events}
+}
+
+// broadcaster is an Event broadcaster that can be stopped once.
+type broadcaster struct {
+	b record.EventBroadcaster
+
+	mu      sync.RWMutex
+	stopped bool
+}
+
+// stop shuts the broadcaster down once; it waits for the Events queued.
+func (b *broadcaster) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped {
+		b.stopped = true
+		b.b.Shutdown()
+	}
+}
+
+// stoppableRecorder drops Events once its broadcaster is stopped, as
+// controller-runtime's recorder does, instead of logging each as an error.
+type stoppableRecorder struct {
+	rec    record.EventRecorder
+	events *broadcaster
+}
+
+func (r stoppableRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	r.events.mu.RLock()
+	defer r.events.mu.RUnlock()
+	if !r.events.stopped {
+		r.rec.Event(obj, eventtype, reason, message)
+	}
+}
+
+func (r stoppableRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	r.events.mu.RLock()
+	defer r.events.mu.RUnlock()
+	if !r.events.stopped {
+		r.rec.Eventf(obj, eventtype, reason, messageFmt, args...)
+	}
+}
+
+func (r stoppableRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	r.events.mu.RLock()
+	defer r.events.mu.RUnlock()
+	if !r.events.stopped {
+		r.rec.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
+	}
 }
 
 // WithEventRecorder returns mgr whose GetEventRecorderFor gives recorders
@@ -43,9 +94,10 @@ func (m eventsManager) GetEventRecorderFor(name string) record.EventRecorder {
 // costs two requests). It writes through mgr's configuration and HTTP client, and
 // logs each Event at V(1), as controller-runtime's recorder does.
 //
-// stop ends the broadcaster: call it once mgr.Start has returned; it sends
-// the Events queued before it returns, and an Event recorded after it is
-// dropped. The error is that of building the Events client.
+// stop ends the broadcaster: call it once mgr.Start has returned; it hands
+// the Events queued to the sink before it returns, and an Event recorded
+// after it is dropped. Calling it again does nothing. The error is that of
+// building the Events client.
 func WithEventRecorder(mgr manager.Manager) (m manager.Manager, stop func(), err error) {
 	c, err := corev1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
@@ -57,5 +109,6 @@ func WithEventRecorder(mgr manager.Manager) (m manager.Manager, stop func(), err
 	b.StartEventWatcher(func(e *corev1.Event) {
 		log.V(1).Info("Recorded Event", "type", e.Type, "object", e.InvolvedObject, "reason", e.Reason, "message", e.Message)
 	})
-	return eventsManager{Manager: mgr, broadcaster: b}, b.Shutdown, nil
+	events := &broadcaster{b: b}
+	return eventsManager{Manager: mgr, events: events}, events.stop, nil
 }

@@ -59,4 +59,11 @@ func TestWithEventRecorder_RepeatsCountUpUntilEventCacheSizeOtherObjects(t *test
 	rec.Event(obj("a"), corev1.EventTypeNormal, "Test", "the same note")
 	g.Eventually(func() []int32 { return counts("a") }).Should(gomega.ConsistOf(int32(2), int32(1)),
 		"after EventCacheSize other objects, a's Event is a new one")
+
+	// Once stopped, an Event is dropped (the reconciles still running at
+	// shutdown), and stopping again does nothing.
+	stop()
+	stop()
+	rec.Event(obj("late"), corev1.EventTypeNormal, "Test", "the same note")
+	g.Consistently(func() []int32 { return counts("late") }, "2s").Should(gomega.BeEmpty())
 }
