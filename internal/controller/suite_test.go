@@ -184,7 +184,7 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	// As cmd/reroll does: protobuf answers wherever the server has them.
 	cfg = rest.CopyConfig(cfg)
 	PreferProtobuf(cfg)
-	mgr, err := ctrl.NewManager(cfg, mo)
+	mgr, err := NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: Reroll's Event recorder.
 	mgr, stopEvents, err := WithEventRecorder(mgr)
