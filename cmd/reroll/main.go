@@ -202,13 +202,6 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	// Reroll's Event recorder: a correlator of controller.EventCacheSize
-	// entries per cache, stopped once the manager has.
-	mgr, stopEvents, err := controller.WithEventRecorder(mgr)
-	if err != nil {
-		return err
-	}
-	defer stopEvents()
 	if f.webhook.enabled {
 		// For the alert before the serving certificate expires.
 		if err := ctrlmetrics.Registry.Register(certexpiry.Collector{Dir: f.webhook.certDir, Log: ctrl.Log.WithName("metrics")}); err != nil {

@@ -186,9 +186,6 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	PreferProtobuf(cfg)
 	mgr, err := NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	// As cmd/reroll does: Reroll's Event recorder.
-	mgr, stopEvents, err := WithEventRecorder(mgr)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: one store, added to the manager.
 	opts.Store, err = store.New(cfg, opts.StoreOptions())
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -196,11 +193,7 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	g.Expect(Setup(ctx, mgr, opts)).To(gomega.Succeed())
 	r := &reroll{cancel: cancel, done: make(chan error, 1), cache: mgr.GetCache(), store: opts.Store, logs: logs}
-	go func() {
-		err := mgr.Start(ctx)
-		stopEvents()
-		r.done <- err
-	}()
+	go func() { r.done <- mgr.Start(ctx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(t.Context())).To(gomega.BeTrue())
 	g.Expect(opts.Store.WaitForSync(t.Context())).To(gomega.Succeed())
 	t.Cleanup(func() {
