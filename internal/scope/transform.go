@@ -19,16 +19,22 @@ import (
 // writes only by strategic merge patches between two cached copies, keep
 // long env values as a digest (envtrim.Values); Jobs and CronJobs
 // (re-created, or copied into a Job, whole) and custom kinds (JSON merge
-// patches replace lists whole) keep theirs.
+// patches replace lists whole) keep theirs. Outside the pod template,
+// those three kinds keep only the spec and status fields that a reader of
+// the cache uses (trimDeployment, trimStatefulSet, trimDaemonSet). The
+// transform is idempotent: informers may apply it twice to an object.
 func Transform(k digest.Key) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			envtrim.Values(&o.Spec.Template.Spec)
+			trimDeployment(o)
 		case *appsv1.StatefulSet:
 			envtrim.Values(&o.Spec.Template.Spec)
+			trimStatefulSet(o)
 		case *appsv1.DaemonSet:
 			envtrim.Values(&o.Spec.Template.Spec)
+			trimDaemonSet(o)
 		}
 		var m metav1.Object
 		switch o := obj.(type) {
