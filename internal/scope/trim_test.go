@@ -3,6 +3,7 @@ package scope
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,11 +21,16 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/annotation"
 	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/eviction"
+	"github.com/reroll/reroll/internal/pin"
+	"github.com/reroll/reroll/internal/pingc"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/revert"
+	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
 
@@ -51,7 +57,7 @@ func richTemplate() corev1.PodTemplateSpec {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 	}
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "tier": "front"}, Annotations: map[string]string{"prometheus.io/scrape": "true"}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "tier": "front"}, Annotations: map[string]string{"prometheus.io/scrape": "true", "configmap.reloader.stakater.com/reload": "web-files"}},
 		Spec: corev1.PodSpec{
 			InitContainers: []corev1.Container{{Name: "init", Image: "registry.example/init:2", Command: []string{"sh", "-c", "true"},
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-secret"}}}}}},
@@ -203,8 +209,15 @@ type readings struct {
 	Actions      [2]workload.Action
 	Paused       bool
 	Selector     *metav1.LabelSelector
-	Fingerprint  string
+	Sums         revert.Sums
+	After        map[string]string
 	References   []reference.Reference
+	Template     map[string]string
+	OptIn        annotation.OptIn
+	GCNames      pingc.Names
+	PinConfig    []string
+	PinSecrets   []string
+	Trigger      string
 	CSI          []reference.Reference
 	Annotations  map[string]string
 	Labels       map[string]string
@@ -238,8 +251,24 @@ func read(t *testing.T, obj client.Object) readings {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Fingerprint = revert.Fingerprint(tmpl)
+	r.Sums = revert.Held(obj, tmpl)
+	// The record of each change Reroll makes (apply.recordPatch):
+	// before's Fingerprint, after's Trimmed fingerprint.
+	r.After = map[string]string{}
+	for what, change := range changes {
+		desired := obj.DeepCopyObject().(client.Object)
+		change(desired)
+		after, _ := k.PodTemplate(desired)
+		r.After[what] = r.Sums.Trimmed(after)
+	}
 	r.References = reference.FromPodTemplate(tmpl)
+	r.Template = tmpl.Annotations
+	r.OptIn, _ = annotation.DefaultConfig().Parse(obj.GetAnnotations(), tmpl.Annotations)
+	r.GCNames = pingc.NamesOf(&tmpl.Spec)
+	r.PinConfig, r.PinSecrets = pin.Referenced(&tmpl.Spec)
+	if c := trigger.EnvVarContainer(tmpl, reference.Reference{Kind: reference.ConfigMap, Name: "shared", Containers: []string{"sidecar"}}); c != nil {
+		r.Trigger = c.Name
+	}
 	r.CSI = reference.SecretProviderClasses(tmpl)
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
@@ -280,6 +309,16 @@ func TestTransform_DropsWhatNoReaderUses(t *testing.T) {
 				if len(o.Spec.VolumeClaimTemplates) == 0 || o.Spec.ServiceName == "" || o.Spec.Ordinals == nil {
 					t.Fatal("the fixture lacks the fields to drop")
 				}
+			}
+			tm, _ := kindOf(got).PodTemplate(got)
+			for _, c := range append(tm.Spec.Containers, tm.Spec.InitContainers...) {
+				if c.Image != "" || c.Resources.Limits != nil || c.LivenessProbe != nil || c.Ports != nil || c.Command != nil || c.Args != nil {
+					t.Errorf("container %s keeps fields nothing reads: %+v", c.Name, c)
+				}
+			}
+			if tm.Labels != nil || tm.Spec.ServiceAccountName != "" || tm.Spec.NodeSelector != nil || tm.Spec.Tolerations != nil ||
+				tm.Spec.SecurityContext != nil || tm.Spec.TerminationGracePeriodSeconds != nil || tm.Spec.DNSPolicy != "" {
+				t.Errorf("the template keeps fields nothing reads: %+v", tm)
 			}
 			switch o := got.(type) {
 			case *appsv1.Deployment:
@@ -364,6 +403,9 @@ func patched(t *testing.T, full, original client.Object, change func(client.Obje
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(string(data), revert.HeldManager) || strings.Contains(string(data), "managedFields") {
+		t.Errorf("the patch carries the held sums: %s", data)
+	}
 	base, err := json.Marshal(full)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +414,9 @@ func patched(t *testing.T, full, original client.Object, change func(client.Obje
 	if err != nil {
 		t.Fatalf("applying %s: %v", data, err)
 	}
-	res := full.DeepCopyObject().(client.Object)
+	// Into a zero object: decoding into a copy would keep map keys the
+	// patch removed.
+	res := reflect.New(reflect.TypeOf(full).Elem()).Interface().(client.Object)
 	if err := json.Unmarshal(out, res); err != nil {
 		t.Fatal(err)
 	}
@@ -393,5 +437,36 @@ func TestTransform_PatchBetweenTrimmedCopiesWritesWhatFullCopiesWrite(t *testing
 				}
 			})
 		}
+	}
+}
+
+func TestTransform_UndoOverATrimmedCopyWritesTheRevisionWhole(t *testing.T) {
+	for name, full := range fullObjects() {
+		t.Run(name, func(t *testing.T) {
+			k := kindOf(full)
+			prevT, _ := k.PodTemplate(full)
+			prev := prevT.DeepCopy()
+			// The workload after Reroll's rollout: a trigger and a pin.
+			rolled := full.DeepCopyObject().(client.Object)
+			changes["trigger in the template annotations"](rolled)
+			changes["a projected ConfigMap pinned to a copy"](rolled)
+			undo := func(obj client.Object) {
+				// As apply.Writer.Apply writes an undo.
+				cur, _ := k.PodTemplate(obj)
+				_ = k.SetPodTemplate(obj, envtrim.Over(cur, prev))
+			}
+			want := patched(t, rolled, rolled, undo)
+			got := patched(t, rolled, cached(t, rolled), undo)
+			if equality.Semantic.DeepEqual(want, rolled) {
+				t.Fatal("the undo changed nothing: the comparison would prove nothing")
+			}
+			if !equality.Semantic.DeepEqual(got, want) {
+				t.Errorf("the undo over a trimmed copy gives\n%+v\nover the full object\n%+v", got, want)
+			}
+			wantT, _ := k.PodTemplate(want)
+			if !equality.Semantic.DeepEqual(wantT, prev) {
+				t.Errorf("the undo does not write the revision back:\n%+v\n%+v", wantT, prev)
+			}
+		})
 	}
 }
