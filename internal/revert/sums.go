@@ -31,21 +31,43 @@ const trimmedTag = "reroll.dev/template/trimmed\n"
 // SumsOf returns the Sums of t, a full pod template (read from the API
 // server, a ReplicaSet, a revision). t is not changed.
 func SumsOf(t *corev1.PodTemplateSpec) Sums {
-	rest := t.DeepCopy()
+	// The rest is encoded from shallow copies that leave out what Keep
+	// keeps: no deep copy of the template (the cache's transform runs this
+	// on every event of a workload).
+	rest := *t
 	rest.Annotations = nil
 	rest.Spec.Volumes, rest.Spec.ImagePullSecrets = nil, nil
-	for _, cs := range [][]corev1.Container{rest.Spec.InitContainers, rest.Spec.Containers} {
-		for i := range cs {
-			cs[i].Env, cs[i].EnvFrom, cs[i].VolumeMounts = nil, nil, nil
+	rest.Spec.InitContainers = withoutKept(t.Spec.InitContainers)
+	rest.Spec.Containers = withoutKept(t.Spec.Containers)
+	if n := len(t.Spec.EphemeralContainers); n > 0 {
+		rest.Spec.EphemeralContainers = make([]corev1.EphemeralContainer, n)
+		for i := range t.Spec.EphemeralContainers {
+			c := t.Spec.EphemeralContainers[i]
+			c.Env, c.EnvFrom, c.VolumeMounts = nil, nil, nil
+			rest.Spec.EphemeralContainers[i] = c
 		}
 	}
-	for i := range rest.Spec.EphemeralContainers {
-		c := &rest.Spec.EphemeralContainers[i]
-		c.Env, c.EnvFrom, c.VolumeMounts = nil, nil, nil
-	}
-	b, _ := json.Marshal(rest) // a PodTemplateSpec always encodes
+	// JSON, not the cheaper protobuf: a record's After digests Rest, and
+	// protobuf encodes every new empty field a newer API library adds,
+	// where JSON leaves it out (omitempty), as Fingerprint relies on.
+	b, _ := json.Marshal(&rest) // a PodTemplateSpec always encodes
 	sum := sha256.Sum256(b)
 	return Sums{Full: Fingerprint(t), Rest: hex.EncodeToString(sum[:8])}
+}
+
+// withoutKept returns shallow copies of cs without what envtrim.Keep keeps
+// of a container but its name; nil for none.
+func withoutKept(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		c := cs[i]
+		c.Env, c.EnvFrom, c.VolumeMounts = nil, nil, nil
+		out[i] = c
+	}
+	return out
 }
 
 // Trimmed returns the fingerprint of the template whose envtrim.Keep is

@@ -117,3 +117,21 @@ func TestDetect_TrimmedRecord(t *testing.T) {
 		t.Errorf("the record does not keep its form: %+v %v", round, err)
 	}
 }
+
+// BenchmarkSumsOf measures what the cache transform adds per event of a
+// Deployment (compare BenchmarkFingerprint in internal/plan).
+func BenchmarkSumsOf(b *testing.B) {
+	t := apiTemplate()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = SumsOf(t)
+	}
+}
+
+func BenchmarkFingerprintFull(b *testing.B) {
+	t := apiTemplate()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Fingerprint(t)
+	}
+}

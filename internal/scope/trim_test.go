@@ -470,3 +470,31 @@ func TestTransform_UndoOverATrimmedCopyWritesTheRevisionWhole(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTransform_FanoutDeployment measures the transform of one
+// Deployment of the fanout bench profile as the API server returns it
+// (defaulted): what each event of a workload costs.
+func BenchmarkTransform_FanoutDeployment(b *testing.B) {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "bench-shared", Name: "app-0001", UID: "u", ResourceVersion: "7", Generation: 1,
+			Annotations: map[string]string{"reloader.stakater.com/auto": "true"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
+				Time: ptr.To(metav1.Now()), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{}}}`)}}}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app-0001"}},
+			Strategy:             appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("25%")), MaxUnavailable: ptr.To(intstr.FromString("25%"))}},
+			RevisionHistoryLimit: ptr.To[int32](10), ProgressDeadlineSeconds: ptr.To[int32](600),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "app-0001"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+					EnvFrom:                []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
+					TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent}},
+					RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr.To[int64](30), DNSPolicy: corev1.DNSClusterFirst,
+					SecurityContext: &corev1.PodSecurityContext{}, SchedulerName: corev1.DefaultSchedulerName}}},
+	}
+	tr := Transform(digest.Key{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tr(d.DeepCopy()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
