@@ -198,7 +198,7 @@ func run(args []string) error {
 		}
 		mo.WebhookServer = f.webhook.server(certsReady)
 	}
-	mgr, err := ctrl.NewManager(cfg, mo)
+	mgr, err := controller.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

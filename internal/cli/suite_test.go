@@ -133,7 +133,7 @@ func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*
 	if mutate != nil {
 		mutate(&mo)
 	}
-	mgr, err := ctrl.NewManager(plane.Config, mo)
+	mgr, err := controller.NewManager(plane.Config, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	g.Expect(controller.Setup(ctx, mgr, opts)).To(gomega.Succeed())

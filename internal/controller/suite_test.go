@@ -184,7 +184,7 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	// As cmd/reroll does: protobuf answers wherever the server has them.
 	cfg = rest.CopyConfig(cfg)
 	PreferProtobuf(cfg)
-	mgr, err := ctrl.NewManager(cfg, mo)
+	mgr, err := NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: one store, added to the manager.
 	opts.Store, err = store.New(cfg, opts.StoreOptions())

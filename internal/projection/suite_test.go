@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
+	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/scope"
@@ -294,7 +295,8 @@ func startProjections(t *testing.T, ns string, opts Options, mutate ...func(*ctr
 	for _, m := range mutate {
 		m(&mo)
 	}
-	mgr, err := ctrl.NewManager(rerollConfig, mo)
+	// As cmd/reroll does: Reroll's Event recorder.
+	mgr, err := controller.NewManager(rerollConfig, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: the store of the namespace, shared.
 	key, err := digest.NewKey(opts.Key)
