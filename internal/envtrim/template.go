@@ -12,8 +12,7 @@ import (
 //
 //   - metadata.annotations: the trigger of the annotations strategy
 //     (trigger), pin.TemplateAnnotation, the opt-in annotations that
-//     Reloader reads on a template (plan), reroll.dev/restart on a pod
-//     group (podgroup);
+//     Reloader reads on a template (plan, annotation.Config.Parse);
 //   - of every container, init container and ephemeral container: name,
 //     env (long values as Values keeps them), envFrom and volumeMounts:
 //     the references (reference.FromPodTemplate, the field index, the
