@@ -62,30 +62,77 @@ func KeepFields(t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
 // server defaults a template's restartPolicy, dnsPolicy and schedulerName,
 // and a container's image is required.
 func Kept(t *corev1.PodTemplateSpec) bool {
-	// Compared field by field against shallow copies that share t's maps
-	// and slices: no copy of the template (Kept runs on each reconcile).
-	s := &t.Spec
-	if !reflect.DeepEqual(t.ObjectMeta, metav1.ObjectMeta{Annotations: t.Annotations}) ||
-		!reflect.DeepEqual(*s, corev1.PodSpec{InitContainers: s.InitContainers, Containers: s.Containers,
-			EphemeralContainers: s.EphemeralContainers, Volumes: s.Volumes, ImagePullSecrets: s.ImagePullSecrets}) {
+	// Each part, with what Keep keeps cleared, on a shallow copy, must be
+	// zero: no deep copy and no deep comparison (Kept runs on each
+	// reconcile that reads revert.Sums, and on each event in the cache).
+	m := t.ObjectMeta
+	m.Annotations = nil
+	s := t.Spec
+	s.InitContainers, s.Containers, s.EphemeralContainers, s.Volumes, s.ImagePullSecrets = nil, nil, nil, nil, nil
+	if !zero(&m) || !zero(&s) {
 		return false
 	}
-	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+	for _, cs := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
 		for i := range cs {
-			c := &cs[i]
-			if !reflect.DeepEqual(*c, corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts}) || longValue(c.Env) {
+			c := cs[i]
+			if longValue(c.Env) {
+				return false
+			}
+			c.Name, c.Env, c.EnvFrom, c.VolumeMounts = "", nil, nil, nil
+			if !zero(&c) {
 				return false
 			}
 		}
 	}
-	for i := range s.EphemeralContainers {
-		c := &s.EphemeralContainers[i].EphemeralContainerCommon
-		if !reflect.DeepEqual(s.EphemeralContainers[i], corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts}}) {
+	for i := range t.Spec.EphemeralContainers {
+		c := t.Spec.EphemeralContainers[i]
+		c.Name, c.Env, c.EnvFrom, c.VolumeMounts = "", nil, nil, nil
+		if !zero(&c) {
 			return false
 		}
 	}
 	return true
+}
+
+// zero reports whether *p is its type's zero value.
+func zero[T any](p *T) bool { return reflect.ValueOf(p).Elem().IsZero() }
+
+// View returns what Keep would leave of t, without changing t: a new
+// template that shares t's maps and slices where Keep keeps them whole
+// (annotations, env lists without a long value, envFrom, volume mounts,
+// volumes, image pull secrets). Read it, never change it.
+func View(t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	view := func(cs []corev1.Container) []corev1.Container {
+		if cs == nil {
+			return nil
+		}
+		out := make([]corev1.Container, len(cs))
+		for i := range cs {
+			c := &cs[i]
+			env := c.Env
+			if longValue(env) {
+				env = append([]corev1.EnvVar(nil), env...)
+				s := corev1.PodSpec{Containers: []corev1.Container{{Env: env}}}
+				Values(&s)
+			}
+			out[i] = corev1.Container{Name: c.Name, Env: env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts}
+		}
+		return out
+	}
+	var eph []corev1.EphemeralContainer
+	if t.Spec.EphemeralContainers != nil {
+		eph = make([]corev1.EphemeralContainer, len(t.Spec.EphemeralContainers))
+		for i := range t.Spec.EphemeralContainers {
+			c := &t.Spec.EphemeralContainers[i].EphemeralContainerCommon
+			eph[i] = corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts}}
+		}
+	}
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations},
+		Spec: corev1.PodSpec{InitContainers: view(t.Spec.InitContainers), Containers: view(t.Spec.Containers),
+			EphemeralContainers: eph, Volumes: t.Spec.Volumes, ImagePullSecrets: t.Spec.ImagePullSecrets},
+	}
 }
 
 // longValue reports whether an env value is longer than MaxValue.

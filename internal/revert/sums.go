@@ -78,10 +78,7 @@ func withoutKept(cs []corev1.Container) []corev1.Container {
 // the rest, so Reroll's change of a cached template (which touches only
 // what Keep keeps) is fingerprinted from the cached copy alone.
 func (s Sums) Trimmed(t *corev1.PodTemplateSpec) string {
-	if !envtrim.Kept(t) {
-		t = envtrim.Keep(t.DeepCopy())
-	}
-	b, _ := json.Marshal(t)
+	b, _ := json.Marshal(envtrim.View(t))
 	h := sha256.New()
 	h.Write([]byte(trimmedTag))
 	h.Write([]byte(s.Rest))

@@ -135,3 +135,20 @@ func BenchmarkFingerprintFull(b *testing.B) {
 		_ = Fingerprint(t)
 	}
 }
+
+func BenchmarkKeptAndTrimmed(b *testing.B) {
+	t := envtrim.Keep(apiTemplate())
+	s := SumsOf(apiTemplate())
+	b.Run("Kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = envtrim.Kept(t)
+		}
+	})
+	b.Run("Trimmed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = s.Trimmed(t)
+		}
+	})
+}
