@@ -11,8 +11,8 @@ import (
 //     (delivery.Health);
 //   - spec.selector: eviction (the workload's pods), observe.Revision (its
 //     ReplicaSets), the change set's members;
-//   - spec.template: whole (reference extraction, the trigger, pins,
-//     revert.Fingerprint, which covers the full template);
+//   - spec.template, as envtrim.Keep leaves it (Transform trims it, after
+//     holding revert.Sums of the whole template);
 //   - spec.paused: workload.Pausable (Reloader's pause-period);
 //   - spec.progressDeadlineSeconds: workload.Progress (the kind's
 //     deadline) and kstatus;
