@@ -269,3 +269,54 @@ func TestUnpack_RefusesTruncatedDigests(t *testing.T) {
 		g.Expect(err).To(gomega.MatchError(errPacked), "cut at %d", cut)
 	}
 }
+
+// TestObject_DataHoldsEveryKeysDigest checks Data against Key.Digest of
+// each value, over objects of 0, 1 and 40 keys (names of one to 40 bytes),
+// keyed as the controller keys them.
+func TestObject_DataHoldsEveryKeysDigest(t *testing.T) {
+	k, err := NewKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 1, 40} {
+		g := gomega.NewWithT(t)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", UID: "u", ResourceVersion: "9"},
+			Data: map[string]string{}}
+		want := map[string]string{}
+		for i := range n {
+			name := strings.Repeat(string(rune('a'+i%26)), i+1)
+			cm.Data[name] = fmt.Sprintf("value %d", i)
+			want[name] = k.Digest("ConfigMap", "ns", "cfg", name, []byte(cm.Data[name]))
+		}
+		out, err := k.Transform(cm.DeepCopy())
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		d := out.(*Object).Data()
+		g.Expect(d.Keys).To(gomega.Equal(want), "%d keys", n)
+		g.Expect(d.ReloaderSHA1).To(gomega.Equal(ReloaderSHA1OfConfigMap(cm.Data, nil)), "%d keys", n)
+	}
+}
+
+// BenchmarkObjectData unpacks the digests of a ConfigMap of 3 keys (the
+// fan-out bench's) and of 30, as each reconcile that reads it does.
+func BenchmarkObjectData(b *testing.B) {
+	for _, n := range []int{3, 30} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", UID: "u", ResourceVersion: "9"},
+				Data: map[string]string{}}
+			for i := range n {
+				cm.Data[fmt.Sprintf("key-%d.yaml", i)] = fmt.Sprintf("value %d", i)
+			}
+			out, err := Transform(cm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			o := out.(*Object)
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(o.Data().Keys) != n {
+					b.Fatal("keys lost")
+				}
+			}
+		})
+	}
+}

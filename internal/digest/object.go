@@ -240,29 +240,51 @@ func (o *Object) Data() Data {
 	return d
 }
 
-// unpack reads the digests of a packed string.
+// unpack reads the digests of a packed string. Every key name and hex
+// digest is a substring of one string built for them all: an object of n
+// keys costs three allocations, not 3n+3 (BenchmarkObjectData), at each
+// reconcile that reads it.
 func unpack(p string) (Data, error) {
-	d := Data{Keys: map[string]string{}}
 	pk, err := split(p)
 	if err != nil {
-		return d, err
+		return Data{Keys: map[string]string{}}, err
 	}
 	rest := pk.digests
 	if len(rest) < sha1Size {
-		return d, errPacked
+		return Data{Keys: map[string]string{}}, errPacked
 	}
-	d.ReloaderSHA1 = hex.EncodeToString([]byte(rest[:sha1Size]))
-	rest = rest[sha1Size:]
-	for len(rest) > 0 {
-		var name string
-		if name, rest, err = readString(rest); err != nil {
-			return d, err
+	// First the size of that string and the number of keys, checking the
+	// packing.
+	n, size := 0, 2*sha1Size
+	for r := rest[sha1Size:]; len(r) > 0; n++ {
+		name, after, err := readString(r)
+		if err != nil {
+			return Data{Keys: map[string]string{}}, err
 		}
-		if len(rest) < digestSize {
-			return d, errPacked
+		if len(after) < digestSize {
+			return Data{Keys: map[string]string{}}, errPacked
 		}
-		d.Keys[strings.Clone(name)] = hex.EncodeToString([]byte(rest[:digestSize]))
-		rest = rest[digestSize:]
+		size += len(name) + 2*digestSize
+		r = after[digestSize:]
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var hexBuf [2 * digestSize]byte
+	b.Write(hex.AppendEncode(hexBuf[:0], []byte(rest[:sha1Size])))
+	for r := rest[sha1Size:]; len(r) > 0; {
+		name, after, _ := readString(r)
+		b.WriteString(name)
+		b.Write(hex.AppendEncode(hexBuf[:0], []byte(after[:digestSize])))
+		r = after[digestSize:]
+	}
+	all := b.String()
+	d := Data{Keys: make(map[string]string, n), ReloaderSHA1: all[:2*sha1Size]}
+	at := 2 * sha1Size
+	for r := rest[sha1Size:]; len(r) > 0; {
+		name, after, _ := readString(r)
+		d.Keys[all[at:at+len(name)]] = all[at+len(name) : at+len(name)+2*digestSize]
+		at += len(name) + 2*digestSize
+		r = after[digestSize:]
 	}
 	return d, nil
 }

@@ -136,7 +136,8 @@ func (s Scope) Selects(obj client.Object) bool {
 
 // Includes reports whether workloads in namespace are in scope. Only a
 // namespace selector costs a read: of the namespace's metadata, from the
-// cache.
+// cache, with no copy (its labels are matched, never changed; see
+// NamespaceAnnotations).
 func (s Scope) Includes(ctx context.Context, c client.Reader, namespace string) (bool, error) {
 	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
 		return false, nil
@@ -149,7 +150,7 @@ func (s Scope) Includes(ctx context.Context, c client.Reader, namespace string) 
 	}
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -177,11 +178,15 @@ func CanWatchNamespaces(ctx context.Context, c client.Client) (bool, error) {
 
 // NamespaceAnnotations returns the annotations of namespace, read through c
 // (the manager's cache: metadata only), for the Namespace's rollout window
-// and bound; nil when the Namespace is gone.
+// and bound; nil when the Namespace is gone. Every reconcile reads them, so
+// the cache hands over its own map, with no copy of the Namespace's
+// metadata (client.UnsafeDisableDeepCopy): callers read it and never write
+// into it. The cache replaces a Namespace on a change and never writes into
+// the one it held, so a map read stays as it was.
 func NamespaceAnnotations(ctx context.Context, c client.Reader, namespace string) (map[string]string, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -1,6 +1,9 @@
 package workload
 
 import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,5 +91,109 @@ func TestMetadataPatch(t *testing.T) {
 				t.Fatalf("metadataPatch = %s, same %t, ok %t; want %s, same %t, ok %t", data, same, ok, tc.want, tc.same, tc.ok)
 			}
 		})
+	}
+}
+
+// jsonMergePatch is metadataPatch's patch as encoding/json writes it from
+// maps (its former construction): the oracle of
+// TestMetadataPatch_WritesWhatEncodingJSONWrites.
+func jsonMergePatch(t *testing.T, from, to [4]map[string]string, rv string, guard bool) string {
+	t.Helper()
+	mapPatch := func(from, to map[string]string) map[string]any {
+		p := map[string]any{}
+		for k, v := range to {
+			if old, ok := from[k]; !ok || old != v {
+				p[k] = v
+			}
+		}
+		for k := range from {
+			if _, ok := to[k]; !ok {
+				p[k] = nil
+			}
+		}
+		return p
+	}
+	meta, template := map[string]any{}, map[string]any{}
+	for i, field := range []string{"annotations", "labels"} {
+		if p := mapPatch(from[i], to[i]); len(p) > 0 {
+			meta[field] = p
+		}
+		if p := mapPatch(from[2+i], to[2+i]); len(p) > 0 {
+			template[field] = p
+		}
+	}
+	if len(meta) == 0 && len(template) == 0 {
+		return ""
+	}
+	if guard || len(template) > 0 {
+		meta["resourceVersion"] = rv
+	}
+	p := map[string]any{"metadata": meta}
+	if len(template) > 0 {
+		p["spec"] = map[string]any{"template": map[string]any{"metadata": template}}
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestMetadataPatch_WritesWhatEncodingJSONWrites compares metadataPatch,
+// which writes its JSON itself, with encoding/json over 3,000 random
+// changes of the four maps, whose keys and values draw on every character
+// JSON or encoding/json escapes (quote, backslash, controls, <, >, &,
+// U+2028, U+2029, invalid UTF-8) and on plain and multi-byte ones.
+func TestMetadataPatch_WritesWhatEncodingJSONWrites(t *testing.T) {
+	pieces := []string{"a", "reroll.dev/observed", `"`, `\`, "\x00", "\x01", "\b", "\f", "\n", "\r", "\t", "\x1f", "\x7f",
+		"<", ">", "&", "\u2028", "\u2029", "\xff", "\xe2\x80", "é", "日本", "😀", "{}", `{"k":"v"}`, " ", ""}
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		var b strings.Builder
+		for range 1 + rng.IntN(4) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	randomMap := func() map[string]string {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		m := map[string]string{}
+		for range rng.IntN(4) {
+			m[word()] = word()
+		}
+		return m
+	}
+	for i := range 3000 {
+		obj := &appsv1.Deployment{}
+		obj.ResourceVersion = word()
+		obj.Annotations, obj.Labels = randomMap(), randomMap()
+		obj.Spec.Template.Annotations, obj.Spec.Template.Labels = randomMap(), randomMap()
+		desired := obj.DeepCopy()
+		for _, m := range []*map[string]string{&desired.Annotations, &desired.Labels, &desired.Spec.Template.Annotations, &desired.Spec.Template.Labels} {
+			switch rng.IntN(3) {
+			case 0: // unchanged
+			case 1:
+				*m = randomMap()
+			case 2:
+				if *m == nil {
+					*m = map[string]string{}
+				}
+				(*m)[word()] = word()
+			}
+		}
+		guard := rng.IntN(2) == 0
+		want := jsonMergePatch(t,
+			[4]map[string]string{obj.Annotations, obj.Labels, obj.Spec.Template.Annotations, obj.Spec.Template.Labels},
+			[4]map[string]string{desired.Annotations, desired.Labels, desired.Spec.Template.Annotations, desired.Spec.Template.Labels},
+			obj.ResourceVersion, guard)
+		data, same, ok := metadataPatch(obj, desired, guard)
+		if !ok || same != (want == "") || string(data) != want {
+			t.Fatalf("case %d: metadataPatch = %q, same %t, ok %t; encoding/json writes %q", i, data, same, ok, want)
+		}
+		if want != "" && !json.Valid(data) {
+			t.Fatalf("case %d: %q is not JSON", i, data)
+		}
 	}
 }
