@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -109,9 +110,19 @@ func Held(obj metav1.Object, t *corev1.PodTemplateSpec) Sums {
 }
 
 // HeldIn returns the Sums that Hold keeps in obj's managedFields; zero
-// when there are none. It is cheap (no template is read): plan.NewInput
-// takes them on every reconcile, and Of uses them only when needed.
+// when there are none, or when obj is not a Deployment, StatefulSet or
+// DaemonSet, the only kinds whose templates the manager's cache trims
+// (scope.Transform): an entry of HeldManager on any other object, such as
+// a custom resource whose template need not hold an image and may look
+// trimmed, was written by a client and is not trusted. It is cheap (no
+// template is read): plan.NewInput takes them on every reconcile, and Of
+// uses them only when needed.
 func HeldIn(obj metav1.Object) Sums {
+	switch obj.(type) {
+	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet:
+	default:
+		return Sums{}
+	}
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager != HeldManager {
 			continue

@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/reroll/reroll/internal/envtrim"
 )
@@ -66,7 +69,7 @@ func TestSums_TellTemplatesApartFromTheirTrimmedCopies(t *testing.T) {
 func TestHeld_TrustsHeldSumsOnlyWithATrimmedTemplate(t *testing.T) {
 	full := apiTemplate()
 	want := SumsOf(full)
-	cached := &metav1.ObjectMeta{}
+	cached := &appsv1.Deployment{}
 	Hold(cached, want)
 	if e := cached.ManagedFields[0]; e.Time != nil || e.Manager != HeldManager {
 		t.Fatalf("the held entry %+v must have no time (plan.WrittenAt skips it)", e)
@@ -76,12 +79,12 @@ func TestHeld_TrustsHeldSumsOnlyWithATrimmedTemplate(t *testing.T) {
 	}
 	// A workload read from the API server with an entry a client forged:
 	// its template is whole, so its Sums are computed.
-	forged := &metav1.ObjectMeta{}
+	forged := &appsv1.Deployment{}
 	Hold(forged, Sums{Full: "0000000000000000", Rest: "0000000000000000"})
 	if got := Held(forged, full); got != want {
 		t.Errorf("Held of a full template = %+v, want computed %+v", got, want)
 	}
-	if got := Held(&metav1.ObjectMeta{}, full); got != want {
+	if got := Held(&appsv1.Deployment{}, full); got != want {
 		t.Errorf("Held without an entry = %+v, want %+v", got, want)
 	}
 }
@@ -151,4 +154,33 @@ func BenchmarkKeptAndTrimmed(b *testing.B) {
 			_ = s.Trimmed(t)
 		}
 	})
+}
+
+// TestHeld_TrustsNoEntryOnAKindTheCacheDoesNotTrim: a custom resource's
+// template need not hold an image, so a tenant's template can look trimmed;
+// an entry of HeldManager that the tenant wrote on it is not trusted.
+func TestHeld_TrustsNoEntryOnAKindTheCacheDoesNotTrim(t *testing.T) {
+	small := envtrim.Keep(apiTemplate())
+	want := SumsOf(small)
+	forgedSums := Sums{Full: "0000000000000000", Rest: "0000000000000000"}
+	// The positive control: on a Deployment the held entry is trusted.
+	d := &appsv1.Deployment{}
+	Hold(d, forgedSums)
+	if got := Held(d, small); got != forgedSums {
+		t.Fatalf("Held on a Deployment = %+v, want the held %+v", got, forgedSums)
+	}
+	for name, obj := range map[string]metav1.Object{
+		"a custom resource": &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"}},
+		"a Job":             &batchv1.Job{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			Hold(obj, forgedSums)
+			if got := HeldIn(obj); got != (Sums{}) {
+				t.Errorf("HeldIn = %+v, want none", got)
+			}
+			if got := Held(obj, small); got != want {
+				t.Errorf("Held = %+v, want computed %+v", got, want)
+			}
+		})
+	}
 }
