@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -59,7 +60,14 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 	if p.Undo != nil {
 		// The automatic undo of a failed rollout: the previous revision's
 		// template, as kubectl rollout undo writes it.
-		if err := w.Kind.SetPodTemplate(desired, p.Undo.Template.DeepCopy()); err != nil {
+		cur, err := w.Kind.PodTemplate(obj)
+		if err != nil {
+			return err
+		}
+		// Over a cached copy, whose template holds only what envtrim.Keep
+		// keeps, the patch sets only that (envtrim.Over).
+		prev := envtrim.Over(cur, p.Undo.Template)
+		if err := w.Kind.SetPodTemplate(desired, prev); err != nil {
 			return err
 		}
 		w.recordPatch(obj, desired)

@@ -26,8 +26,14 @@ func (w Writer) template(obj, desired client.Object, roll plan.Rolling) error {
 }
 
 // recordPatch writes into desired, whose pod template Reroll is about to
-// change, the record revert.Detect reads: fingerprints of the template
-// before (in obj) and after (in desired).
+// change, the record revert.Detect reads: the Fingerprint of the template
+// before (in obj) and the Trimmed fingerprint of the template after (in
+// desired), both from the Sums of obj's full template (held with a cached
+// copy, whose template is trimmed, or computed from a template read from
+// the API server). Reroll's change touches only what envtrim.Keep keeps,
+// so the part the cache dropped is the same before and after; an undo
+// writes back a revision whose dropped part its fingerprint proved the
+// same.
 func (w Writer) recordPatch(obj, desired client.Object) {
 	if !workload.TemplateInObject(w.Kind, obj) {
 		return
@@ -37,8 +43,9 @@ func (w Writer) recordPatch(obj, desired client.Object) {
 	if err1 != nil || err2 != nil {
 		return
 	}
-	p := revert.Patch{Before: revert.Fingerprint(before), After: revert.Fingerprint(after), At: w.now()}
-	if p.Before != p.After {
+	s := revert.Held(obj, before)
+	p := revert.Patch{Before: s.Full, After: s.Trimmed(after), Trimmed: true, At: w.now()}
+	if s.Trimmed(before) != p.After {
 		workload.SetAnnotation(desired, revert.PatchAnnotation, p.String())
 	}
 }

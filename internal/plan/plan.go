@@ -19,6 +19,7 @@ import (
 	"github.com/reroll/reroll/internal/notify"
 	"github.com/reroll/reroll/internal/pin"
 	"github.com/reroll/reroll/internal/reference"
+	"github.com/reroll/reroll/internal/revert"
 	"github.com/reroll/reroll/internal/trigger"
 	"github.com/reroll/reroll/internal/workload"
 )
@@ -178,8 +179,14 @@ type Input struct {
 	Annotations map[string]string
 	// Template is the pod template its pods run: its own, or, for an Argo
 	// Rollout with spec.workloadRef, the referenced Deployment's (an empty
-	// one when that does not exist). Never nil.
+	// one when that does not exist). Never nil. A Deployment's,
+	// StatefulSet's or DaemonSet's read from the manager's cache holds only
+	// what envtrim.Keep keeps.
 	Template *corev1.PodTemplateSpec
+	// TemplateSums are the revert.Sums of the workload's full pod template
+	// that the manager's cache holds with a trimmed copy (revert.HeldIn);
+	// zero when it holds none. Read through Input.Sums.
+	TemplateSums revert.Sums
 	// Action is how the object rolls (workload.ActionOf) when it opted in
 	// with Reroll's annotations; ReloaderAction when it opted in with
 	// Reloader's, whose defaults differ for CronJobs and finished Jobs.
@@ -251,7 +258,7 @@ func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSp
 		Annotations: obj.GetAnnotations(), Template: template,
 		Action: workload.ActionOf(k, obj, false), ReloaderAction: workload.ActionOf(k, obj, true),
 		Deleting: obj.GetDeletionTimestamp() != nil, Now: now,
-		Since: Happened{At: WrittenAt(obj)},
+		Since: Happened{At: WrittenAt(obj)}, TemplateSums: revert.HeldIn(obj),
 	}
 	if p, ok := k.(workload.Pausable); ok {
 		in.Pausable, in.Paused = true, p.Paused(obj)
@@ -267,6 +274,11 @@ func NewInput(k workload.Kind, obj client.Object, template *corev1.PodTemplateSp
 	}
 	return in
 }
+
+// Sums returns the revert.Sums of the workload's full pod template: the
+// ones held with the cached copy when Template is trimmed, else computed
+// from Template (revert.Sums.Of).
+func (in Input) Sums() revert.Sums { return in.TemplateSums.Of(in.Template) }
 
 // Outcome is what the plan does, in one word.
 type Outcome string

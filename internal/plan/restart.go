@@ -101,7 +101,7 @@ func (p *Plan) checkRevert(in Input, v View) error {
 	// The fingerprint (the template's JSON, hashed) is computed only for a
 	// patch that Detect can still count: one recorded within revert.Window.
 	if patch == nil || in.Now.Sub(patch.At) > revert.Window || !in.Restart.TemplateInObject ||
-		!revert.Detect(patch, revert.Fingerprint(in.Template), in.Now) {
+		!revert.Detect(patch, in.Sums().Full, in.Now) {
 		return nil
 	}
 	if len(in.Pins) > 0 {

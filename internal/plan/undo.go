@@ -59,7 +59,7 @@ func (p *Plan) undoFailed(o Options, in Input, v View) error {
 		notUndone("Reroll has no record of the revision before its rollout")
 		return nil
 	}
-	if patch.After != revert.Fingerprint(in.Template) {
+	if !patch.IsAfter(in.Sums(), in.Template) {
 		notUndone("the pod template changed since Reroll's rollout")
 		return nil
 	}

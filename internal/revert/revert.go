@@ -22,7 +22,10 @@ import (
 //
 // A fingerprint is the first 16 hex characters of the SHA-256 of the
 // template's JSON encoding (Fingerprint): it tells templates apart and
-// says nothing of their content.
+// says nothing of their content. With "trimmed":true (written since the
+// manager's cache keeps a trimmed template, envtrim.Keep), "after" is in
+// the form of Sums.Trimmed instead; "before" is always a Fingerprint, the
+// form observe.Revision looks for in the workload's revisions.
 const PatchAnnotation = "reroll.dev/template-patch"
 
 // RevertedAnnotation is the workload metadata annotation Reroll sets once
@@ -46,6 +49,9 @@ type Patch struct {
 	// change.
 	Before string `json:"before"`
 	After  string `json:"after"`
+	// Trimmed is set when After is a Sums.Trimmed fingerprint rather than
+	// a Fingerprint.
+	Trimmed bool `json:"trimmed,omitempty"`
 	// At is when Reroll made the change.
 	At time.Time `json:"at"`
 }
@@ -134,11 +140,26 @@ func ParseReverted(v string) *Reverted {
 // one Reroll changed (p.Before) put back within Window of the change. It is
 // pure. A template that differs from both (someone changed something else)
 // or that came back later is not a revert.
+//
+// current is the current template's Fingerprint. For a record whose After
+// is in the Trimmed form, After is not compared: current equals Before,
+// and Before and After are different templates (recordPatch writes no
+// record otherwise), so current is not After.
 func Detect(p *Patch, current string, now time.Time) bool {
-	if p == nil || current == p.After || current != p.Before {
+	if p == nil || (!p.Trimmed && current == p.After) || current != p.Before {
 		return false
 	}
 	return now.Sub(p.At) <= Window
+}
+
+// IsAfter reports whether the template t, whose full template's Sums are s
+// (t may be that template or its envtrim.Keep), is the one Reroll's change
+// recorded in p made: p.After in p's form.
+func (p *Patch) IsAfter(s Sums, t *corev1.PodTemplateSpec) bool {
+	if p.Trimmed {
+		return p.After == s.Trimmed(t)
+	}
+	return p.After == s.Full
 }
 
 // Manager returns the field manager that most recently wrote the object's

@@ -1,0 +1,146 @@
+package revert
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/envtrim"
+)
+
+// Sums are the fingerprints of one full pod template that revert detection
+// and the automatic undo compare, computed before the manager's cache
+// trims the template (envtrim.Keep) and held on the cached copy (Hold).
+type Sums struct {
+	// Full is the template's Fingerprint.
+	Full string
+	// Rest is the first 16 hex characters of the SHA-256 of the JSON
+	// encoding of what envtrim.Keep drops from the template (the template
+	// with what Keep keeps emptied).
+	Rest string
+}
+
+// trimmedTag starts the input of a Trimmed fingerprint, so that none can
+// equal a Fingerprint.
+const trimmedTag = "reroll.dev/template/trimmed\n"
+
+// SumsOf returns the Sums of t, a full pod template (read from the API
+// server, a ReplicaSet, a revision). t is not changed.
+func SumsOf(t *corev1.PodTemplateSpec) Sums {
+	// The rest is encoded from shallow copies that leave out what Keep
+	// keeps: no deep copy of the template (the cache's transform runs this
+	// on every event of a workload).
+	rest := *t
+	rest.Annotations = nil
+	rest.Spec.Volumes, rest.Spec.ImagePullSecrets = nil, nil
+	rest.Spec.InitContainers = withoutKept(t.Spec.InitContainers)
+	rest.Spec.Containers = withoutKept(t.Spec.Containers)
+	if n := len(t.Spec.EphemeralContainers); n > 0 {
+		rest.Spec.EphemeralContainers = make([]corev1.EphemeralContainer, n)
+		for i := range t.Spec.EphemeralContainers {
+			c := t.Spec.EphemeralContainers[i]
+			c.Env, c.EnvFrom, c.VolumeMounts = nil, nil, nil
+			rest.Spec.EphemeralContainers[i] = c
+		}
+	}
+	// JSON, not the cheaper protobuf: a record's After digests Rest, and
+	// protobuf encodes every new empty field a newer API library adds,
+	// where JSON leaves it out (omitempty), as Fingerprint relies on.
+	b, _ := json.Marshal(&rest) // a PodTemplateSpec always encodes
+	sum := sha256.Sum256(b)
+	return Sums{Full: Fingerprint(t), Rest: hex.EncodeToString(sum[:8])}
+}
+
+// withoutKept returns shallow copies of cs without what envtrim.Keep keeps
+// of a container but its name; nil for none.
+func withoutKept(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		c := cs[i]
+		c.Env, c.EnvFrom, c.VolumeMounts = nil, nil, nil
+		out[i] = c
+	}
+	return out
+}
+
+// Trimmed returns the fingerprint of the template whose envtrim.Keep is
+// t's (t may be whole or kept) and whose dropped part is the one s.Rest
+// fingerprints: the first 16 hex characters of the SHA-256 of a tag,
+// s.Rest and the JSON encoding of envtrim.Keep of t. Two templates have
+// the same Trimmed fingerprint when they agree on what Keep keeps and on
+// the rest, so Reroll's change of a cached template (which touches only
+// what Keep keeps) is fingerprinted from the cached copy alone.
+func (s Sums) Trimmed(t *corev1.PodTemplateSpec) string {
+	b, _ := json.Marshal(envtrim.View(t))
+	h := sha256.New()
+	h.Write([]byte(trimmedTag))
+	h.Write([]byte(s.Rest))
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// HeldManager is the manager of the managedFields entry in which the
+// manager's cache holds the Sums of a workload's full pod template (Hold),
+// as "<Full> <Rest>" in the entry's apiVersion. No write of Reroll sends
+// it: Reroll writes these workloads only by patches of the difference
+// between two cached copies, and both hold the same entry.
+const HeldManager = "reroll.dev/template-sums"
+
+// Hold appends to obj's managedFields the entry of HeldManager holding s.
+// It has no time, so nothing that dates writes by managedFields counts it
+// (plan.WrittenAt).
+func Hold(obj metav1.Object, s Sums) {
+	obj.SetManagedFields(append(obj.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: HeldManager, APIVersion: s.Full + " " + s.Rest}))
+}
+
+// Held returns the Sums of the full pod template of obj, whose template is
+// t: the ones Hold keeps on a cached copy whose template envtrim.Keep
+// trimmed, else (a workload read from the API server, whose template is
+// whole, even if a client wrote an entry of HeldManager) computed from t.
+func Held(obj metav1.Object, t *corev1.PodTemplateSpec) Sums {
+	return HeldIn(obj).Of(t)
+}
+
+// HeldIn returns the Sums that Hold keeps in obj's managedFields; zero
+// when there are none, or when obj is not a Deployment, StatefulSet or
+// DaemonSet, the only kinds whose templates the manager's cache trims
+// (scope.Transform): an entry of HeldManager on any other object, such as
+// a custom resource whose template need not hold an image and may look
+// trimmed, was written by a client and is not trusted. It is cheap (no
+// template is read): plan.NewInput takes them on every reconcile, and Of
+// uses them only when needed.
+func HeldIn(obj metav1.Object) Sums {
+	switch obj.(type) {
+	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet:
+	default:
+		return Sums{}
+	}
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != HeldManager {
+			continue
+		}
+		if full, rest, ok := strings.Cut(e.APIVersion, " "); ok {
+			return Sums{Full: full, Rest: rest}
+		}
+	}
+	return Sums{}
+}
+
+// Of returns the Sums of the full template of t: s, the Sums held with a
+// cached copy, when t is trimmed (envtrim.Kept) and s is set; else
+// (a template read from the API server, whose template is whole, even if
+// a client wrote an entry of HeldManager) computed from t.
+func (s Sums) Of(t *corev1.PodTemplateSpec) Sums {
+	if s.Full != "" && envtrim.Kept(t) {
+		return s
+	}
+	return SumsOf(t)
+}
