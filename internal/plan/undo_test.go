@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/envtrim"
@@ -18,17 +19,8 @@ import (
 // failed rollout: when it writes the previous revision back, and when it
 // says why not.
 func TestPlan_UndoFailed(t *testing.T) {
-	k, err := digest.NewKey([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The copy of the good content, as the cache holds it.
-	good, err := pin.Build(k, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": "good"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gd, _ := k.Of(good)
-	src := memory{cm(good.GetName()): Object{Annotations: good.GetAnnotations(), Data: gd}}
+	k, good, gd, src := goodCopy(t)
 	// A tenant's look-alike of a copy: no signature.
 	src[cm("cfg-0123456789")] = Object{Annotations: map[string]string{pin.AnnotationCopyOf: "cfg"}, Data: gd}
 	prev := template([]string{good.GetName()})     // the revision before the failed rollout
@@ -124,16 +116,7 @@ func TestPlan_UndoFailed(t *testing.T) {
 // with it) as from the full workload, with a record in the form Reroll
 // writes since (revert.Patch.Trimmed) and in the form before.
 func TestPlan_UndoFailedFromATrimmedCopy(t *testing.T) {
-	k, err := digest.NewKey([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := pin.Build(k, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": "good"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gd, _ := k.Of(good)
-	src := memory{cm(good.GetName()): Object{Annotations: good.GetAnnotations(), Data: gd}}
+	k, good, _, src := goodCopy(t)
 	// full is a template as the API server returns it: an image, a
 	// restart policy, labels, none of which the cache keeps.
 	full := func(configMap, image string) *corev1.PodTemplateSpec {
@@ -200,4 +183,21 @@ func TestPlan_UndoFailedFromATrimmedCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goodCopy returns a test key, Reroll's copy of ConfigMap ns/cfg with good
+// content signed under it, the copy's digests, and a source holding the
+// copy as the cache does (by name: its annotations and digests).
+func goodCopy(t *testing.T) (digest.Key, client.Object, digest.Data, memory) {
+	t.Helper()
+	k, err := digest.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := pin.Build(k, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": "good"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, _ := k.Of(good)
+	return k, good, gd, memory{cm(good.GetName()): Object{Annotations: good.GetAnnotations(), Data: gd}}
 }
