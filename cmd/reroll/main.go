@@ -35,6 +35,7 @@ import (
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/certexpiry"
 	"github.com/reroll/reroll/internal/controller"
+	"github.com/reroll/reroll/internal/events"
 	"github.com/reroll/reroll/internal/lazysink"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/metricsauth"
@@ -198,7 +199,7 @@ func run(args []string) error {
 		}
 		mo.WebhookServer = f.webhook.server(certsReady)
 	}
-	mgr, err := controller.NewManager(cfg, mo)
+	mgr, err := events.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

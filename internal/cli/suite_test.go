@@ -29,6 +29,7 @@ import (
 
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/digest"
+	"github.com/reroll/reroll/internal/events"
 	"github.com/reroll/reroll/test/controlplane"
 	"github.com/reroll/reroll/test/unitonly"
 )
@@ -133,7 +134,7 @@ func startReroll(t *testing.T, ns string, opts controller.Options, mutate func(*
 	if mutate != nil {
 		mutate(&mo)
 	}
-	mgr, err := controller.NewManager(plane.Config, mo)
+	mgr, err := events.NewManager(plane.Config, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), mo.Logger))
 	g.Expect(controller.Setup(ctx, mgr, opts)).To(gomega.Succeed())

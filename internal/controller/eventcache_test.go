@@ -14,6 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/reroll/reroll/internal/events"
 )
 
 // Issue #36: client-go's correlator kept 4,096 entries per cache, about
@@ -27,7 +29,7 @@ func TestNewManager_RepeatedEventsCountUpUntilEventCacheSizeOtherObjects(t *test
 	cfg := rest.CopyConfig(plane.Config)
 	PreferProtobuf(cfg) // as cmd/reroll does
 	cfg.QPS, cfg.Burst = 1000, 1000
-	mgr, err := NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	mgr, err := events.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -59,10 +61,10 @@ func TestNewManager_RepeatedEventsCountUpUntilEventCacheSizeOtherObjects(t *test
 	rec.Event(obj("a"), corev1.EventTypeNormal, "Test", "the same note")
 	g.Eventually(func() []int32 { return counts("a") }).Should(gomega.Equal([]int32{2}), "a repeat counts up on the same Event")
 
-	for i := range EventCacheSize {
+	for i := range events.EventCacheSize {
 		rec.Event(obj(fmt.Sprintf("other-%d", i)), corev1.EventTypeNormal, "Test", "the same note")
 	}
-	g.Eventually(func() []int32 { return counts(fmt.Sprintf("other-%d", EventCacheSize-1)) }).Should(gomega.Equal([]int32{1}))
+	g.Eventually(func() []int32 { return counts(fmt.Sprintf("other-%d", events.EventCacheSize-1)) }).Should(gomega.Equal([]int32{1}))
 	rec.Event(obj("a"), corev1.EventTypeNormal, "Test", "the same note")
 	g.Eventually(func() []int32 { return counts("a") }).Should(gomega.ConsistOf(int32(2), int32(1)),
 		"after EventCacheSize other objects, a's Event is a new one")

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/reroll/reroll/internal/events"
 )
 
 // eventBodies records the Content-Type of the body of each Event POST.
@@ -95,7 +97,7 @@ func TestNewManager_PostsEventsInProtobufWithTheSameFields(t *testing.T) {
 	}{
 		// Positive control: controller-runtime's recorder sends JSON.
 		{ctrl.NewManager, runtime.ContentTypeJSON},
-		{NewManager, runtime.ContentTypeProtobuf},
+		{events.NewManager, runtime.ContentTypeProtobuf},
 	} {
 		ns := newNamespace(t)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Data: map[string]string{"k": "v"}}

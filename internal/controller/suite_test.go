@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/reroll/reroll/internal/events"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/store"
 	"github.com/reroll/reroll/test/controlplane"
@@ -184,7 +185,7 @@ func startRerollWith(t *testing.T, cfg *rest.Config, ns string, opts Options, mu
 	// As cmd/reroll does: protobuf answers wherever the server has them.
 	cfg = rest.CopyConfig(cfg)
 	PreferProtobuf(cfg)
-	mgr, err := NewManager(cfg, mo)
+	mgr, err := events.NewManager(cfg, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: one store, added to the manager.
 	opts.Store, err = store.New(cfg, opts.StoreOptions())

@@ -37,8 +37,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
-	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/digest"
+	rerollevents "github.com/reroll/reroll/internal/events"
 	"github.com/reroll/reroll/internal/reference"
 	"github.com/reroll/reroll/internal/scope"
 	"github.com/reroll/reroll/internal/store"
@@ -296,7 +296,7 @@ func startProjections(t *testing.T, ns string, opts Options, mutate ...func(*ctr
 		m(&mo)
 	}
 	// As cmd/reroll does: Reroll's Event recorder.
-	mgr, err := controller.NewManager(rerollConfig, mo)
+	mgr, err := rerollevents.NewManager(rerollConfig, mo)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// As cmd/reroll does: the store of the namespace, shared.
 	key, err := digest.NewKey(opts.Key)
