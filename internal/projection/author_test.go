@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -76,20 +77,30 @@ func TestProjectionAuthor_MustBeAllowedToImpersonateTheServiceAccount(t *testing
 		q.Name, q.Spec.ServiceAccountName = "mallory-"+name, sa
 		g.Expect(mallory.Create(t.Context(), q)).To(gomega.MatchError(gomega.ContainSubstring("mallory may not impersonate ServiceAccount")), name)
 	}
+	// edit reads alice's Projection as c, changes it and updates it as c,
+	// reading it again after a conflict: the controller writes the
+	// Projection's status meanwhile.
+	edit := func(c client.Client, change func(*rerollv1alpha1.Projection)) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var mine rerollv1alpha1.Projection
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(p), &mine); err != nil {
+				return err
+			}
+			change(&mine)
+			return c.Update(t.Context(), &mine)
+		})
+	}
 	// Nor may she change the ServiceAccount of alice's Projection.
-	var mine rerollv1alpha1.Projection
-	g.Expect(mallory.Get(t.Context(), client.ObjectKeyFromObject(p), &mine)).To(gomega.Succeed())
-	mine.Spec.ServiceAccountName = "default"
-	g.Expect(mallory.Update(t.Context(), &mine)).To(gomega.MatchError(gomega.ContainSubstring("may not impersonate")))
+	g.Expect(edit(mallory, func(mine *rerollv1alpha1.Projection) { mine.Spec.ServiceAccountName = "default" })).
+		To(gomega.MatchError(gomega.ContainSubstring("may not impersonate")))
 	// Nor change what it reads or writes as alice's ServiceAccount, keeping
 	// the ServiceAccount (the third review's Low); alice may.
-	g.Expect(mallory.Get(t.Context(), client.ObjectKeyFromObject(p), &mine)).To(gomega.Succeed())
-	mine.Spec.Sources = append(mine.Spec.Sources, *mine.Spec.Sources[0].DeepCopy())
-	mine.Spec.Sources[len(mine.Spec.Sources)-1].Name = "stolen"
-	g.Expect(mallory.Update(t.Context(), mine.DeepCopy())).To(gomega.MatchError(gomega.ContainSubstring("mallory may not impersonate")))
-	g.Expect(alice.Update(t.Context(), mine.DeepCopy())).To(gomega.Succeed(), "the author who may act as the ServiceAccount edits the spec")
+	steal := func(mine *rerollv1alpha1.Projection) {
+		mine.Spec.Sources = append(mine.Spec.Sources, *mine.Spec.Sources[0].DeepCopy())
+		mine.Spec.Sources[len(mine.Spec.Sources)-1].Name = "stolen"
+	}
+	g.Expect(edit(mallory, steal)).To(gomega.MatchError(gomega.ContainSubstring("mallory may not impersonate")))
+	g.Expect(edit(alice, steal)).To(gomega.Succeed(), "the author who may act as the ServiceAccount edits the spec")
 	// A write that keeps the spec (labels, Reroll's finalizer) needs no check.
-	g.Expect(mallory.Get(t.Context(), client.ObjectKeyFromObject(p), &mine)).To(gomega.Succeed())
-	mine.Labels = map[string]string{"team": "a"}
-	g.Expect(mallory.Update(t.Context(), &mine)).To(gomega.Succeed())
+	g.Expect(edit(mallory, func(mine *rerollv1alpha1.Projection) { mine.Labels = map[string]string{"team": "a"} })).To(gomega.Succeed())
 }
