@@ -322,8 +322,13 @@ func (c Config) SelectionKeys() []string {
 // IsTrue reports whether an annotation value is a true boolean ("true",
 // "True", "1", ...; strconv.ParseBool).
 func IsTrue(v string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(v))
-	return err == nil && b
+	// ParseBool's true values, without the error it builds for every
+	// other value (IsTrue runs on each decision, mostly on "").
+	switch strings.TrimSpace(v) {
+	case "1", "t", "T", "TRUE", "true", "True":
+		return true
+	}
+	return false
 }
 
 // List is a parsed list annotation.
