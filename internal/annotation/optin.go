@@ -481,6 +481,10 @@ const maxScalarLength = 64
 // non-empty entries, within MaxListLength and MaxListEntries.
 func (p *parser) entries(annotations map[string]string, key string) []string {
 	v := annotations[key]
+	if v == "" {
+		// Absent, mostly: no split of it (a slice per list per decision).
+		return nil
+	}
 	if len(v) > MaxListLength {
 		p.errs = append(p.errs, fmt.Errorf("annotation %s: value of %d bytes is longer than the limit of %d; ignoring it", key, len(v), MaxListLength))
 		return nil
