@@ -1,7 +1,6 @@
 package revert
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -77,8 +76,7 @@ func Fingerprint(t *corev1.PodTemplateSpec) string {
 		t = t.DeepCopy()
 		envtrim.Values(&t.Spec)
 	}
-	b, _ := json.Marshal(t) // a PodTemplateSpec always encodes
-	sum := sha256.Sum256(b)
+	sum := sumJSON(t)
 	return hex.EncodeToString(sum[:8])
 }
 

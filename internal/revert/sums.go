@@ -1,10 +1,12 @@
 package revert
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,8 +53,7 @@ func SumsOf(t *corev1.PodTemplateSpec) Sums {
 	// JSON, not the cheaper protobuf: a record's After digests Rest, and
 	// protobuf encodes every new empty field a newer API library adds,
 	// where JSON leaves it out (omitempty), as Fingerprint relies on.
-	b, _ := json.Marshal(&rest) // a PodTemplateSpec always encodes
-	sum := sha256.Sum256(b)
+	sum := sumJSON(&rest)
 	return Sums{Full: Fingerprint(t), Rest: hex.EncodeToString(sum[:8])}
 }
 
@@ -79,12 +80,40 @@ func withoutKept(cs []corev1.Container) []corev1.Container {
 // the rest, so Reroll's change of a cached template (which touches only
 // what Keep keeps) is fingerprinted from the cached copy alone.
 func (s Sums) Trimmed(t *corev1.PodTemplateSpec) string {
-	b, _ := json.Marshal(envtrim.View(t))
+	b := encodeJSON(envtrim.View(t))
+	defer jsonBuffers.Put(b)
 	h := sha256.New()
 	h.Write([]byte(trimmedTag))
 	h.Write([]byte(s.Rest))
-	h.Write(b)
+	h.Write(b.Bytes())
 	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// jsonBuffers are the buffers the fingerprints encode templates into: the
+// cache's transform fingerprints every event of a workload, and a buffer
+// kept for the next one spares allocating and copying out each encoding.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeJSON returns a buffer of jsonBuffers holding exactly what
+// json.Marshal(v) returns (nothing when v does not encode; a pod template
+// always does); the caller puts it back.
+func encodeJSON(v any) *bytes.Buffer {
+	b := jsonBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	if json.NewEncoder(b).Encode(v) != nil {
+		// Nothing written; json.Marshal returns nil.
+		return b
+	}
+	// Encode writes Marshal's bytes and a newline.
+	b.Truncate(b.Len() - 1)
+	return b
+}
+
+// sumJSON returns the SHA-256 of json.Marshal(v)'s bytes (see encodeJSON).
+func sumJSON(v any) [sha256.Size]byte {
+	b := encodeJSON(v)
+	defer jsonBuffers.Put(b)
+	return sha256.Sum256(b.Bytes())
 }
 
 // HeldManager is the manager of the managedFields entry in which the
