@@ -47,6 +47,9 @@ type Key struct {
 	// older is what Older returns, made once by NewKey and WithPrevious:
 	// each key's ID is an HMAC, and Older is called at every reconcile.
 	older []Key
+	// state is Derive("state"), made once by NewKey: StateMAC signs and
+	// checks state on every reconcile, and HKDF costs more than the HMAC.
+	state []byte
 }
 
 // Key ID labels: the HMAC input of each scheme's ID.
@@ -67,6 +70,7 @@ func NewKey(secret []byte) (Key, error) {
 	}
 	k := Key{secret: secret, id: keyID(secret, boundIDLabel)}
 	k.older = k.olderKeys()
+	k.state = k.Derive(statePurpose)
 	return k, nil
 }
 
@@ -254,7 +258,12 @@ const stateMACBytes = 16
 // not read the key cannot make a signature that verifies, nor move one to
 // another object or annotation. Check one with VerifyStateMAC.
 func (k Key) StateMAC(uid, name, value string) string {
-	return stateMAC(k.Derive("state"), uid, name, value)
+	key := k.state
+	if key == nil {
+		// The zero Key, or one Legacy or Older made.
+		key = k.Derive(statePurpose)
+	}
+	return stateMAC(key, uid, name, value)
 }
 
 // VerifyStateMAC reports whether mac is the signature of value as state
@@ -269,8 +278,11 @@ func (k Key) VerifyStateMAC(uid, name, value, mac string) (ok, current bool) {
 	if k.secret == nil || !time.Now().Before(k.v1Until) {
 		return false, false
 	}
-	return hmac.Equal([]byte(mac), []byte(stateMAC(k.DeriveV1("state"), uid, name, value))), false
+	return hmac.Equal([]byte(mac), []byte(stateMAC(k.DeriveV1(statePurpose), uid, name, value))), false
 }
+
+// statePurpose is the purpose of the key of state signatures (Derive).
+const statePurpose = "state"
 
 func stateMAC(key []byte, uid, name, value string) string {
 	m := hmac.New(sha256.New, key)

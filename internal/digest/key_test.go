@@ -101,6 +101,14 @@ func TestKey_StateMAC(t *testing.T) {
 			gomega.NewWithT(t).Expect(k.StateMAC(tc.uid, tc.name, tc.value)).To(gomega.Equal(tc.want))
 		})
 	}
+	// NewKey derives the signing key once; every Key of the same secret,
+	// whichever way it was made, signs the same.
+	rotated, err := k.WithPrevious(bytes.Repeat([]byte{9}, MinKeyBytes))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	for name, same := range map[string]Key{"rotated": rotated, "with a v1 deadline": k.WithV1DerivationsUntil(time.Now().Add(time.Hour)),
+		"its legacy scheme": k.Legacy(), "made without NewKey": {secret: k.secret}} {
+		g.Expect(same.StateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z")).To(gomega.Equal("cb4d389afe57b8e5f8eb7c4149ab4738"), name)
+	}
 	other, err := NewKey(bytes.Repeat([]byte{8}, MinKeyBytes))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(other.StateMAC("uid-1", "reroll.dev/rolled-at", "2026-11-22T12:00:00Z")).NotTo(gomega.Equal("cb4d389afe57b8e5f8eb7c4149ab4738"), "another key signs differently")

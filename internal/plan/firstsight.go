@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -210,39 +208,4 @@ func WrittenAt(obj metav1.Object) time.Time {
 		}
 	}
 	return at.UTC()
-}
-
-// ownsSpecOrAnnotations reports whether a managedFields entry owns a field
-// of the spec or a metadata annotation not written by Kubernetes'
-// controllers.
-func ownsSpecOrAnnotations(f *metav1.FieldsV1) bool {
-	if f == nil {
-		return false
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(f.Raw, &top) != nil {
-		return false
-	}
-	if _, ok := top["f:spec"]; ok {
-		return true
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(top["f:metadata"], &meta) != nil {
-		return false
-	}
-	var annotations map[string]json.RawMessage
-	if json.Unmarshal(meta["f:annotations"], &annotations) != nil {
-		return false
-	}
-	for k := range annotations {
-		key, ok := strings.CutPrefix(k, "f:")
-		if !ok {
-			continue
-		}
-		domain, _, _ := strings.Cut(key, "/")
-		if domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") {
-			return true
-		}
-	}
-	return false
 }

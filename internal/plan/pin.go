@@ -343,6 +343,12 @@ func PinsOf(src Source, k digest.Key, namespace string, t *corev1.PodTemplateSpe
 			}
 			source := ""
 			if ok {
+				// Only an object with both copy annotations can verify:
+				// the others (nearly all) skip the error VerifyDigests
+				// would build to say so.
+				if o.Annotations[pin.AnnotationCopyOf] == "" || o.Annotations[pin.AnnotationSignature] == "" {
+					continue
+				}
 				if c, err := pin.VerifyDigests(k, kn.kind, namespace, n, o.Annotations, o.Data.Keys); err == nil {
 					source = c.Source
 				}

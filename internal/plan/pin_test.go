@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +394,60 @@ func TestDecide_PinningAfterAFailedCopyWaitsForTheNextRollout(t *testing.T) {
 		if (p.Pin != nil) == annotated {
 			t.Errorf("annotated %v: pinning %+v", annotated, p.Pin)
 		}
+	}
+}
+
+// TestPinsOf: a ConfigMap the template names is a pin when it is a copy
+// whose signature verifies under the key, never when either copy
+// annotation is missing or the signature is another's; a name the cache
+// does not hold is a pin only as the template claims it.
+func TestPinsOf(t *testing.T) {
+	k, err := digest.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := obj(map[string]string{"a": "1"}, nil, "1").Data
+	name := pin.Name(k, reference.ConfigMap, "ns", "cfg", data.Keys)
+	signed := map[string]string{pin.AnnotationCopyOf: "cfg", pin.AnnotationSignature: pin.Signature(k, reference.ConfigMap, "ns", name, "cfg", data.Keys)}
+	without := func(drop string) map[string]string {
+		out := maps.Clone(signed)
+		delete(out, drop)
+		return out
+	}
+	cases := map[string]struct {
+		annotations map[string]string // the copy's, held by the cache
+		held        bool              // the cache holds the copy
+		claim       bool              // the template claims the copy
+		want        map[pin.Ref]string
+	}{
+		"a signed copy is a pin":                           {annotations: signed, held: true, want: map[pin.Ref]string{{Kind: reference.ConfigMap, Name: name}: "cfg"}},
+		"a copy without a signature is none":               {annotations: without(pin.AnnotationSignature), held: true},
+		"a copy without its source is none":                {annotations: without(pin.AnnotationCopyOf), held: true},
+		"an object without annotations is none":            {held: true},
+		"a forged signature is none":                       {annotations: map[string]string{pin.AnnotationCopyOf: "cfg", pin.AnnotationSignature: strings.Repeat("0", len(signed[pin.AnnotationSignature]))}, held: true},
+		"a claimed copy the cache holds must verify":       {annotations: without(pin.AnnotationSignature), held: true, claim: true},
+		"a claimed copy the cache has not seen is a pin":   {claim: true, want: map[pin.Ref]string{{Kind: reference.ConfigMap, Name: name}: "cfg"}},
+		"an unclaimed name the cache has not seen is none": {},
+	}
+	for desc, tc := range cases {
+		t.Run(desc, func(t *testing.T) {
+			src := memory{}
+			if tc.held {
+				o := obj(nil, tc.annotations, "1")
+				o.Data = data
+				src[cm(name)] = o
+			}
+			tmpl := template([]string{name})
+			if tc.claim {
+				tmpl.Annotations = map[string]string{pin.TemplateAnnotation: pin.FormatPins(map[pin.Ref]string{{Kind: reference.ConfigMap, Name: "cfg"}: name})}
+			}
+			got, err := PinsOf(src, k, "ns", tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("PinsOf = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,138 @@
+package plan
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ownsSpecOrAnnotationsByDecoding is ownsSpecOrAnnotations as it was
+// before it walked the JSON itself: encoding/json decodes each level into a
+// map. FuzzOwnsSpecOrAnnotations holds the two equal.
+func ownsSpecOrAnnotationsByDecoding(f *metav1.FieldsV1) bool {
+	if f == nil {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(f.Raw, &top) != nil {
+		return false
+	}
+	if _, ok := top["f:spec"]; ok {
+		return true
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(top["f:metadata"], &meta) != nil {
+		return false
+	}
+	var annotations map[string]json.RawMessage
+	if json.Unmarshal(meta["f:annotations"], &annotations) != nil {
+		return false
+	}
+	for k := range annotations {
+		key, ok := strings.CutPrefix(k, "f:")
+		if !ok {
+			continue
+		}
+		domain, _, _ := strings.Cut(key, "/")
+		if domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") {
+			return true
+		}
+	}
+	return false
+}
+
+// creatorFields is the fieldsV1 of the managedFields entry of a client
+// that created a Deployment (as the API server writes it for kubectl
+// create), with an opt-in annotation.
+const creatorFields = `{"f:metadata":{"f:annotations":{".":{},"f:reloader.stakater.com/auto":{}},"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{".":{},"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:valueFrom":{".":{},"f:configMapKeyRef":{}}}},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{},"f:volumeMounts":{".":{},"k:{\"mountPath\":\"/etc/cfg\"}":{".":{},"f:mountPath":{},"f:name":{}}}}},"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{},"f:volumes":{".":{},"k:{\"name\":\"cfg\"}":{".":{},"f:configMap":{".":{},"f:defaultMode":{},"f:name":{}},"f:name":{}}}}}}}`
+
+// revisionFields is the Deployment controller's entry: the revision
+// annotation only.
+const revisionFields = `{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}}}`
+
+// TestOwnsSpecOrAnnotations: the entries that date a pod template or
+// opt-in write, and those that do not, including malformed fieldsV1 (which
+// owns nothing).
+func TestOwnsSpecOrAnnotations(t *testing.T) {
+	cases := map[string]struct {
+		raw  string // the entry's fieldsV1
+		want bool
+	}{
+		"the creator's entry":                       {creatorFields, true},
+		"the spec alone":                            {`{"f:spec":{}}`, true},
+		"the spec, spaced":                          {" {\n\t\"f:spec\" : { } } ", true},
+		"the spec, its name escaped":                {`{"f\u003aspec":{}}`, true},
+		"the spec after metadata that is no object": {`{"f:metadata":1,"f:spec":{}}`, true},
+		"an opt-in annotation":                      {`{"f:metadata":{"f:annotations":{"f:reroll.dev/auto":{}}}}`, true},
+		"an annotation without a domain":            {`{"f:metadata":{"f:annotations":{"f:note":{}}}}`, true},
+		"an annotation of a lookalike domain":       {`{"f:metadata":{"f:annotations":{"f:notkubernetes.io/x":{}}}}`, true},
+		"an annotation whose slash is escaped":      {`{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io\/revision":{},"f:a\u002fb":{}}}}`, true},
+		"the Deployment controller's revision":      {revisionFields, false},
+		"kubernetes.io itself":                      {`{"f:metadata":{"f:annotations":{"f:kubernetes.io/x":{}}}}`, false},
+		"labels only":                               {`{"f:metadata":{"f:labels":{"f:team":{}}}}`, false},
+		"the later of two metadata members counts":  {`{"f:metadata":{"f:annotations":{"f:a/b":{}}},"f:metadata":{"f:labels":{}}}`, false},
+		"the later of two annotations members":      {`{"f:metadata":{"f:annotations":{"f:kubernetes.io/a":{}},"f:annotations":{"f:a":{}}}}`, true},
+		"a member without the f: prefix":            {`{"f:metadata":{"f:annotations":{".":{},"a/b":{}}}}`, false},
+		"null annotations":                          {`{"f:metadata":{"f:annotations":null}}`, false},
+		"null metadata":                             {`{"f:metadata":null}`, false},
+		"null":                                      {`null`, false},
+		"an array":                                  {`[{"f:spec":{}}]`, false},
+		"truncated after the spec":                  {`{"f:spec":{}`, false},
+		"trailing garbage":                          {`{"f:spec":{}} x`, false},
+		"empty":                                     {``, false},
+		"invalid deep inside":                       {`{"f:metadata":{"f:annotations":{"f:a":{}}},"x":[1,]}`, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &metav1.FieldsV1{Raw: []byte(tc.raw)}
+			if got := ownsSpecOrAnnotations(f); got != tc.want {
+				t.Errorf("ownsSpecOrAnnotations(%s) = %t, want %t", tc.raw, got, tc.want)
+			}
+			if got := ownsSpecOrAnnotationsByDecoding(f); got != tc.want {
+				t.Errorf("the decoding version says %t, want %t: the case is wrong", got, tc.want)
+			}
+		})
+	}
+	if ownsSpecOrAnnotations(nil) {
+		t.Error("no fieldsV1 owns a field")
+	}
+}
+
+// FuzzOwnsSpecOrAnnotations: the walk over the JSON answers as decoding
+// into maps did, on any input, valid or not.
+func FuzzOwnsSpecOrAnnotations(f *testing.F) {
+	for _, s := range []string{creatorFields, revisionFields, `{"f:spec":{}}`, `{"f:metadata":{"f:annotations":{"f:a\u002fb":{},"f:kubernetes.io/x":{}}}}`,
+		`{"f:metadata":null}`, `null`, `[]`, `{"f:metadata":{"f:annotations":{"f:x.kubernetes.io/a":{}}}} `, `{"a":"\"}","f:spec":1}`,
+		"{\"f:metadata\":{\"f:annotations\":{\"f:\xff/a\":{}}}}", `{"f:metadata":{"f:annotations":[]}}`, `{"f:metadata":{"x":[1,{"y":"]"}],"f:annotations":{"f:a":true}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fields := &metav1.FieldsV1{Raw: raw}
+		if got, want := ownsSpecOrAnnotations(fields), ownsSpecOrAnnotationsByDecoding(fields); got != want {
+			t.Fatalf("ownsSpecOrAnnotations(%q) = %t, decoding says %t", raw, got, want)
+		}
+	})
+}
+
+// BenchmarkOwnsSpecOrAnnotations: the creator's and the Deployment
+// controller's entries, as WrittenAt reads them on every watch event of a
+// Deployment (the cache's transform).
+func BenchmarkOwnsSpecOrAnnotations(b *testing.B) {
+	creator, revision := &metav1.FieldsV1{Raw: []byte(creatorFields)}, &metav1.FieldsV1{Raw: []byte(revisionFields)}
+	b.Run("walk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ownsSpecOrAnnotations(creator)
+			ownsSpecOrAnnotations(revision)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ownsSpecOrAnnotationsByDecoding(creator)
+			ownsSpecOrAnnotationsByDecoding(revision)
+		}
+	})
+}
