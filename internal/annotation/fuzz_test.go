@@ -2,6 +2,8 @@ package annotation
 
 import (
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -90,6 +92,20 @@ func FuzzParsePausePeriod(f *testing.F) {
 		}
 		if o.PausePeriod == 0 && len(errs) == 0 {
 			t.Fatalf("dropped %q without an error", v)
+		}
+	})
+}
+
+// FuzzIsTrue: IsTrue is true exactly for the values strconv.ParseBool
+// reads as true, spaces around them aside.
+func FuzzIsTrue(f *testing.F) {
+	for _, v := range []string{"", "true", "True", "TRUE", "t", "T", "1", " true\n", "tRue", "yes", "0", "false", "11", "\ttrue "} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if want := err == nil && b; IsTrue(v) != want {
+			t.Fatalf("IsTrue(%q) = %t, want %t", v, IsTrue(v), want)
 		}
 	})
 }

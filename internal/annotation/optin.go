@@ -322,8 +322,13 @@ func (c Config) SelectionKeys() []string {
 // IsTrue reports whether an annotation value is a true boolean ("true",
 // "True", "1", ...; strconv.ParseBool).
 func IsTrue(v string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(v))
-	return err == nil && b
+	// ParseBool's true values, without the error it builds for every
+	// other value (IsTrue runs on each decision, mostly on "").
+	switch strings.TrimSpace(v) {
+	case "1", "t", "T", "TRUE", "true", "True":
+		return true
+	}
+	return false
 }
 
 // List is a parsed list annotation.
@@ -476,6 +481,10 @@ const maxScalarLength = 64
 // non-empty entries, within MaxListLength and MaxListEntries.
 func (p *parser) entries(annotations map[string]string, key string) []string {
 	v := annotations[key]
+	if v == "" {
+		// Absent, mostly: no split of it (a slice per list per decision).
+		return nil
+	}
 	if len(v) > MaxListLength {
 		p.errs = append(p.errs, fmt.Errorf("annotation %s: value of %d bytes is longer than the limit of %d; ignoring it", key, len(v), MaxListLength))
 		return nil

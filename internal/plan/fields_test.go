@@ -2,10 +2,14 @@ package plan
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reroll/reroll/internal/workload"
 )
 
 // ownsSpecOrAnnotationsByDecoding is ownsSpecOrAnnotations as it was
@@ -135,4 +139,53 @@ func BenchmarkOwnsSpecOrAnnotations(b *testing.B) {
 			ownsSpecOrAnnotationsByDecoding(revision)
 		}
 	})
+}
+
+// writtenAtBefore is WrittenAt as it was before it skipped the entries no
+// later than the time found so far, with ownsSpecOrAnnotationsByDecoding.
+func writtenAtBefore(obj metav1.Object) time.Time {
+	at := obj.GetCreationTimestamp().Time
+	for _, e := range obj.GetManagedFields() {
+		if e.Time == nil || e.Time.Time.Before(at) {
+			continue
+		}
+		if e.Manager == SummaryManager || (e.Manager != workload.FieldManager && e.Subresource == "" && ownsSpecOrAnnotationsByDecoding(e.FieldsV1)) {
+			at = e.Time.Time
+		}
+	}
+	return at.UTC()
+}
+
+// TestWrittenAt_AsBefore: on random managedFields (times around the
+// creation, in any order and time zone, managers including Reroll's and
+// the cache's summary, subresources, fields owning the spec, annotations,
+// labels or malformed), WrittenAt answers exactly as before.
+func TestWrittenAt_AsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 39))
+	created := time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC)
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 3600), time.Local}
+	managers := []string{"kubectl", "kube-controller-manager", workload.FieldManager, SummaryManager, "argocd"}
+	fields := []string{creatorFields, revisionFields, `{"f:spec":{}}`, `{"f:metadata":{"f:labels":{"f:a":{}}}}`,
+		`{"f:metadata":{"f:annotations":{"f:reroll.dev/auto":{}}}}`, `{"f:spec":`, `null`, ``}
+	for i := range 20000 {
+		meta := &metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created.In(zones[rng.IntN(len(zones))]))}
+		for range rng.IntN(5) {
+			e := metav1.ManagedFieldsEntry{Manager: managers[rng.IntN(len(managers))]}
+			if rng.IntN(4) == 0 {
+				e.Subresource = "status"
+			}
+			if rng.IntN(8) != 0 {
+				tm := metav1.NewTime(created.Add(time.Duration(rng.IntN(5)-2) * time.Second).In(zones[rng.IntN(len(zones))]))
+				e.Time = &tm
+			}
+			if rng.IntN(8) != 0 {
+				e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields[rng.IntN(len(fields))])}
+			}
+			meta.ManagedFields = append(meta.ManagedFields, e)
+		}
+		got, want := WrittenAt(meta), writtenAtBefore(meta)
+		if got != want || got.Location() != want.Location() {
+			t.Fatalf("case %d: WrittenAt = %v, before %v (managedFields %+v)", i, got, want, meta.ManagedFields)
+		}
+	}
 }

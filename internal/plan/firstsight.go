@@ -200,7 +200,9 @@ const SummaryManager = "reroll.dev/last-written"
 func WrittenAt(obj metav1.Object) time.Time {
 	at := obj.GetCreationTimestamp().Time
 	for _, e := range obj.GetManagedFields() {
-		if e.Time == nil || e.Time.Time.Before(at) {
+		if e.Time == nil || !e.Time.Time.After(at) {
+			// No later than at: it cannot move at, whatever it owns (the
+			// creator's entry, mostly, whose fields are the largest).
 			continue
 		}
 		if e.Manager == SummaryManager || (e.Manager != workload.FieldManager && e.Subresource == "" && ownsSpecOrAnnotations(e.FieldsV1)) {

@@ -707,7 +707,7 @@ func (p *Plan) record(o Options, in Input, sel selection) recorded {
 		}
 	}
 	room := recordRoom(in.Annotations)
-	record, cur, prevCmp, level := bounded(r.cur, r.prev, room)
+	record, cur, prevCmp, level, encoded := bounded(r.cur, r.prev, room)
 	r.cur, r.prevCmp = cur, prevCmp
 	// Once per fall-back, not per record written, and only once the record
 	// is written: a write the API server refuses as too long (the cache
@@ -721,7 +721,6 @@ func (p *Plan) record(o Options, in Input, sel selection) recorded {
 		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonRecordTooLarge,
 			fmt.Sprintf("Even one digest per object for the %d consumed objects would pass the %d bytes that the workload's other annotations leave of Kubernetes' 256 KiB; recording one digest for all of them, so a change rolls the workload without naming the object", len(sel.refs), room)})
 	}
-	encoded := record.String()
 	if len(sel.refused) > 0 && encoded != r.prevValue {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonCrossNamespaceReference,
 			"Not following references to other namespaces (--allow-cross-namespace-references is off): " + strings.Join(sel.refused, ", ")})

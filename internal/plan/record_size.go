@@ -72,14 +72,20 @@ func recordRoom(annotations map[string]string) int {
 // digest for all objects. Both states are compared at the coarser of the
 // level written and the previous record's, so that the comparison is like
 // for like. A previous record of one digest for all objects keeps that level.
-func bounded(cur, prev Record, room int) (record, curCmp, prevCmp Record, level recordLevel) {
-	switch {
-	case len(cur.String()) <= min(maxRecordBytes, room):
+// encoded is record.String(), which the size check has mostly computed
+// already.
+func bounded(cur, prev Record, room int) (record, curCmp, prevCmp Record, level recordLevel, encoded string) {
+	var perObj Record
+	switch encoded = cur.String(); {
+	case len(encoded) <= min(maxRecordBytes, room):
 		level = perKeyLevel
-	case len(perObject(cur).String()) <= room:
-		level = perObjectLevel
 	default:
-		level = allObjectsLevel
+		perObj = perObject(cur)
+		if encoded = perObj.String(); len(encoded) <= room {
+			level = perObjectLevel
+		} else {
+			level = allObjectsLevel
+		}
 	}
 	if prev.level() == allObjectsLevel {
 		// Once one digest for all, always: room is computed from a cached
@@ -87,8 +93,17 @@ func bounded(cur, prev Record, room int) (record, curCmp, prevCmp Record, level 
 		// finer record that seems to fit may not.
 		level = allObjectsLevel
 	}
+	switch level {
+	case perKeyLevel:
+		record = cur
+	case perObjectLevel:
+		record = perObj
+	default:
+		record = cur.at(level)
+		encoded = record.String()
+	}
 	cmp := max(level, prev.level())
-	return cur.at(level), cur.at(cmp), prev.at(cmp), level
+	return record, cur.at(cmp), prev.at(cmp), level, encoded
 }
 
 // level is the level of a recorded state; a nil or empty one is per key.

@@ -53,8 +53,9 @@ func TestBounded(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := gomega.NewWithT(t)
-			record, cur, prev, level := bounded(tc.cur, tc.prev, tc.room)
+			record, cur, prev, level, encoded := bounded(tc.cur, tc.prev, tc.room)
 			g.Expect(level).To(gomega.Equal(tc.want))
+			g.Expect(encoded).To(gomega.Equal(record.String()), "the encoding returned is the record's")
 			g.Expect(record.level()).To(gomega.Equal(tc.want))
 			if level != allObjectsLevel {
 				g.Expect(len(record.String())).To(gomega.BeNumerically("<=", tc.room))

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,27 +112,42 @@ func kindOf(obj client.Object) string {
 // those maps) is compared by its protobuf encoding, the form the API server
 // stores: generated code, no reflection, and equal exactly when the server
 // would find nothing else to change (a nil and an empty list, or two
-// spellings of one quantity, encode alike). The patch is written straight
-// into one buffer, with encoding/json's escaping (BenchmarkMetadataPatch).
+// spellings of one quantity, encode alike), into a buffer reused from one
+// call to the next (encodings). The patch is written straight into one
+// buffer of about its size, with encoding/json's escaping
+// (BenchmarkMetadataPatch).
 func metadataPatch(obj, desired client.Object, guard bool) (data []byte, same, ok bool) {
-	o, ok := split(obj)
+	bufp := encodings.Get().(*[]byte)
+	defer func() {
+		if cap(*bufp) <= maxPooledEncoding {
+			encodings.Put(bufp)
+		}
+	}()
+	buf, o, ok := encodeRest((*bufp)[:0], obj)
 	if !ok {
 		return nil, false, false
 	}
-	d, ok := split(desired)
-	if !ok || !sameEncoding(o.meta, d.meta) || !sameEncoding(o.spec, d.spec) {
+	buf, d, ok := encodeRest(buf, desired)
+	*bufp = buf
+	if !ok || o.meta != d.meta || o.spec != d.spec || !bytes.Equal(buf[:o.meta+o.spec], buf[o.meta+o.spec:]) {
 		return nil, false, false
 	}
 	var keys [4][]string
+	size := len(`{"metadata":{},"spec":{"template":{"metadata":{}}}}`)
 	for i := range keys {
 		keys[i] = changedKeys(o.maps[i], d.maps[i])
+		for _, k := range keys[i] {
+			// A key and its value, quoted, with a colon and a comma;
+			// escapes grow the buffer once more.
+			size += len(k) + len(d.maps[i][k]) + 6
+		}
 	}
 	meta := len(keys[0]) > 0 || len(keys[1]) > 0
 	template := len(keys[2]) > 0 || len(keys[3]) > 0
 	if !meta && !template {
 		return nil, true, true
 	}
-	b := make([]byte, 0, 256)
+	b := make([]byte, 0, size+len(`"annotations":{},"labels":{},`)*2+len(`,"resourceVersion":""`)+len(obj.GetResourceVersion()))
 	b = append(b, `{"metadata":{`...)
 	b = appendMapPatch(b, `"annotations":`, keys[0], d.maps[0])
 	if len(keys[0]) > 0 && len(keys[1]) > 0 {
@@ -159,27 +174,79 @@ func metadataPatch(obj, desired client.Object, guard bool) (data []byte, same, o
 	return append(b, '}'), false, true
 }
 
-// protoEncoded is a Kubernetes API type's generated protobuf encoding.
-type protoEncoded interface {
-	Size() int
-	MarshalToSizedBuffer([]byte) (int, error)
+// encodings holds the buffers of metadataPatch's comparisons, reused: two
+// encodings of a workload per reconcile that writes it would otherwise be
+// garbage at once. A buffer grown past maxPooledEncoding (a pod template
+// of unusual size) is left to the garbage collector.
+var encodings = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledEncoding is the largest buffer (bytes) encodings keeps.
+const maxPooledEncoding = 64 << 10
+
+// rest is what encodeRest found of one object: the length (bytes) of the
+// encodings of its metadata and spec without the maps, and the four maps
+// (metadata annotations, labels, pod template annotations, labels).
+type rest struct {
+	meta, spec int
+	maps       [4]map[string]string
 }
 
-// sameEncoding reports whether a and b have the same protobuf encoding
-// (Kubernetes' generated code writes map keys sorted: deterministic).
-func sameEncoding(a, b protoEncoded) bool {
-	na, nb := a.Size(), b.Size()
-	if na != nb {
-		return false
+// encodeRest appends to b the protobuf encodings of obj's metadata and of
+// its spec, each without the annotations and labels of the metadata and of
+// the pod template (Kubernetes' generated code writes map keys sorted:
+// deterministic), for a Deployment, StatefulSet or DaemonSet; ok is false
+// for any other type, or when an encoding fails. The copies it encodes stay
+// on the stack: each case calls the generated code of its concrete type.
+func encodeRest(b []byte, obj client.Object) (_ []byte, r rest, ok bool) {
+	var m metav1.ObjectMeta
+	var err error
+	start := len(b)
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		m = o.ObjectMeta
+		s := o.Spec
+		r.maps[2], r.maps[3] = s.Template.Annotations, s.Template.Labels
+		s.Template.Annotations, s.Template.Labels = nil, nil
+		n := s.Size()
+		b = grow(b, n)
+		_, err = s.MarshalToSizedBuffer(b[len(b)-n:])
+	case *appsv1.StatefulSet:
+		m = o.ObjectMeta
+		s := o.Spec
+		r.maps[2], r.maps[3] = s.Template.Annotations, s.Template.Labels
+		s.Template.Annotations, s.Template.Labels = nil, nil
+		n := s.Size()
+		b = grow(b, n)
+		_, err = s.MarshalToSizedBuffer(b[len(b)-n:])
+	case *appsv1.DaemonSet:
+		m = o.ObjectMeta
+		s := o.Spec
+		r.maps[2], r.maps[3] = s.Template.Annotations, s.Template.Labels
+		s.Template.Annotations, s.Template.Labels = nil, nil
+		n := s.Size()
+		b = grow(b, n)
+		_, err = s.MarshalToSizedBuffer(b[len(b)-n:])
+	default:
+		return b, r, false
 	}
-	buf := make([]byte, na+nb)
-	if _, err := a.MarshalToSizedBuffer(buf[:na]); err != nil {
-		return false
+	if err != nil {
+		return b, r, false
 	}
-	if _, err := b.MarshalToSizedBuffer(buf[na:]); err != nil {
-		return false
+	r.spec = len(b) - start
+	r.maps[0], r.maps[1] = m.Annotations, m.Labels
+	m.Annotations, m.Labels = nil, nil
+	n := m.Size()
+	b = grow(b, n)
+	if _, err := m.MarshalToSizedBuffer(b[len(b)-n:]); err != nil {
+		return b, r, false
 	}
-	return bytes.Equal(buf[:na], buf[na:])
+	r.meta = n
+	return b, r, true
+}
+
+// grow returns b extended by n bytes, whose content is left to the caller.
+func grow(b []byte, n int) []byte {
+	return slices.Grow(b, n)[:len(b)+n]
 }
 
 // changedKeys returns, sorted, the keys of the JSON merge patch that turns
@@ -279,37 +346,4 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-// parts are the parts of a Deployment, StatefulSet or DaemonSet that a
-// patch writes: copies of its metadata and spec without the annotations
-// and labels of its metadata and pod template, and those four maps
-// (metadata annotations, labels, pod template annotations, labels).
-type parts struct {
-	meta *metav1.ObjectMeta
-	spec protoEncoded
-	maps [4]map[string]string
-}
-
-// split returns obj's parts; ok is false for a type other than those.
-func split(obj client.Object) (p parts, ok bool) {
-	var t *corev1.PodTemplateSpec
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		s := o.Spec
-		p.spec, t = &s, &s.Template
-	case *appsv1.StatefulSet:
-		s := o.Spec
-		p.spec, t = &s, &s.Template
-	case *appsv1.DaemonSet:
-		s := o.Spec
-		p.spec, t = &s, &s.Template
-	default:
-		return p, false
-	}
-	m := *obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
-	p.meta = &m
-	p.maps = [4]map[string]string{m.Annotations, m.Labels, t.Annotations, t.Labels}
-	m.Annotations, m.Labels, t.Annotations, t.Labels = nil, nil, nil, nil
-	return p, true
 }

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -70,6 +71,51 @@ func TestMetadataPatch(t *testing.T) {
 			change: func(o client.Object) {
 				o.GetAnnotations()["x"] = "y"
 				o.(*appsv1.Deployment).Spec.Paused = true
+			}},
+		"a StatefulSet's rollout by annotation": {
+			obj: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}, Spec: appsv1.StatefulSetSpec{ServiceName: "web"}},
+			change: func(o client.Object) {
+				o.(*appsv1.StatefulSet).Spec.Template.Annotations = map[string]string{"reroll.dev/config-hash": "abc"}
+			},
+			want: `{"metadata":{"resourceVersion":"7"},"spec":{"template":{"metadata":{"annotations":{"reroll.dev/config-hash":"abc"}}}}}`, ok: true},
+		"a StatefulSet's spec field besides the maps: not this patch's to write": {
+			obj: &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{ServiceName: "web"}},
+			change: func(o client.Object) {
+				o.SetAnnotations(map[string]string{"x": "y"})
+				o.(*appsv1.StatefulSet).Spec.ServiceName = "other"
+			}},
+		"a DaemonSet's record": {
+			obj:    &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}},
+			change: func(o client.Object) { o.SetLabels(map[string]string{"reroll.dev/managed": "true"}) },
+			guard:  true,
+			want:   `{"metadata":{"labels":{"reroll.dev/managed":"true"},"resourceVersion":"9"}}`, ok: true},
+		"a DaemonSet's spec field besides the maps: not this patch's to write": {
+			obj: &appsv1.DaemonSet{},
+			change: func(o client.Object) {
+				o.(*appsv1.DaemonSet).Spec.Template.Spec.NodeName = "node-1"
+			}},
+		"a metadata field besides the maps: not this patch's to write": {
+			change: func(o client.Object) {
+				o.GetAnnotations()["x"] = "y"
+				o.SetFinalizers([]string{"example.com/keep"})
+			}},
+		"a pod template larger than the reused buffers: compared whole": {
+			obj: func() client.Object {
+				d := base()
+				d.Spec.Template.Spec.Containers[0].Env[0].Value = strings.Repeat("v", 100<<10)
+				return d
+			}(),
+			change: func(o client.Object) { o.GetAnnotations()["x"] = "y" },
+			want:   `{"metadata":{"annotations":{"x":"y"}}}`, ok: true},
+		"a pod template larger than the reused buffers, changed at its end: not this patch's to write": {
+			obj: func() client.Object {
+				d := base()
+				d.Spec.Template.Spec.Containers[0].Env[0].Value = strings.Repeat("v", 100<<10)
+				return d
+			}(),
+			change: func(o client.Object) {
+				e := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env[0]
+				e.Value = e.Value[:len(e.Value)-1] + "w"
 			}},
 		"another kind: not this patch's to write": {
 			obj:    &batchv1.Job{},
