@@ -27,7 +27,21 @@ type Memory struct {
 	// baseline is, per workload Reroll leaves unrecorded
 	// (plan.Options.DeferRecord), the record it would have written on it.
 	baseline map[types.UID]string
+	// recent are the distinct records kept last, next the slot the next
+	// one takes, the oldest: a record equal to one of them is kept as that string, so
+	// the workloads that read the same objects (one ConfigMap read by
+	// 2,000 Deployments) share one copy of their baseline. A fixed few, not
+	// a table of every record: workloads that each read their own objects
+	// cost nothing more.
+	recent [recentRecords]string
+	next   int
 }
+
+// recentRecords is how many distinct records Keep compares a new one with:
+// enough for the workloads of the few shared objects being first seen at
+// once (the reconciles of an install interleave them), few enough that the
+// compare costs nothing beside the record's encoding.
+const recentRecords = 16
 
 // NewMemory returns an empty memory.
 func NewMemory() *Memory {
@@ -82,7 +96,8 @@ func (c *Memory) Baseline(uid types.UID) string {
 }
 
 // Keep keeps record as the baseline of workload uid, in place of a record
-// on it: the first-sight rule is done with it while this process runs.
+// on it: the first-sight rule is done with it while this process runs. A
+// record equal to one kept recently is kept as that one's string.
 func (c *Memory) Keep(uid types.UID, record string) {
 	if c == nil {
 		return
@@ -91,7 +106,24 @@ func (c *Memory) Keep(uid types.UID, record string) {
 	defer c.mu.Unlock()
 	delete(c.byUID, uid)
 	delete(c.held, uid)
-	c.baseline[uid] = record
+	c.baseline[uid] = c.shared(record)
+}
+
+// shared returns the string among c.recent equal to record, which becomes
+// the newest (the record of many workloads stays while the others of
+// their own pass), else record, which then takes the oldest slot. The
+// caller holds c.mu.
+func (c *Memory) shared(record string) string {
+	for i, r := range c.recent {
+		if r == record {
+			newest := (c.next + recentRecords - 1) % recentRecords
+			c.recent[i], c.recent[newest] = c.recent[newest], r
+			return r
+		}
+	}
+	c.recent[c.next] = record
+	c.next = (c.next + 1) % recentRecords
+	return record
 }
 
 // HeldSince returns when the first-sight hold of workload uid began: the

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
@@ -147,6 +148,21 @@ func TestWorkloads_ReferencesFollowWorkloads(t *testing.T) {
 	w.References(key("refs", "a"), Counts{}) // opted out
 	g.Expect(value(t, cms) - cm0).To(gomega.Equal(0.0))
 	g.Expect(w.refs).To(gomega.BeEmpty())
+}
+
+// TestWorkloads_HoldEightBytesOfCountsPerWorkload: the counts held per
+// workload with references (every opted-in workload) stay 8 bytes.
+func TestWorkloads_HoldEightBytesOfCountsPerWorkload(t *testing.T) {
+	w := NewWorkloads("Deployment", nil)
+	w.References(key("refs", "a"), Counts{ConfigMaps: 1})
+	for nn, c := range w.refs {
+		if size := unsafe.Sizeof(c); size > 8 {
+			t.Errorf("the counts of %s take %d bytes, want at most 8", nn, size)
+		}
+	}
+	if len(w.refs) != 1 {
+		t.Errorf("%d workloads' counts held, want 1", len(w.refs))
+	}
 }
 
 func TestWorkloads_NilRecordsNothing(t *testing.T) {

@@ -118,16 +118,37 @@ func sumJSON(v any) [sha256.Size]byte {
 
 // HeldManager is the manager of the managedFields entry in which the
 // manager's cache holds the Sums of a workload's full pod template (Hold),
-// as "<Full> <Rest>" in the entry's apiVersion. No write of Reroll sends
-// it: Reroll writes these workloads only by patches of the difference
-// between two cached copies, and both hold the same entry.
+// as "<Full> <Rest>" in the entry's apiVersion, on a cached copy that has
+// no entry of summaryManager. No write of Reroll sends it: Reroll writes
+// these workloads only by patches of the difference between two cached
+// copies, and both hold the same entry.
 const HeldManager = "reroll.dev/template-sums"
 
-// Hold appends to obj's managedFields the entry of HeldManager holding s.
-// It has no time, so nothing that dates writes by managedFields counts it
-// (plan.WrittenAt).
+// summaryManager is plan.SummaryManager (plan imports this package): the
+// manager of the one entry that the cache's transform keeps of a written
+// workload's managedFields. Hold holds the Sums in that entry's apiVersion,
+// which nothing else reads, so that a cached copy carries one entry, not
+// two (about 200 bytes less per cached workload, issue #36).
+const summaryManager = "reroll.dev/last-written"
+
+// Hold holds s in obj's managedFields, as "<Full> <Rest>" in an entry's
+// apiVersion: in the entry of summaryManager when obj has one (its time
+// stays plan.WrittenAt's), else in an entry of HeldManager appended, which
+// has no time, so nothing that dates writes by managedFields counts it
+// (plan.WrittenAt). It changes obj's entries in place: the cache's
+// transform calls it on the entries it has just made. Holding again
+// replaces the Sums held.
 func Hold(obj metav1.Object, s Sums) {
-	obj.SetManagedFields(append(obj.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: HeldManager, APIVersion: s.Full + " " + s.Rest}))
+	held := s.Full + " " + s.Rest
+	fields := obj.GetManagedFields()
+	for i := range fields {
+		if fields[i].Manager == summaryManager || fields[i].Manager == HeldManager {
+			fields[i].APIVersion = held
+			obj.SetManagedFields(fields)
+			return
+		}
+	}
+	obj.SetManagedFields(append(fields, metav1.ManagedFieldsEntry{Manager: HeldManager, APIVersion: held}))
 }
 
 // Held returns the Sums of the full pod template of obj, whose template is
@@ -138,12 +159,13 @@ func Held(obj metav1.Object, t *corev1.PodTemplateSpec) Sums {
 	return HeldIn(obj).Of(t)
 }
 
-// HeldIn returns the Sums that Hold keeps in obj's managedFields; zero
-// when there are none, or when obj is not a Deployment, StatefulSet or
-// DaemonSet, the only kinds whose templates the manager's cache trims
-// (scope.Transform): an entry of HeldManager on any other object, such as
-// a custom resource whose template need not hold an image and may look
-// trimmed, was written by a client and is not trusted. It is cheap (no
+// HeldIn returns the Sums that Hold keeps in obj's managedFields (in the
+// entry of summaryManager or of HeldManager); zero when there are none,
+// or when obj is not a Deployment, StatefulSet or DaemonSet, the only
+// kinds whose templates the manager's cache trims (scope.Transform): an
+// entry of either manager on any other object, such as a custom resource
+// whose template need not hold an image and may look trimmed, was written
+// by a client and is not trusted. It is cheap (no
 // template is read): plan.NewInput takes them on every reconcile, and Of
 // uses them only when needed.
 func HeldIn(obj metav1.Object) Sums {
@@ -153,7 +175,7 @@ func HeldIn(obj metav1.Object) Sums {
 		return Sums{}
 	}
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager != HeldManager {
+		if e.Manager != HeldManager && e.Manager != summaryManager {
 			continue
 		}
 		if full, rest, ok := strings.Cut(e.APIVersion, " "); ok {
@@ -166,7 +188,7 @@ func HeldIn(obj metav1.Object) Sums {
 // Of returns the Sums of the full template of t: s, the Sums held with a
 // cached copy, when t is trimmed (envtrim.Kept) and s is set; else
 // (a template read from the API server, whose template is whole, even if
-// a client wrote an entry of HeldManager) computed from t.
+// a client wrote an entry of either manager) computed from t.
 func (s Sums) Of(t *corev1.PodTemplateSpec) Sums {
 	if s.Full != "" && envtrim.Kept(t) {
 		return s
