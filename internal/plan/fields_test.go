@@ -1,9 +1,7 @@
 package plan
 
 import (
-	"encoding/json"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,41 +9,6 @@ import (
 
 	"github.com/reroll/reroll/internal/workload"
 )
-
-// ownsSpecOrAnnotationsByDecoding is ownsSpecOrAnnotations as it was
-// before it walked the JSON itself: encoding/json decodes each level into a
-// map. FuzzOwnsSpecOrAnnotations holds the two equal.
-func ownsSpecOrAnnotationsByDecoding(f *metav1.FieldsV1) bool {
-	if f == nil {
-		return false
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(f.Raw, &top) != nil {
-		return false
-	}
-	if _, ok := top["f:spec"]; ok {
-		return true
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(top["f:metadata"], &meta) != nil {
-		return false
-	}
-	var annotations map[string]json.RawMessage
-	if json.Unmarshal(meta["f:annotations"], &annotations) != nil {
-		return false
-	}
-	for k := range annotations {
-		key, ok := strings.CutPrefix(k, "f:")
-		if !ok {
-			continue
-		}
-		domain, _, _ := strings.Cut(key, "/")
-		if domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") {
-			return true
-		}
-	}
-	return false
-}
 
 // creatorFields is the fieldsV1 of the managedFields entry of a client
 // that created a Deployment (as the API server writes it for kubectl
@@ -94,9 +57,6 @@ func TestOwnsSpecOrAnnotations(t *testing.T) {
 			if got := ownsSpecOrAnnotations(f); got != tc.want {
 				t.Errorf("ownsSpecOrAnnotations(%s) = %t, want %t", tc.raw, got, tc.want)
 			}
-			if got := ownsSpecOrAnnotationsByDecoding(f); got != tc.want {
-				t.Errorf("the decoding version says %t, want %t: the case is wrong", got, tc.want)
-			}
 		})
 	}
 	if ownsSpecOrAnnotations(nil) {
@@ -104,52 +64,26 @@ func TestOwnsSpecOrAnnotations(t *testing.T) {
 	}
 }
 
-// FuzzOwnsSpecOrAnnotations: the walk over the JSON answers as decoding
-// into maps did, on any input, valid or not.
-func FuzzOwnsSpecOrAnnotations(f *testing.F) {
-	for _, s := range []string{creatorFields, revisionFields, `{"f:spec":{}}`, `{"f:metadata":{"f:annotations":{"f:a\u002fb":{},"f:kubernetes.io/x":{}}}}`,
-		`{"f:metadata":null}`, `null`, `[]`, `{"f:metadata":{"f:annotations":{"f:x.kubernetes.io/a":{}}}} `, `{"a":"\"}","f:spec":1}`,
-		"{\"f:metadata\":{\"f:annotations\":{\"f:\xff/a\":{}}}}", `{"f:metadata":{"f:annotations":[]}}`, `{"f:metadata":{"x":[1,{"y":"]"}],"f:annotations":{"f:a":true}}}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		fields := &metav1.FieldsV1{Raw: raw}
-		if got, want := ownsSpecOrAnnotations(fields), ownsSpecOrAnnotationsByDecoding(fields); got != want {
-			t.Fatalf("ownsSpecOrAnnotations(%q) = %t, decoding says %t", raw, got, want)
-		}
-	})
-}
-
 // BenchmarkOwnsSpecOrAnnotations: the creator's and the Deployment
-// controller's entries, as WrittenAt reads them on every watch event of a
-// Deployment (the cache's transform).
+// controller's entries.
 func BenchmarkOwnsSpecOrAnnotations(b *testing.B) {
 	creator, revision := &metav1.FieldsV1{Raw: []byte(creatorFields)}, &metav1.FieldsV1{Raw: []byte(revisionFields)}
-	b.Run("walk", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			ownsSpecOrAnnotations(creator)
-			ownsSpecOrAnnotations(revision)
-		}
-	})
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			ownsSpecOrAnnotationsByDecoding(creator)
-			ownsSpecOrAnnotationsByDecoding(revision)
-		}
-	})
+	b.ReportAllocs()
+	for b.Loop() {
+		ownsSpecOrAnnotations(creator)
+		ownsSpecOrAnnotations(revision)
+	}
 }
 
 // writtenAtBefore is WrittenAt as it was before it skipped the entries no
-// later than the time found so far, with ownsSpecOrAnnotationsByDecoding.
+// later than the time found so far, the same ownsSpecOrAnnotations.
 func writtenAtBefore(obj metav1.Object) time.Time {
 	at := obj.GetCreationTimestamp().Time
 	for _, e := range obj.GetManagedFields() {
 		if e.Time == nil || e.Time.Time.Before(at) {
 			continue
 		}
-		if e.Manager == SummaryManager || (e.Manager != workload.FieldManager && e.Subresource == "" && ownsSpecOrAnnotationsByDecoding(e.FieldsV1)) {
+		if e.Manager == SummaryManager || (e.Manager != workload.FieldManager && e.Subresource == "" && ownsSpecOrAnnotations(e.FieldsV1)) {
 			at = e.Time.Time
 		}
 	}
