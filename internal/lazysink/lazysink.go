@@ -1,8 +1,6 @@
 package lazysink
 
 import (
-	"slices"
-
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
@@ -11,9 +9,30 @@ import (
 // Sink is a logr.LogSink that defers WithValues to the lines written: its
 // pairs come before a line's own, as the wrapped sink's WithValues would
 // put them. WithName and WithCallDepth go to the wrapped sink at once.
+//
+// A Sink is one pointer, so that a logr.Logger holds it without another
+// allocation: each WithValues adds a node that keeps a copy of its own
+// pairs (in the node itself when they are at most inlinePairs values) and
+// points at the node it was made from. The pairs of all the nodes are put
+// together only for a line written.
 type Sink struct {
+	*node
+}
+
+// inlinePairs is the number of values a node keeps without a slice of its
+// own: controller-runtime's WithValues per reconcile pass two or four.
+const inlinePairs = 4
+
+// node is one step of a Sink: the sink lines go to, the pairs that step
+// added and the step before it.
+type node struct {
 	sink logr.LogSink
-	kvs  []any
+	// prev is the node this one was made from; nil for New's.
+	prev *node
+	// kvs are this node's own pairs, a copy of the caller's (in inline when
+	// they fit); the earlier ones are prev's.
+	kvs    []any
+	inline [inlinePairs]any
 }
 
 var (
@@ -24,7 +43,7 @@ var (
 
 // New returns l with its sink wrapped in a Sink.
 func New(l logr.Logger) logr.Logger {
-	return logr.New(Sink{sink: l.GetSink()})
+	return logr.New(Sink{&node{sink: l.GetSink()}})
 }
 
 // Init implements logr.LogSink: the wrapped sink skips one more frame,
@@ -47,21 +66,31 @@ func (s Sink) Error(err error, msg string, kvs ...any) {
 	s.sink.Error(err, msg, s.with(kvs)...)
 }
 
-// WithValues implements logr.LogSink: it keeps kvs for the lines written.
+// WithValues implements logr.LogSink: it keeps a copy of kvs for the lines
+// written.
 func (s Sink) WithValues(kvs ...any) logr.LogSink {
-	// Clip: two loggers made from s must not share the appended tail.
-	return Sink{sink: s.sink, kvs: append(slices.Clip(s.kvs), kvs...)}
+	if len(kvs) == 0 {
+		return s
+	}
+	n := &node{sink: s.sink, prev: s.node}
+	if len(kvs) <= inlinePairs {
+		n.kvs = n.inline[:len(kvs)]
+	} else {
+		n.kvs = make([]any, len(kvs))
+	}
+	copy(n.kvs, kvs)
+	return Sink{n}
 }
 
 // WithName implements logr.LogSink.
 func (s Sink) WithName(name string) logr.LogSink {
-	return Sink{sink: s.sink.WithName(name), kvs: s.kvs}
+	return Sink{&node{sink: s.sink.WithName(name), prev: s.node}}
 }
 
 // WithCallDepth implements logr.CallDepthLogSink.
 func (s Sink) WithCallDepth(depth int) logr.LogSink {
 	if c, ok := s.sink.(logr.CallDepthLogSink); ok {
-		return Sink{sink: c.WithCallDepth(depth), kvs: s.kvs}
+		return Sink{&node{sink: c.WithCallDepth(depth), prev: s.node}}
 	}
 	return s
 }
@@ -73,20 +102,35 @@ func (s Sink) GetUnderlying() *zap.Logger {
 	if !ok {
 		return nil
 	}
-	if len(s.kvs) == 0 {
+	kvs := s.with(nil)
+	if len(kvs) == 0 {
 		return u.GetUnderlying()
 	}
-	return u.GetUnderlying().Sugar().With(s.kvs...).Desugar()
+	return u.GetUnderlying().Sugar().With(kvs...).Desugar()
 }
 
-// with returns the kept pairs followed by kvs.
+// with returns the kept pairs, the earliest first, followed by kvs. The
+// answer is kvs itself, or one node's own pairs, when nothing else is kept;
+// the wrapped sink only reads it.
 func (s Sink) with(kvs []any) []any {
-	if len(s.kvs) == 0 {
+	kept, only := 0, []any(nil)
+	for n := s.node; n != nil; n = n.prev {
+		if len(n.kvs) > 0 {
+			kept += len(n.kvs)
+			only = n.kvs
+		}
+	}
+	switch {
+	case kept == 0:
 		return kvs
+	case len(kvs) == 0 && kept == len(only):
+		return only
 	}
-	if len(kvs) == 0 {
-		return s.kvs
+	out := make([]any, kept+len(kvs))
+	copy(out[kept:], kvs)
+	for n := s.node; n != nil; n = n.prev {
+		kept -= len(n.kvs)
+		copy(out[kept:], n.kvs)
 	}
-	out := make([]any, 0, len(s.kvs)+len(kvs))
-	return append(append(out, s.kvs...), kvs...)
+	return out
 }
