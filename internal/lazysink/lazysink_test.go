@@ -3,6 +3,10 @@ package lazysink
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -13,7 +17,7 @@ import (
 
 // zapTo returns a zapr logger writing JSON lines without time to buf, and
 // one that counts the encoder clones its core makes (a With each).
-func zapTo(buf *bytes.Buffer, withs *int) logr.Logger {
+func zapTo(buf io.Writer, withs *int) logr.Logger {
 	cfg := zap.NewProductionEncoderConfig()
 	cfg.TimeKey = ""
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(cfg), zapcore.AddSync(buf), zapcore.DebugLevel)
@@ -108,4 +112,53 @@ func TestSink_GetUnderlyingCarriesThePairs(t *testing.T) {
 	if want := `{"level":"warn","msg":"Ignoring flag","k":"v","flag":"--x"}` + "\n"; buf.String() != want {
 		t.Fatalf("wrote %q, want %q", buf.String(), want)
 	}
+}
+
+// TestSink_LoggersMadeFromOneInParallel: reconcile workers make their
+// loggers from one controller logger at once; each line carries the
+// shared pairs and its own worker's, never another's (run with -race, a
+// node written after it was shared shows as a race).
+func TestSink_LoggersMadeFromOneInParallel(t *testing.T) {
+	var buf bytes.Buffer
+	var withs int
+	base := New(zapTo(&lockedBuffer{b: &buf}, &withs)).WithValues("controller", "deployment")
+	const workers, lines = 8, 200
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range lines {
+				base.WithValues("worker", w).WithValues("reconcileID", i).Info("Rolled workload", "worker again", w)
+			}
+		})
+	}
+	wg.Wait()
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	// Positive control: every line was written.
+	if len(got) != workers*lines {
+		t.Fatalf("wrote %d lines, want %d", len(got), workers*lines)
+	}
+	for _, l := range got {
+		var w, again int
+		if _, err := fmt.Sscanf(l[strings.Index(l, `"worker":`):], `"worker":%d,`, &w); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if _, err := fmt.Sscanf(l[strings.Index(l, `"worker again":`):], `"worker again":%d}`, &again); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if !strings.HasPrefix(l, `{"level":"info","msg":"Rolled workload","controller":"deployment","worker":`) || w != again {
+			t.Fatalf("line %q mixes the pairs of two loggers", l)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that goroutines can write at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }
