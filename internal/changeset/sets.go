@@ -22,6 +22,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/reroll/reroll/internal/change"
+	"github.com/reroll/reroll/internal/compact"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/eviction"
@@ -352,7 +353,7 @@ func (c *Sets) keep(id string, h safe.Halt) bool {
 func (c *Sets) named(ctx context.Context, id string) (bool, error) {
 	for _, pk := range c.kinds {
 		list := pk.Kind.NewList()
-		if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.reader.List(ctx, list, client.MatchingFields{changeSetIndex: id}, compact.NoCopyFor(list)); err != nil {
 			return false, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), changeSetIndex, err)
 		}
 		named := false
@@ -441,7 +442,7 @@ func (c *Sets) waves(ctx context.Context, now time.Time) (safe.Order, error) {
 	}
 	for _, pk := range c.kinds {
 		list := pk.Kind.NewList()
-		if err := c.reader.List(ctx, list, client.MatchingFields{waveIndex: "set"}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.reader.List(ctx, list, client.MatchingFields{waveIndex: "set"}, compact.NoCopyFor(list)); err != nil {
 			return safe.Order{}, fmt.Errorf("listing %s by %s: %w", pk.Kind.Name(), waveIndex, err)
 		}
 		_ = eachObject(list, func(obj client.Object) {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
@@ -21,7 +22,9 @@ import (
 func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
 	list := r.Kind.NewList()
 	key := index.Written(kind, obj.GetName())
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{index.References: key}, client.UnsafeDisableDeepCopy); err != nil {
+	// One is enough: the cache stops there (a compact workload is
+	// decoded when listed: compact.NoCopyFor).
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{index.References: key}, client.Limit(1), compact.NoCopyFor(list)); err != nil {
 		return true
 	}
 	return meta.LenList(list) > 0
@@ -66,8 +69,9 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 			key := l.key
 			// Only names are read: the cache's objects are listed without
 			// a deep copy, so a wide fan-out costs no allocation per
-			// workload.
-			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{index.References: key}, client.UnsafeDisableDeepCopy); err != nil {
+			// workload, except for the kinds held in compact form
+			// (compact.NoCopyFor), which are decoded.
+			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{index.References: key}, compact.NoCopyFor(list)); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
 				continue
 			}
@@ -101,7 +105,7 @@ func (r *WorkloadReconciler) requestsInNamespaceWhere(ctx context.Context, ns cl
 		return nil
 	}
 	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), compact.NoCopyFor(list)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
 	}

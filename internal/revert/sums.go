@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/envtrim"
 )
 
@@ -162,7 +163,8 @@ func Held(obj metav1.Object, t *corev1.PodTemplateSpec) Sums {
 // HeldIn returns the Sums that Hold keeps in obj's managedFields (in the
 // entry of summaryManager or of HeldManager); zero when there are none,
 // or when obj is not a Deployment, StatefulSet or DaemonSet, the only
-// kinds whose templates the manager's cache trims (scope.Transform): an
+// kinds whose templates the manager's cache trims (scope.Transform; or
+// the compact.Workload it holds one of them as): an
 // entry of either manager on any other object, such as a custom resource
 // whose template need not hold an image and may look trimmed, was written
 // by a client and is not trusted. It is cheap (no
@@ -170,7 +172,7 @@ func Held(obj metav1.Object, t *corev1.PodTemplateSpec) Sums {
 // uses them only when needed.
 func HeldIn(obj metav1.Object) Sums {
 	switch obj.(type) {
-	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet:
+	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet, *compact.Workload:
 	default:
 		return Sums{}
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/workload"
@@ -268,7 +269,7 @@ func (t *Tracker) running(k Kind, obj client.Object, now time.Time) bool {
 func (t *Tracker) each(ctx context.Context, c client.Reader, v string, f func(Kind, client.Object)) error {
 	for _, k := range t.kinds {
 		list := k.Kind.NewList()
-		if err := c.List(ctx, list, client.MatchingFields{Index: v}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, list, client.MatchingFields{Index: v}, compact.NoCopyFor(list)); err != nil {
 			return fmt.Errorf("listing %s by %s: %w", k.Kind.Name(), Index, err)
 		}
 		if err := meta.EachListItem(list, func(o runtime.Object) error {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/envtrim"
 	"github.com/reroll/reroll/internal/plan"
@@ -39,9 +40,34 @@ import (
 // Jobs and CronJobs (re-created, or copied into a Job, whole) and custom
 // kinds (JSON merge patches replace lists whole) keep their templates.
 //
+// The three trimmed kinds are then held in compact form
+// (compact.Workload: the metadata as it is, the spec and status as their
+// protobuf encoding), which decodes to the trimmed typed object whenever
+// the cache copies it: a Get or List returns that object as before.
+//
 // The transform is idempotent: informers may apply it twice to an object
-// (a template already trimmed keeps the Sums held with it).
+// (a template already trimmed keeps the Sums held with it; a
+// compact.Workload passes through).
 func Transform(k digest.Key) toolscache.TransformFunc {
+	trim := trimTransform(k)
+	return func(obj any) (any, error) {
+		if w, ok := obj.(*compact.Workload); ok {
+			return w, nil
+		}
+		out, err := trim(obj)
+		if err != nil {
+			return out, err
+		}
+		if w, ok := compact.From(out); ok {
+			return w, nil
+		}
+		return out, nil
+	}
+}
+
+// trimTransform is Transform without the compact form: the trimmed typed
+// objects.
+func trimTransform(k digest.Key) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		var sums *revert.Sums
 		trim := func(m metav1.Object, t *corev1.PodTemplateSpec) {

@@ -2,7 +2,10 @@ package scope
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/annotation"
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/digest"
 	"github.com/reroll/reroll/internal/envtrim"
@@ -172,15 +177,20 @@ func kindOf(obj client.Object) workload.Kind {
 	return workload.DaemonSet{}
 }
 
-// cached returns obj as the manager's cache keeps it: Transform applied
-// to a copy.
+// cached returns obj as a read of the manager's cache returns it:
+// Transform applied to a copy, which the cache holds as a
+// compact.Workload, copied as the cache reader copies it
+// (DeepCopyObject).
 func cached(t *testing.T, obj client.Object) client.Object {
 	t.Helper()
 	out, err := Transform(testKey(t))(obj.DeepCopyObject())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.(client.Object)
+	if _, ok := out.(*compact.Workload); !ok {
+		t.Fatalf("the cache holds a %T, not a compact.Workload", out)
+	}
+	return out.(runtime.Object).DeepCopyObject().(client.Object)
 }
 
 // unstructuredOf converts obj for kstatus, with its apiVersion and kind set
@@ -356,6 +366,71 @@ func TestTransform_IsIdempotent(t *testing.T) {
 			if !equality.Semantic.DeepEqual(once, twice) {
 				t.Errorf("a second transform changed the object:\n%+v\n%+v", once, twice)
 			}
+			// The informer applies it to what it already holds too.
+			tr := Transform(testKey(t))
+			held, err := tr(full.DeepCopyObject())
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := tr(held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again != held {
+				t.Errorf("a second transform of the held %T returned another object, %T", held, again)
+			}
+			if !equality.Semantic.DeepEqual(compact.Expand(again.(client.Object)), once) {
+				t.Errorf("a second transform of the held object changed it:\n%+v\n%+v", compact.Expand(again.(client.Object)), once)
+			}
+		})
+	}
+}
+
+func TestTransform_HoldsACompactWorkloadThatDecodesToTheTrimmedCopy(t *testing.T) {
+	for name, full := range fullObjects() {
+		t.Run(name, func(t *testing.T) {
+			trimmed, err := trimTransform(testKey(t))(full.DeepCopyObject())
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := Transform(testKey(t))(full.DeepCopyObject())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, ok := held.(*compact.Workload)
+			if !ok {
+				t.Fatalf("the cache holds a %T, not a compact.Workload", held)
+			}
+			// Positive control: the trimmed copy holds a template, a
+			// status and the sums, so that equality proves a decoding.
+			tm, _ := kindOf(full).PodTemplate(trimmed.(client.Object))
+			if len(tm.Spec.Containers) == 0 || revert.HeldIn(trimmed.(metav1.Object)) == (revert.Sums{}) {
+				t.Fatal("the trimmed copy holds no containers or no sums: the comparison would prove little")
+			}
+			for what, got := range map[string]client.Object{"Expand": compact.Expand(w), "DeepCopyObject": w.DeepCopyObject().(client.Object)} {
+				if reflect.TypeOf(got) != reflect.TypeOf(full) {
+					t.Fatalf("%s gives a %T, want a %T", what, got, full)
+				}
+				if !equality.Semantic.DeepEqual(got, trimmed) {
+					t.Errorf("%s gives\n%+v\nthe trimmed copy is\n%+v", what, got, trimmed)
+				}
+			}
+			// The metadata is read without a decoding, and the sums
+			// are trusted on the compact form as on the typed one.
+			if w.GetName() != full.GetName() || w.GetGeneration() != full.GetGeneration() || !reflect.DeepEqual(w.GetAnnotations(), trimmed.(client.Object).GetAnnotations()) {
+				t.Errorf("the compact form's metadata differs: %+v", w.ObjectMeta)
+			}
+			if revert.HeldIn(w) != revert.HeldIn(trimmed.(metav1.Object)) {
+				t.Errorf("the compact form holds sums %+v, the trimmed copy %+v", revert.HeldIn(w), revert.HeldIn(trimmed.(metav1.Object)))
+			}
+			// A copy is the caller's: changing it leaves the cache's.
+			c := w.DeepCopyObject().(client.Object)
+			c.SetAnnotations(map[string]string{"changed": "yes"})
+			ct, _ := kindOf(c).PodTemplate(c)
+			ct.Spec.Containers[0].Name = "changed"
+			if !equality.Semantic.DeepEqual(compact.Expand(w), trimmed) {
+				t.Error("changing a copy changed the compact form")
+			}
 		})
 	}
 }
@@ -475,40 +550,112 @@ func TestTransform_UndoOverATrimmedCopyWritesTheRevisionWhole(t *testing.T) {
 // client that created a fanout Deployment, as the API server writes it.
 const benchCreatorFields = `{"f:metadata":{"f:annotations":{".":{},"f:reloader.stakater.com/auto":{}}},"f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:envFrom":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}}`
 
-// BenchmarkTransform_FanoutDeployment measures the transform of one
-// Deployment of the fanout bench profile as the API server returns it
-// (defaulted, with the managedFields of its creator and of the Deployment
-// controller): what each event of a workload costs.
-func BenchmarkTransform_FanoutDeployment(b *testing.B) {
+// fanoutDeployment returns Deployment i of the fanout bench profile as the
+// API server returns it once synced (defaulted, with the managedFields of
+// its creator and of the Deployment controller, the revision annotation and
+// the conditions of a Deployment of zero replicas).
+func fanoutDeployment(i int) *appsv1.Deployment {
 	// The API server dates the creator's entry with the creation, to the
 	// second; the Deployment controller writes its revision a second later.
-	created := metav1.NewTime(time.Now().Truncate(time.Second))
+	created := metav1.NewTime(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC))
 	revised := metav1.NewTime(created.Add(time.Second))
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "bench-shared", Name: "app-0001", UID: "u", ResourceVersion: "7", Generation: 1,
+	name := fmt.Sprintf("app-%04d", i)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "bench-shared", Name: name, UID: types.UID(fmt.Sprintf("6f1c2a4e-1b7d-4c1e-9a3f-%012d", i)), ResourceVersion: strconv.Itoa(1000 + i), Generation: 1,
 			CreationTimestamp: created,
-			Annotations:       map[string]string{"reloader.stakater.com/auto": "true"},
+			Annotations:       map[string]string{"reloader.stakater.com/auto": "true", "deployment.kubernetes.io/revision": "1"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
 				Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(benchCreatorFields)}},
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
 					Time: &revised, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}}}`)}},
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Subresource: "status",
 					Time: &revised, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Available\"}":{".":{},"f:lastTransitionTime":{},"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`)}}}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app-0001"}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Strategy:             appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("25%")), MaxUnavailable: ptr.To(intstr.FromString("25%"))}},
 			RevisionHistoryLimit: ptr.To[int32](10), ProgressDeadlineSeconds: ptr.To[int32](600),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "app-0001"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
 					EnvFrom:                []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
 					TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent}},
 					RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr.To[int64](30), DNSPolicy: corev1.DNSClusterFirst,
 					SecurityContext: &corev1.PodSecurityContext{}, SchedulerName: corev1.DefaultSchedulerName}}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, LastUpdateTime: revised, LastTransitionTime: revised,
+				Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, LastUpdateTime: revised, LastTransitionTime: revised,
+				Reason: "NewReplicaSetAvailable", Message: fmt.Sprintf("ReplicaSet %q has successfully progressed.", name+"-5d8f7c9b6")}}},
 	}
+}
+
+// BenchmarkTransform_FanoutDeployment measures the transform of one
+// Deployment of the fanout bench profile as the API server returns it
+// (fanoutDeployment): what each event of a workload costs.
+func BenchmarkTransform_FanoutDeployment(b *testing.B) {
+	d := fanoutDeployment(1)
 	tr := Transform(digest.Key{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := tr(d.DeepCopy()); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExpand_FanoutDeployment measures the decoding of one cached
+// Deployment of the fanout bench profile (compact.Expand): what each
+// read of the cache, and each event handler that reads a spec, costs.
+func BenchmarkExpand_FanoutDeployment(b *testing.B) {
+	held, err := Transform(digest.Key{})(fanoutDeployment(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := held.(client.Object)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = compact.Expand(w)
+	}
+}
+
+// heldHeap returns the live heap, in bytes per object, that n objects
+// made by each and kept take (runtime.MemStats.HeapAlloc after a
+// collection, before and after).
+func heldHeap(n int, each func(i int) any) float64 {
+	held := make([]any, n)
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	for i := range held {
+		held[i] = each(i)
+	}
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	goruntime.KeepAlive(held)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// BenchmarkTransform_HeapPerCachedDeployment reports the live heap that
+// the cache holds per Deployment of the fanout bench profile, in the
+// compact form (B/compact) and as the trimmed typed object that the cache
+// held before it (B/trimmed), over 2,000 objects (the profile's 2,050
+// Deployments, rounded). Run with -benchtime=1x: each iteration measures
+// anew.
+func BenchmarkTransform_HeapPerCachedDeployment(b *testing.B) {
+	const n = 2000
+	full := make([]*appsv1.Deployment, n)
+	for i := range full {
+		full[i] = fanoutDeployment(i)
+	}
+	k := digest.Key{}
+	for b.Loop() {
+		for form, tr := range map[string]toolscache.TransformFunc{"compact": Transform(k), "trimmed": trimTransform(k)} {
+			per := heldHeap(n, func(i int) any {
+				out, err := tr(full[i].DeepCopy())
+				if err != nil {
+					b.Fatal(err)
+				}
+				return out
+			})
+			b.ReportMetric(per, "B/"+form)
 		}
 	}
 }

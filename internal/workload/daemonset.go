@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/compact"
 )
 
 // DaemonSet is the apps/v1 DaemonSet. Its controller rolls pods when
@@ -19,9 +21,10 @@ func (DaemonSet) New() client.Object { return &appsv1.DaemonSet{} }
 // NewList implements Kind.
 func (DaemonSet) NewList() client.ObjectList { return &appsv1.DaemonSetList{} }
 
-// PodTemplate implements Kind; the result points into obj.
+// PodTemplate implements Kind; the result points into obj (into a decoded
+// copy when obj is the cache's compact.Workload).
 func (DaemonSet) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	return &obj.(*appsv1.DaemonSet).Spec.Template, nil
+	return &compact.Expand(obj).(*appsv1.DaemonSet).Spec.Template, nil
 }
 
 // SetPodTemplate implements Kind.

@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/compact"
 )
 
 // Deployment is the apps/v1 Deployment. Its controller rolls pods when
@@ -19,9 +21,10 @@ func (Deployment) New() client.Object { return &appsv1.Deployment{} }
 // NewList implements Kind.
 func (Deployment) NewList() client.ObjectList { return &appsv1.DeploymentList{} }
 
-// PodTemplate implements Kind; the result points into obj.
+// PodTemplate implements Kind; the result points into obj (into a decoded
+// copy when obj is the cache's compact.Workload).
 func (Deployment) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	return &obj.(*appsv1.Deployment).Spec.Template, nil
+	return &compact.Expand(obj).(*appsv1.Deployment).Spec.Template, nil
 }
 
 // SetPodTemplate implements Kind.
@@ -31,7 +34,9 @@ func (Deployment) SetPodTemplate(obj client.Object, t *corev1.PodTemplateSpec) e
 }
 
 // Paused implements Pausable.
-func (Deployment) Paused(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused }
+func (Deployment) Paused(obj client.Object) bool {
+	return compact.Expand(obj).(*appsv1.Deployment).Spec.Paused
+}
 
 // SetPaused implements Pausable.
 func (Deployment) SetPaused(obj client.Object, paused bool) {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/compact"
 )
 
 // Progress is what a workload's status says of its latest rollout.
@@ -38,7 +40,7 @@ type Progresser interface {
 // updatedReplicas, availableReplicas and replicas all equal spec.replicas (no
 // pod of an old ReplicaSet is left), as `kubectl rollout status` waits for.
 func (Deployment) Progress(obj client.Object) Progress {
-	d := obj.(*appsv1.Deployment)
+	d := compact.Expand(obj).(*appsv1.Deployment)
 	want := replicas(d.Spec.Replicas)
 	s := d.Status
 	p := Progress{Done: s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want}
@@ -57,7 +59,7 @@ func (Deployment) Progress(obj client.Object) Progress {
 // currentRevision equals updateRevision (every pod runs the update
 // revision), with all replicas updated.
 func (StatefulSet) Progress(obj client.Object) Progress {
-	s := obj.(*appsv1.StatefulSet)
+	s := compact.Expand(obj).(*appsv1.StatefulSet)
 	st := s.Status
 	return Progress{Done: st.ObservedGeneration >= s.Generation && st.UpdateRevision != "" &&
 		st.CurrentRevision == st.UpdateRevision && st.UpdatedReplicas == replicas(s.Spec.Replicas)}
@@ -66,7 +68,7 @@ func (StatefulSet) Progress(obj client.Object) Progress {
 // Progress implements Progresser: observedGeneration has caught up, and
 // updatedNumberScheduled and numberAvailable equal desiredNumberScheduled.
 func (DaemonSet) Progress(obj client.Object) Progress {
-	d := obj.(*appsv1.DaemonSet)
+	d := compact.Expand(obj).(*appsv1.DaemonSet)
 	s := d.Status
 	return Progress{Done: s.ObservedGeneration >= d.Generation && s.UpdatedNumberScheduled == s.DesiredNumberScheduled &&
 		s.NumberAvailable == s.DesiredNumberScheduled}

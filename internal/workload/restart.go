@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/eviction"
 )
 
@@ -33,7 +34,7 @@ func RestartMode(k Kind, obj client.Object) (eviction.Mode, []error) {
 // highest ordinal down, as the StatefulSet controller's own rolling update
 // replaces them.
 func HighestOrdinalFirst(obj client.Object) bool {
-	_, sts := obj.(*appsv1.StatefulSet)
+	_, sts := compact.Expand(obj).(*appsv1.StatefulSet)
 	return sts
 }
 

@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/compact"
 )
 
 // StatefulSet is the apps/v1 StatefulSet. Its controller rolls pods when
@@ -19,9 +21,10 @@ func (StatefulSet) New() client.Object { return &appsv1.StatefulSet{} }
 // NewList implements Kind.
 func (StatefulSet) NewList() client.ObjectList { return &appsv1.StatefulSetList{} }
 
-// PodTemplate implements Kind; the result points into obj.
+// PodTemplate implements Kind; the result points into obj (into a decoded
+// copy when obj is the cache's compact.Workload).
 func (StatefulSet) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	return &obj.(*appsv1.StatefulSet).Spec.Template, nil
+	return &compact.Expand(obj).(*appsv1.StatefulSet).Spec.Template, nil
 }
 
 // SetPodTemplate implements Kind.

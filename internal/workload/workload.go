@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/eviction"
 	"github.com/reroll/reroll/internal/revert"
 )
@@ -202,7 +203,7 @@ func Builtin() []Kind {
 // spec.updateStrategy.type OnDelete, whose controller replaces a pod with
 // the new template only once the pod is deleted.
 func OnDelete(obj client.Object) bool {
-	switch o := obj.(type) {
+	switch o := compact.Expand(obj).(type) {
 	case *appsv1.StatefulSet:
 		return o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 	case *appsv1.DaemonSet:
