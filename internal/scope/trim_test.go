@@ -425,7 +425,7 @@ func TestTransform_HoldsACompactWorkloadThatDecodesToTheTrimmedCopy(t *testing.T
 			}
 			// A copy is the caller's: changing it leaves the cache's.
 			c := w.DeepCopyObject().(client.Object)
-			c.SetAnnotations(map[string]string{"changed": "yes"})
+			c.GetAnnotations()["changed"] = "yes"
 			ct, _ := kindOf(c).PodTemplate(c)
 			ct.Spec.Containers[0].Name = "changed"
 			if !equality.Semantic.DeepEqual(compact.Expand(w), trimmed) {
