@@ -265,7 +265,8 @@ func (t *Tracker) running(k Kind, obj client.Object, now time.Time) bool {
 }
 
 // each calls f for every workload of every counted kind with index value
-// v, from the cache without copies: f must not change what it is given.
+// v, from the cache without copies (decoded copies of the kinds held in
+// compact form: compact.NoCopyFor): f must not change what it is given.
 func (t *Tracker) each(ctx context.Context, c client.Reader, v string, f func(Kind, client.Object)) error {
 	for _, k := range t.kinds {
 		list := k.Kind.NewList()
