@@ -36,6 +36,7 @@ import (
 	"github.com/reroll/reroll/internal/certexpiry"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/events"
+	"github.com/reroll/reroll/internal/idlegc"
 	"github.com/reroll/reroll/internal/lazysink"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/metricsauth"
@@ -225,6 +226,8 @@ func run(args []string) error {
 	}
 	projectionOpts.Store = opts.Store
 	ctx := ctrl.SetupSignalHandler()
+	// Told when the controllers have looked at every cached workload once.
+	opts.FirstPass = idlegc.NewFirstPass()
 	if err := controller.Setup(ctx, mgr, opts); err != nil {
 		return err
 	}
@@ -237,7 +240,7 @@ func run(args []string) error {
 		// A Projection's author must be allowed to act as its ServiceAccount.
 		projection.RegisterAuthorWebhook(mgr, mgr.GetClient(), projectionOpts.DefaultServiceAccount)
 	}
-	if err := freeMemoryAfterSync(mgr, opts.Store); err != nil {
+	if err := freeMemoryAfterSync(mgr, opts.Store, opts.FirstPass); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
 	}
 	if err := paceCollector(mgr); err != nil {

@@ -25,16 +25,30 @@ import (
 // allocated between collections.
 
 // freeMemoryAfterSync makes the manager, once the caches and the store have
-// synced, return to the operating system, once, the memory that filling
-// them left behind. Every ConfigMap and Secret is decoded whole before the
-// transform replaces its values with digests, so the initial sync makes
-// garbage in proportion to the cluster's data while what stays live does
-// not; without this the Go runtime keeps the peak's pages for minutes. It
-// returns an error only when the manager is already started.
-func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store) error {
+// synced, return to the operating system the memory that filling them left
+// behind, and once more when the controllers' first pass is done (pass,
+// nil for none: every cached workload looked at once). Every ConfigMap and
+// Secret is decoded whole before the transform replaces its values with
+// digests, and every workload before it is trimmed and compacted, so the
+// initial sync makes garbage in proportion to the cluster's data while what
+// stays live does not; the first pass (the first sight of each workload)
+// makes more. Without these returns the Go runtime keeps the peak's pages
+// until the collector's pacer finds the process idle (internal/idlegc, a
+// few seconds later) or for minutes. It returns an error only when the
+// manager is already started.
+func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store, pass *idlegc.FirstPass) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil {
-			debug.FreeOSMemory() // collects first
+		if !mgr.GetCache().WaitForCacheSync(ctx) || st.WaitForSync(ctx) != nil {
+			return nil
+		}
+		debug.FreeOSMemory() // collects first
+		if pass == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-pass.Done():
+			debug.FreeOSMemory()
 		}
 		return nil
 	}))

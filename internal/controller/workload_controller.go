@@ -21,6 +21,7 @@ import (
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
+	"github.com/reroll/reroll/internal/idlegc"
 	"github.com/reroll/reroll/internal/metrics"
 	"github.com/reroll/reroll/internal/observe"
 	"github.com/reroll/reroll/internal/plan"
@@ -103,6 +104,11 @@ type Options struct {
 	// namespace over it waits behind the others (see internal/fairness).
 	// The zero value is the defaults.
 	Fairness fairness.Options
+	// FirstPass, when set, is told of each controller Setup registers
+	// (idlegc.FirstPass.Queue): it closes once each has drained its queue
+	// after its start, the end of the start-up's first sight of every
+	// cached workload.
+	FirstPass *idlegc.FirstPass
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see internal/webhook.
 	Admission AdmissionOptions

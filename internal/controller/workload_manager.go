@@ -492,7 +492,11 @@ func (o Options) controllerOptions(log logr.Logger) controller.Options {
 	// bounded by the client's QPS rather than by one worker's round trips.
 	// The queue puts a namespace over its budget behind the others, so one
 	// tenant's flood or many costly workloads delay that tenant only.
-	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: fairness.NewQueue(o.Fairness, log)}
+	newQueue := fairness.NewQueue(o.Fairness, log)
+	if o.FirstPass != nil {
+		newQueue = o.FirstPass.Queue(newQueue)
+	}
+	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: newQueue}
 }
 
 // workloadChanges passes the workload events that may change a decision:
