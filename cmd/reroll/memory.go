@@ -37,21 +37,30 @@ import (
 // few seconds later) or for minutes. It returns an error only when the
 // manager is already started.
 func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store, pass *idlegc.FirstPass) error {
+	var done <-chan struct{}
+	if pass != nil {
+		done = pass.Done()
+	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if !mgr.GetCache().WaitForCacheSync(ctx) || st.WaitForSync(ctx) != nil {
-			return nil
-		}
-		debug.FreeOSMemory() // collects first
-		if pass == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-pass.Done():
-			debug.FreeOSMemory()
-		}
+		freeAfter(ctx, mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil, done)
 		return nil
 	}))
+}
+
+// freeAfter returns the free heap to the operating system
+// (debug.FreeOSMemory, which collects first) when synced, and once more
+// when pass closes (nil: never); it returns then, when ctx is done, or at
+// once when not synced (the manager is stopping).
+func freeAfter(ctx context.Context, synced bool, pass <-chan struct{}) {
+	if !synced {
+		return
+	}
+	debug.FreeOSMemory()
+	select {
+	case <-ctx.Done():
+	case <-pass:
+		debug.FreeOSMemory()
+	}
 }
 
 // paceCollector makes the manager run idlegc.Default(), which lowers the

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"runtime"
+	"runtime/metrics"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -55,4 +58,48 @@ func TestSetMemProfileRate_SamplesOnlyWhenPprofIsServed(t *testing.T) {
 			gomega.NewWithT(t).Expect(runtime.MemProfileRate).To(gomega.Equal(tc.want))
 		})
 	}
+}
+
+// forcedCollections is the runtime's count of collections forced by the
+// program (runtime.GC, debug.FreeOSMemory).
+func forcedCollections() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func TestFreeAfter_ReturnsTheHeapAtSyncAndAgainWhenTheFirstPassEnds(t *testing.T) {
+	g := gomega.NewWithT(t)
+	pass := make(chan struct{})
+	before := forcedCollections()
+	returned := make(chan struct{})
+	go func() {
+		freeAfter(t.Context(), true, pass)
+		close(returned)
+	}()
+	g.Eventually(forcedCollections).Should(gomega.Equal(before+1), "synced: the start's garbage is returned")
+	g.Consistently(returned, 100*time.Millisecond).ShouldNot(gomega.BeClosed(), "it waits for the first pass")
+	g.Expect(forcedCollections()).To(gomega.Equal(before + 1))
+	close(pass)
+	g.Eventually(returned).Should(gomega.BeClosed())
+	g.Expect(forcedCollections()).To(gomega.Equal(before+2), "the first pass's garbage is returned")
+}
+
+func TestFreeAfter_NothingWhenNotSyncedAndNoSecondReturnWithoutAPass(t *testing.T) {
+	g := gomega.NewWithT(t)
+	before := forcedCollections()
+	freeAfter(t.Context(), false, nil)
+	g.Expect(forcedCollections()).To(gomega.Equal(before), "not synced: the manager is stopping")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	returned := make(chan struct{})
+	go func() {
+		freeAfter(ctx, true, nil)
+		close(returned)
+	}()
+	g.Eventually(forcedCollections).Should(gomega.Equal(before + 1))
+	g.Consistently(returned, 100*time.Millisecond).ShouldNot(gomega.BeClosed(), "no pass: it waits for the end")
+	cancel()
+	g.Eventually(returned).Should(gomega.BeClosed())
+	g.Expect(forcedCollections()).To(gomega.Equal(before + 1))
 }
