@@ -8,4 +8,8 @@
 // profile's CPU at 25), and lowers it while idle, where allocations are few
 // and a lower target costs almost nothing: a cluster that changes nothing
 // holds Reroll's resident memory near its live heap instead of twice that.
+//
+// FirstPass tells when the controllers' start-up work is done (every
+// workload cached at start reconciled once), the moment cmd/reroll returns
+// that work's garbage to the operating system.
 package idlegc
