@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -183,6 +184,10 @@ type Alerter = apply.Alerter
 type WorkloadReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// informers is the cache Client reads from, whose indexes the map
+	// functions read directly (index.CachedByField); nil lists through
+	// Client instead.
+	informers cache.Informers
 	// APIReader reads from the API server directly; used only to re-read a
 	// workload after a write conflict, when the cache may be behind.
 	APIReader client.Reader

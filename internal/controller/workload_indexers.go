@@ -20,14 +20,58 @@ import (
 // namespace counts every write to the object (pod-reloader dialect); a cache
 // lookup, no API request.
 func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
-	list := r.Kind.NewList()
-	key := index.Written(kind, obj.GetName())
-	// One is enough: the cache stops there (a compact workload is
-	// decoded when listed: compact.NoCopyFor).
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{index.References: key}, client.Limit(1), compact.NoCopyFor(list)); err != nil {
+	found, err := r.indexed(ctx, obj.GetNamespace(), index.Written(kind, obj.GetName()), 1)
+	if err != nil {
 		return true
 	}
-	return meta.LenList(list) > 0
+	return len(found) > 0
+}
+
+// indexed returns up to limit (all when 0) of the workloads of r's kind in
+// namespace ("" for all) that index.References holds under value, as the
+// cache holds them (index.CachedByField: no copy, no decoding); they must
+// not be changed. When the cache gives no indexer to read (--namespaces),
+// it lists them instead (a compact workload is decoded then:
+// compact.NoCopyFor).
+func (r *WorkloadReconciler) indexed(ctx context.Context, namespace, value string, limit int) ([]client.Object, error) {
+	if r.informers != nil {
+		objs, ok, err := index.CachedByField(ctx, r.informers, r.Kind.New(), index.References, namespace, value)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if limit > 0 && len(objs) > limit {
+				objs = objs[:limit]
+			}
+			return objs, nil
+		}
+	}
+	list := r.Kind.NewList()
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingFields{index.References: value}, compact.NoCopyFor(list)}
+	if limit > 0 {
+		opts = append(opts, client.Limit(int64(limit)))
+	}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	return objectsOf(list), nil
+}
+
+// inNamespace returns the workloads of r's kind in namespace, as
+// indexed returns them: from the cache's indexer when there is one to
+// read, else listed.
+func (r *WorkloadReconciler) inNamespace(ctx context.Context, namespace string) ([]client.Object, error) {
+	if r.informers != nil {
+		objs, ok, err := index.CachedInNamespace(ctx, r.informers, r.Kind.New(), namespace)
+		if err != nil || ok {
+			return objs, err
+		}
+	}
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), compact.NoCopyFor(list)); err != nil {
+		return nil, err
+	}
+	return objectsOf(list), nil
 }
 
 // indexReferences is the index.References function for r's kind
@@ -65,25 +109,21 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 			{reference.Reference{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}.ID(), ""},
 		}
 		for _, l := range lookups {
-			list := r.Kind.NewList()
-			key := l.key
-			// Only names are read: the cache's objects are listed without
-			// a deep copy, so a wide fan-out costs no allocation per
-			// workload, except for the kinds held in compact form
-			// (compact.NoCopyFor), which are decoded.
-			if err := r.Client.List(ctx, list, client.InNamespace(l.namespace), client.MatchingFields{index.References: key}, compact.NoCopyFor(list)); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", key, "namespace", obj.GetNamespace())
+			// Only names are read, from the cache's index itself
+			// (indexed): a wide fan-out neither copies nor decodes a
+			// workload.
+			found, err := r.indexed(ctx, l.namespace, l.key, 0)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", l.key, "namespace", obj.GetNamespace())
 				continue
 			}
-			_ = meta.EachListItem(list, func(item runtime.Object) error {
-				o := item.(client.Object)
+			for _, o := range found {
 				nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 				if !seen[nn] {
 					seen[nn] = true
 					out = append(out, reconcile.Request{NamespacedName: nn})
 				}
-				return nil
-			})
+			}
 		}
 		return out
 	}
@@ -98,27 +138,24 @@ func (r *WorkloadReconciler) requestsInNamespace(ctx context.Context, ns client.
 
 // requestsInNamespaceWhere maps a Namespace to the workloads of r's kind
 // in it, from the cache, that keep passes (all when keep is nil); none when
-// the Namespace is outside the scope.
+// the Namespace is outside the scope. keep is given the workloads as the
+// cache holds them (inNamespace), and must only read their metadata.
 func (r *WorkloadReconciler) requestsInNamespaceWhere(ctx context.Context, ns client.Object, keep func(client.Object) bool) []reconcile.Request {
 	// Namespaces are watched cluster-wide; most are outside the scope.
 	if !r.Options.Scope.Watches(ns.GetName()) {
 		return nil
 	}
-	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), compact.NoCopyFor(list)); err != nil {
+	objs, err := r.inNamespace(ctx, ns.GetName())
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
 	}
-	if keep == nil {
-		return requestsOf(list)
-	}
 	var out []reconcile.Request
-	_ = meta.EachListItem(list, func(item runtime.Object) error {
-		if o := item.(client.Object); keep(o) {
+	for _, o := range objs {
+		if keep == nil || keep(o) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
 		}
-		return nil
-	})
+	}
 	return out
 }
 
@@ -129,6 +166,16 @@ func (r *WorkloadReconciler) requestsPendingInNamespace(ctx context.Context, ns 
 	return r.requestsInNamespaceWhere(ctx, ns, func(o client.Object) bool {
 		return plan.PendingReason(r.Options.Key, string(o.GetUID()), o.GetAnnotations()) != ""
 	})
+}
+
+// objectsOf returns the items of list, in list order.
+func objectsOf(list client.ObjectList) []client.Object {
+	out := make([]client.Object, 0, meta.LenList(list))
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		out = append(out, item.(client.Object))
+		return nil
+	})
+	return out
 }
 
 // requestsOf returns one request per object of list, in list order.

@@ -296,6 +296,7 @@ func setupKind(ctx context.Context, mgr ctrl.Manager, opts Options, kind workloa
 func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *shared) *WorkloadReconciler {
 	r := &WorkloadReconciler{
 		Client:         mgr.GetClient(),
+		informers:      mgr.GetCache(),
 		APIReader:      mgr.GetAPIReader(),
 		Recorder:       boundedRecorder{mgr.GetEventRecorderFor(FieldManager)}, //nolint:staticcheck // see WorkloadReconciler.Recorder
 		Kind:           kind,
