@@ -21,10 +21,14 @@ func (Deployment) New() client.Object { return &appsv1.Deployment{} }
 // NewList implements Kind.
 func (Deployment) NewList() client.ObjectList { return &appsv1.DeploymentList{} }
 
-// PodTemplate implements Kind; the result points into obj (into a decoded
-// copy when obj is the cache's compact.Workload).
+// PodTemplate implements Kind; the result points into obj (is a decoded
+// copy when obj is the cache's compact.Workload: compact.PodTemplate, which
+// decodes the template only).
 func (Deployment) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	return &compact.Expand(obj).(*appsv1.Deployment).Spec.Template, nil
+	if t, ok := compact.PodTemplate(obj); ok {
+		return t, nil
+	}
+	return &obj.(*appsv1.Deployment).Spec.Template, nil
 }
 
 // SetPodTemplate implements Kind.
