@@ -34,7 +34,11 @@ func RestartMode(k Kind, obj client.Object) (eviction.Mode, []error) {
 // highest ordinal down, as the StatefulSet controller's own rolling update
 // replaces them.
 func HighestOrdinalFirst(obj client.Object) bool {
-	_, sts := compact.Expand(obj).(*appsv1.StatefulSet)
+	// The cache's compact form says its kind without a decode.
+	if k := compact.KindOf(obj); k != "" {
+		return k == StatefulSet{}.Name()
+	}
+	_, sts := obj.(*appsv1.StatefulSet)
 	return sts
 }
 

@@ -1,13 +1,17 @@
 package workload
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	"testing"
 
 	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reroll/reroll/internal/compact"
 )
 
 func TestParseUnstructured(t *testing.T) {
@@ -150,5 +154,35 @@ func TestHistoryUnread(t *testing.T) {
 		if got := HistoryUnread(c.kind); got != c.want {
 			t.Errorf("%s: HistoryUnread = %v, want %v", name, got, c.want)
 		}
+	}
+}
+
+// Issue #36: HighestOrdinalFirst tells a StatefulSet from the other kinds
+// in the cache's compact form without decoding it, as it does typed.
+func TestHighestOrdinalFirst_CompactNeedsNoDecode(t *testing.T) {
+	for _, c := range []struct {
+		obj  client.Object
+		want bool
+	}{
+		{&appsv1.StatefulSet{}, true},
+		{&appsv1.Deployment{}, false},
+		{&appsv1.DaemonSet{}, false},
+	} {
+		if got := HighestOrdinalFirst(c.obj); got != c.want {
+			t.Errorf("%T: %v, want %v", c.obj, got, c.want)
+		}
+		w, ok := compact.From(c.obj.DeepCopyObject())
+		if !ok {
+			t.Fatalf("%T: not compacted", c.obj)
+		}
+		if got := HighestOrdinalFirst(w); got != c.want {
+			t.Errorf("compact %T: %v, want %v", c.obj, got, c.want)
+		}
+		if n := testing.AllocsPerRun(100, func() { HighestOrdinalFirst(w) }); n != 0 {
+			t.Errorf("compact %T: %v allocations, a decode", c.obj, n)
+		}
+	}
+	if HighestOrdinalFirst(&batchv1.Job{}) {
+		t.Error("a Job")
 	}
 }
