@@ -37,8 +37,8 @@ func KindOf(obj client.Object) string {
 
 // PodTemplate returns spec.template of the object obj decodes to when obj
 // is a *Workload, decoding that template only (not the metadata, the rest
-// of the spec nor the status: on a Deployment of the fanout bench profile
-// about a third of Expand's time and garbage, BenchmarkPodTemplate): a
+// of the spec nor the status: on BenchmarkPodTemplate's Deployment about
+// a third less time and garbage than Expand): a
 // new template, which the caller may change. ok is false for any other
 // obj. Field index functions and predicates that read a template only use
 // it through the kinds' PodTemplate (internal/workload).
