@@ -185,8 +185,8 @@ type WorkloadReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
 	// informers is the cache Client reads from, whose indexes the map
-	// functions read directly (index.CachedByField); nil lists through
-	// Client instead.
+	// functions read directly (index.Cache); nil lists through Client
+	// instead.
 	informers cache.Informers
 	// APIReader reads from the API server directly; used only to re-read a
 	// workload after a write conflict, when the cache may be behind.

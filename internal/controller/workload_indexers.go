@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
@@ -20,58 +19,17 @@ import (
 // namespace counts every write to the object (pod-reloader dialect); a cache
 // lookup, no API request.
 func (r *WorkloadReconciler) anyWriteMatters(ctx context.Context, kind reference.Kind, obj client.Object) bool {
-	found, err := r.indexed(ctx, obj.GetNamespace(), index.Written(kind, obj.GetName()), 1)
+	found, err := r.cached().ByField(ctx, r.Kind.New(), r.Kind.NewList(), index.References, obj.GetNamespace(), index.Written(kind, obj.GetName()), 1)
 	if err != nil {
 		return true
 	}
 	return len(found) > 0
 }
 
-// indexed returns up to limit (all when 0) of the workloads of r's kind in
-// namespace ("" for all) that index.References holds under value, as the
-// cache holds them (index.CachedByField: no copy, no decoding); they must
-// not be changed. When the cache gives no indexer to read (--namespaces),
-// it lists them instead (a compact workload is decoded then:
-// compact.NoCopyFor).
-func (r *WorkloadReconciler) indexed(ctx context.Context, namespace, value string, limit int) ([]client.Object, error) {
-	if r.informers != nil {
-		objs, ok, err := index.CachedByField(ctx, r.informers, r.Kind.New(), index.References, namespace, value)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if limit > 0 && len(objs) > limit {
-				objs = objs[:limit]
-			}
-			return objs, nil
-		}
-	}
-	list := r.Kind.NewList()
-	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingFields{index.References: value}, compact.NoCopyFor(list)}
-	if limit > 0 {
-		opts = append(opts, client.Limit(int64(limit)))
-	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
-		return nil, err
-	}
-	return objectsOf(list), nil
-}
-
-// inNamespace returns the workloads of r's kind in namespace, as
-// indexed returns them: from the cache's indexer when there is one to
-// read, else listed.
-func (r *WorkloadReconciler) inNamespace(ctx context.Context, namespace string) ([]client.Object, error) {
-	if r.informers != nil {
-		objs, ok, err := index.CachedInNamespace(ctx, r.informers, r.Kind.New(), namespace)
-		if err != nil || ok {
-			return objs, err
-		}
-	}
-	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(namespace), compact.NoCopyFor(list)); err != nil {
-		return nil, err
-	}
-	return objectsOf(list), nil
+// cached finds the workloads of r's kind by field index or namespace: in
+// the indexes of the cache r.Client reads from, else by a List through it.
+func (r *WorkloadReconciler) cached() index.Cache {
+	return index.Cache{Informers: r.informers, Reader: r.Client}
 }
 
 // indexReferences is the index.References function for r's kind
@@ -112,7 +70,7 @@ func (r *WorkloadReconciler) requestsFor(kind reference.Kind) func(context.Conte
 			// Only names are read, from the cache's index itself
 			// (indexed): a wide fan-out neither copies nor decodes a
 			// workload.
-			found, err := r.indexed(ctx, l.namespace, l.key, 0)
+			found, err := r.cached().ByField(ctx, r.Kind.New(), r.Kind.NewList(), index.References, l.namespace, l.key, 0)
 			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing dependent workloads from the cache failed", "kind", r.Kind.Name(), "object", l.key, "namespace", obj.GetNamespace())
 				continue
@@ -145,7 +103,7 @@ func (r *WorkloadReconciler) requestsInNamespaceWhere(ctx context.Context, ns cl
 	if !r.Options.Scope.Watches(ns.GetName()) {
 		return nil
 	}
-	objs, err := r.inNamespace(ctx, ns.GetName())
+	objs, err := r.cached().InNamespace(ctx, r.Kind.New(), r.Kind.NewList(), ns.GetName())
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads from the cache failed", "kind", r.Kind.Name(), "namespace", ns.GetName())
 		return nil
@@ -166,16 +124,6 @@ func (r *WorkloadReconciler) requestsPendingInNamespace(ctx context.Context, ns 
 	return r.requestsInNamespaceWhere(ctx, ns, func(o client.Object) bool {
 		return plan.PendingReason(r.Options.Key, string(o.GetUID()), o.GetAnnotations()) != ""
 	})
-}
-
-// objectsOf returns the items of list, in list order.
-func objectsOf(list client.ObjectList) []client.Object {
-	out := make([]client.Object, 0, meta.LenList(list))
-	_ = meta.EachListItem(list, func(item runtime.Object) error {
-		out = append(out, item.(client.Object))
-		return nil
-	})
-	return out
 }
 
 // requestsOf returns one request per object of list, in list order.
