@@ -22,4 +22,11 @@
 // paths that name no resource (discovery, /version). A watch takes one
 // token when it starts, as in client-go; a request whose context is done
 // while it waits fails with the context's error.
+//
+// A request that impersonates a user (the Impersonate-User header: a
+// Projection's client, which acts as a ServiceAccount of the Projection's
+// namespace) takes its tokens from buckets of that user's own, as the
+// client of each ServiceAccount had a limiter of its own before: one
+// tenant's Projections never spend the budget of Reroll's own requests or
+// of another tenant's. MaxBuckets bounds them with the others.
 package throttle

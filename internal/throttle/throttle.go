@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"golang.org/x/time/rate"
+	clienttransport "k8s.io/client-go/transport"
 	"k8s.io/utils/clock"
 )
 
@@ -18,7 +19,8 @@ import (
 const MaxBuckets = 128
 
 // Limits is a token bucket of QPS requests per second, refilled up to Burst,
-// per API group, version and resource of the request path. It is safe for
+// per API group, version and resource of the request path and per user a
+// request impersonates (none for Reroll's own). It is safe for
 // concurrent use; one Limits is shared by every transport it wraps, so that
 // two clients of the same resource share its bucket.
 type Limits struct {
@@ -61,7 +63,11 @@ type transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := t.limits.wait(req.Context(), t.limits.bucket(resourceOf(req.URL.Path))); err != nil {
+	r := resourceOf(req.URL.Path)
+	// client-go's impersonating wrapper is outside rest.Config.Wrap's: the
+	// header is set by the time the request gets here.
+	r.user = req.Header.Get(clienttransport.ImpersonateUserHeader)
+	if err := t.limits.wait(req.Context(), t.limits.bucket(r)); err != nil {
 		// client-go's wording (rest.(*Request).tryThrottleWithInfo), for
 		// whoever searches logs for it.
 		return nil, fmt.Errorf("client rate limiter Wait returned an error: %w", err)
@@ -121,7 +127,7 @@ func (l *Limits) bucket(r resource) *rate.Limiter {
 	}
 	// The path's bytes stay referenced by the key; strings.Clone keeps the
 	// request's URL from being held for the life of the bucket.
-	r = resource{group: strings.Clone(r.group), version: strings.Clone(r.version), name: strings.Clone(r.name)}
+	r = resource{group: strings.Clone(r.group), version: strings.Clone(r.version), name: strings.Clone(r.name), user: strings.Clone(r.user)}
 	b := rate.NewLimiter(l.limit, l.burst)
 	l.buckets[r] = b
 	return b
@@ -135,9 +141,11 @@ func (l *Limits) len() int {
 }
 
 // resource is the API group, version and plural resource name a request
-// path names; all empty for a path that names none.
+// path names (all empty for a path that names none), and the user the
+// request impersonates (empty for none).
 type resource struct {
 	group, version, name string
+	user                 string
 }
 
 // resourceOf returns the resource of an API request path as the API

@@ -250,3 +250,53 @@ func TestLimits_RealClock(t *testing.T) {
 	g.Expect(errors.Is(err, context.DeadlineExceeded)).To(gomega.BeTrue())
 	g.Expect(s.reached()).To(gomega.Equal(int64(1)))
 }
+
+// TestLimits_ImpersonatedUsersHaveTheirOwnBuckets: with Reroll's own
+// ConfigMaps bucket empty, a request of the same resource impersonating a
+// ServiceAccount (a Projection's client) is sent at once, and so is one of
+// another ServiceAccount; a second one of the first ServiceAccount waits,
+// and so does Reroll's own.
+func TestLimits_ImpersonatedUsersHaveTheirOwnBuckets(t *testing.T) {
+	g := gomega.NewWithT(t)
+	s := newServer(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := s.client(newWithClock(1, 1, clk))
+	ctx := t.Context()
+	const cm = "/api/v1/namespaces/a/configmaps/c"
+	// send PATCHes the ConfigMap as user (none: Reroll's own request).
+	send := func(user string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.URL+cm, nil)
+			if err != nil {
+				done <- err
+				return
+			}
+			if user != "" {
+				req.Header.Set("Impersonate-User", user)
+			}
+			resp, err := c.Do(req)
+			if err == nil {
+				err = resp.Body.Close()
+			}
+			done <- err
+		}()
+		return done
+	}
+	g.Eventually(send("")).Should(gomega.Receive(gomega.Succeed()))
+	// Positive control: Reroll's own bucket is empty.
+	own := send("")
+	g.Eventually(clk.HasWaiters).Should(gomega.BeTrue())
+	g.Consistently(own, 50*time.Millisecond).ShouldNot(gomega.Receive())
+
+	g.Eventually(send("system:serviceaccount:a:one")).Should(gomega.Receive(gomega.Succeed()), "a tenant's own bucket")
+	g.Eventually(send("system:serviceaccount:b:two")).Should(gomega.Receive(gomega.Succeed()), "another tenant's own bucket")
+	g.Expect(s.reached()).To(gomega.Equal(int64(3)))
+	again := send("system:serviceaccount:a:one")
+	g.Consistently(again, 50*time.Millisecond).ShouldNot(gomega.Receive(), "the tenant's bucket is empty now")
+	g.Expect(s.reached()).To(gomega.Equal(int64(3)))
+
+	clk.Step(time.Second)
+	g.Eventually(own).Should(gomega.Receive(gomega.Succeed()))
+	g.Eventually(again).Should(gomega.Receive(gomega.Succeed()))
+}
