@@ -34,10 +34,44 @@ const trimmedTag = "reroll.dev/template/trimmed\n"
 
 // SumsOf returns the Sums of t, a full pod template (read from the API
 // server, a ReplicaSet, a revision). t is not changed.
+//
+// The template is encoded once: Full hashes its JSON, and Rest hashes the
+// same bytes with the members of what envtrim.Keep keeps cut out
+// (restOf), which are the bytes encoding/json writes of the rest
+// (restTemplate). The cache's transform runs this on every event of a
+// workload, and a second encoding cost as much as the first (issue #36).
 func SumsOf(t *corev1.PodTemplateSpec) Sums {
-	// The rest is encoded from shallow copies that leave out what Keep
-	// keeps: no deep copy of the template (the cache's transform runs this
-	// on every event of a workload).
+	full := t
+	if longEnvValue(&t.Spec) {
+		// Trimmed on a copy, as Fingerprint does: t may be the cache's.
+		// The rest has no env, so it is the same either way.
+		full = t.DeepCopy()
+		envtrim.Values(&full.Spec)
+	}
+	b := encodeJSON(full)
+	defer jsonBuffers.Put(b)
+	fullSum := sha256.Sum256(b.Bytes())
+	r := restBuffers.Get().(*[]byte)
+	defer restBuffers.Put(r)
+	var restSum [sha256.Size]byte
+	if rest, ok := restOf((*r)[:0], b.Bytes()); ok {
+		*r = rest
+		restSum = sha256.Sum256(rest)
+	} else {
+		// Not reached: encoding/json writes what restOf reads.
+		rt := restTemplate(t)
+		restSum = sumJSON(&rt)
+	}
+	return Sums{Full: hex.EncodeToString(fullSum[:8]), Rest: hex.EncodeToString(restSum[:8])}
+}
+
+// restBuffers are the buffers SumsOf writes the rest's JSON into.
+var restBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// restTemplate returns the template whose JSON encoding Sums.Rest hashes:
+// t without what envtrim.Keep keeps, from shallow copies that leave it
+// out (no deep copy of the template).
+func restTemplate(t *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	rest := *t
 	rest.Annotations = nil
 	rest.Spec.Volumes, rest.Spec.ImagePullSecrets = nil, nil
@@ -54,8 +88,7 @@ func SumsOf(t *corev1.PodTemplateSpec) Sums {
 	// JSON, not the cheaper protobuf: a record's After digests Rest, and
 	// protobuf encodes every new empty field a newer API library adds,
 	// where JSON leaves it out (omitempty), as Fingerprint relies on.
-	sum := sumJSON(&rest)
-	return Sums{Full: Fingerprint(t), Rest: hex.EncodeToString(sum[:8])}
+	return rest
 }
 
 // withoutKept returns shallow copies of cs without what envtrim.Keep keeps
