@@ -113,3 +113,20 @@ func BenchmarkFingerprint(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecide_FirstSight measures the decision on a Deployment of the
+// fanout profile that Reroll sees for the first time (no record): what the
+// first pass after a start costs per workload (2,050 of them).
+func BenchmarkDecide_FirstSight(b *testing.B) {
+	o, in, before, _ := fanoutCase(b)
+	delete(in.Annotations, RecordAnnotation)
+	delete(in.Annotations, KeyAnnotation)
+	v := view{memory: before, calls: new([]string)}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Decide(o, in, v)
+		if err != nil || p.Outcome != FirstSight {
+			b.Fatalf("outcome %s, error %v", p.Outcome, err)
+		}
+	}
+}

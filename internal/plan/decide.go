@@ -201,7 +201,10 @@ func (p *Plan) notify(v View) bool {
 // nothing.
 func DecideRecord(o Options, in Input, v KeyedSource) (Plan, error) {
 	var older *digest.Key
-	for _, k := range o.Key.Older() {
+	// A workload without a key's ID (first sight) has no record of an
+	// older key: every key has an ID. Older copies its keys; the first
+	// pass after a start asks this of every workload (issue #36).
+	for _, k := range olderKeys(o.Key, in.Annotations[KeyAnnotation]) {
 		if k.IsLegacy() && !in.Now.Before(in.LegacyRecordsUntil) {
 			// Past the migration deadline: a record that names the legacy
 			// scheme now is a tenant's, or was missed; it counts as a
@@ -254,4 +257,13 @@ func DecideRecord(o Options, in Input, v KeyedSource) (Plan, error) {
 		p.Notification.Hash = hash
 	}
 	return p, nil
+}
+
+// olderKeys returns k.Older(), or none when id, the ID of a record's key,
+// is "", which no key has.
+func olderKeys(k digest.Key, id string) []digest.Key {
+	if id == "" {
+		return nil
+	}
+	return k.Older()
 }

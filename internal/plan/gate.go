@@ -201,6 +201,10 @@ func parsePending(v string) (since time.Time, reason DeferReason, expires time.T
 // annotations; false when there is none (or it is unreadable, or not
 // signed by Reroll under k).
 func RolledAt(k digest.Key, uid string, annotations map[string]string) (time.Time, bool) {
+	if annotations[RolledAtAnnotation] == "" {
+		// None: as time.Parse of "", without verifying or parsing.
+		return time.Time{}, false
+	}
 	v, _ := Verified(k, uid, RolledAtAnnotation, annotations)
 	t, err := time.Parse(time.RFC3339, v)
 	return t, err == nil
@@ -480,10 +484,10 @@ func (p *Plan) track(o Options, in Input) {
 		// pending change kept there would queue ahead of every newer one.
 		p.Annotations[PendingAnnotation] = ""
 	}
-	at, ok := RolledAt(o.Key, in.UID, in.Annotations)
 	if _, has := in.Annotations[RolledAtAnnotation]; !has {
 		return
 	}
+	at, ok := RolledAt(o.Key, in.UID, in.Annotations)
 	switch {
 	case !ok || in.Progress == nil || in.Progress.Done:
 		p.Annotations[RolledAtAnnotation] = ""

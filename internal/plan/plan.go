@@ -879,7 +879,11 @@ func heldBy(o Options, d Diff) string {
 
 // key identifies a decision; see Plan.Key.
 func key(uid, before, after string) string {
-	sum := sha256.Sum256([]byte(uid + "\x00" + before + "\x00" + after))
+	// Appended in a buffer on the stack (most records are short): the
+	// first pass after a start keys every workload (issue #36).
+	var buf [512]byte
+	b := append(append(append(append(append(buf[:0], uid...), 0), before...), 0), after...)
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
 

@@ -350,6 +350,23 @@ func TestDecide(t *testing.T) {
 			changes:     "ConfigMap/listed changed keys a",
 			check:       ruleOf("ConfigMap/listed", true, RuleListed),
 		},
+		"an object both read and listed is considered once": {
+			annotations: map[string]string{"reroll.dev/configmaps": "cfg,listed"},
+			before:      memory{cm("cfg"): obj(map[string]string{"a": "1"}, nil, "1"), cm("listed"): obj(map[string]string{"a": "1"}, nil, "1")},
+			after:       memory{cm("cfg"): obj(map[string]string{"a": "2"}, nil, "2"), cm("listed"): obj(map[string]string{"a": "1"}, nil, "1")},
+			want:        Roll,
+			changes:     "ConfigMap/cfg changed keys a",
+			check: func(t *testing.T, p Plan) {
+				// The template's reference comes first and stands for both.
+				var ids []string
+				for _, c := range p.Considered {
+					ids = append(ids, c.Ref.ID())
+				}
+				if strings.Join(ids, " ") != "ConfigMap/cfg ConfigMap/listed" || len(p.References) != 2 {
+					t.Errorf("considered %v, references %+v; want ConfigMap/cfg and ConfigMap/listed once each", ids, p.References)
+				}
+			},
+		},
 		"a Reloader list pattern matches objects by name": {
 			annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app-.*"},
 			template:    template(nil),

@@ -103,12 +103,13 @@ const WrittenKey = "(uid.resourceVersion)"
 
 // record returns the recorded form of the selection.
 func (s selection) record() Record {
-	o := Record{}
+	o := make(Record, len(s.refs))
 	for _, ref := range s.refs {
-		if d := s.data[ref.ID()]; d != nil {
-			o[ref.ID()] = observe(ref, d.Keys)
+		id := ref.ID()
+		if d := s.data[id]; d != nil {
+			o[id] = observe(ref, d.Keys)
 		} else {
-			o[ref.ID()] = nil
+			o[id] = nil
 		}
 	}
 	return o
@@ -214,9 +215,20 @@ func sortRefs(refs []reference.Reference) {
 
 // reloader selects in Reloader's and Reroll's dialects.
 func (s *selector) reloader(optIn annotation.OptIn, template *corev1.PodTemplateSpec) error {
-	considered := map[string]bool{}
+	// considered holds the IDs of the references considered, for the
+	// lists, made only when the workload has lists (most have none).
+	var considered map[string]bool
+	listKinds := []reference.Kind{reference.ConfigMap, reference.Secret, reference.SecretProviderClass}
+	for _, kind := range listKinds {
+		if include, _ := optIn.Lists(kind); !s.cfg.Ignores(kind) && len(include) > 0 {
+			considered = map[string]bool{}
+		}
+	}
 	consider := func(ref reference.Reference, listed bool) error {
-		considered[ref.ID()] = true
+		id := ref.ID()
+		if considered != nil {
+			considered[id] = true
+		}
 		c := Considered{Ref: ref, Listed: listed}
 		obj, unreadable, err := s.lookup(s.namespace, ref.Kind, ref.Name)
 		if err != nil {
@@ -227,7 +239,7 @@ func (s *selector) reloader(optIn annotation.OptIn, template *corev1.PodTemplate
 		c.Rule = s.rule(optIn, ref.Kind, ref.Name, annotationsOf(obj), !listed)
 		if c.Selected {
 			s.sel.refs = append(s.sel.refs, ref)
-			s.sel.data[ref.ID()] = dataOf(obj)
+			s.sel.data[id] = dataOf(obj)
 		}
 		s.sel.considered = append(s.sel.considered, c)
 		return nil
@@ -246,7 +258,7 @@ func (s *selector) reloader(optIn annotation.OptIn, template *corev1.PodTemplate
 			}
 		}
 	}
-	for _, kind := range []reference.Kind{reference.ConfigMap, reference.Secret, reference.SecretProviderClass} {
+	for _, kind := range listKinds {
 		include, _ := optIn.Lists(kind)
 		if s.cfg.Ignores(kind) || len(include) == 0 {
 			continue
