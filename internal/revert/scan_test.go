@@ -129,6 +129,10 @@ func TestSumsOf_AsTwoEncodings(t *testing.T) {
 		if got != want {
 			t.Fatalf("template %d: SumsOf = %+v, want %+v", i, got, want)
 		}
+		// SumsOf's fallback, should restOf ever refuse, gives the same.
+		if rt := restTemplate(tmpl); marshalSum("", &rt) != want.Rest {
+			t.Fatalf("template %d: the fallback's Rest %s, want %s", i, marshalSum("", &rt), want.Rest)
+		}
 		if got.Full != Fingerprint(tmpl) {
 			t.Fatalf("template %d: Full %s is not the Fingerprint %s", i, got.Full, Fingerprint(tmpl))
 		}
