@@ -104,10 +104,19 @@ func TestWorkloadReconciler_OneReconcileReadsThenWritesInOrder(t *testing.T) {
 	update(t, d, func(dep *appsv1.Deployment) { delete(dep.Spec.Template.Annotations, "reroll.dev/config-hash") })
 	g.Eventually(func() []string { return eventsWithReason(t, ns, "web", ReasonTemplateReverted) }).Should(gomega.HaveLen(1))
 	log.settled(t)
-	g.Expect(log.since(rolled)).To(gomega.Equal([]metrics.Request{
+	after := log.since(rolled)
+	g.Expect(len(after)).To(gomega.BeNumerically(">=", 3), "%v", after)
+	g.Expect(after[:3]).To(gomega.Equal([]metrics.Request{
 		{Verb: "get", Resource: "deployments", Code: http.StatusOK},
 		{Verb: "patch", Resource: "deployments", Code: http.StatusOK},
 		{Verb: "create", Resource: "events", Code: http.StatusCreated},
 	}))
+	// A reconcile that runs before the cache holds the revert's own
+	// record reads the workload from the API server once more
+	// (workloadView.Current) and writes nothing: on a loaded machine the
+	// informer may lag. Nothing else may follow.
+	for _, r := range after[3:] {
+		g.Expect(r).To(gomega.Equal(metrics.Request{Verb: "get", Resource: "deployments", Code: http.StatusOK}), "after the revert's writes, only a read: %v", after)
+	}
 	g.Expect(revert.ParseReverted(get(t, d).Annotations[revert.RevertedAnnotation])).NotTo(gomega.BeNil())
 }
