@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	clienttransport "k8s.io/client-go/transport"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -260,28 +261,18 @@ func TestLimits_ImpersonatedUsersHaveTheirOwnBuckets(t *testing.T) {
 	g := gomega.NewWithT(t)
 	s := newServer(t)
 	clk := clocktesting.NewFakeClock(time.Now())
-	c := s.client(newWithClock(1, 1, clk))
 	ctx := t.Context()
 	const cm = "/api/v1/namespaces/a/configmaps/c"
-	// send PATCHes the ConfigMap as user (none: Reroll's own request).
+	l := newWithClock(1, 1, clk)
+	// send PATCHes the ConfigMap as user (none: Reroll's own request),
+	// through client-go's impersonating wrapper outside the limits, in the
+	// order rest.Config puts them (transport.HTTPWrappersForConfig).
 	send := func(user string) <-chan error {
-		done := make(chan error, 1)
-		go func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.URL+cm, nil)
-			if err != nil {
-				done <- err
-				return
-			}
-			if user != "" {
-				req.Header.Set("Impersonate-User", user)
-			}
-			resp, err := c.Do(req)
-			if err == nil {
-				err = resp.Body.Close()
-			}
-			done <- err
-		}()
-		return done
+		c := s.client(l)
+		if user != "" {
+			c.Transport = clienttransport.NewImpersonatingRoundTripper(clienttransport.ImpersonationConfig{UserName: user}, c.Transport)
+		}
+		return s.async(ctx, c, http.MethodPatch, cm)
 	}
 	g.Eventually(send("")).Should(gomega.Receive(gomega.Succeed()))
 	// Positive control: Reroll's own bucket is empty.
