@@ -71,13 +71,21 @@ type Reverted struct {
 // read from the manager's cache, which keeps only that, and the same
 // template read from the API server have the same fingerprint.
 func Fingerprint(t *corev1.PodTemplateSpec) string {
-	if longEnvValue(&t.Spec) {
-		// Trimmed on a copy: t may be the cache's.
-		t = t.DeepCopy()
-		envtrim.Values(&t.Spec)
-	}
-	sum := sumJSON(t)
+	sum := sumJSON(fingerprinted(t))
 	return hex.EncodeToString(sum[:8])
+}
+
+// fingerprinted returns the template whose JSON encoding Fingerprint (and
+// SumsOf's Full) hashes: t itself, or, when t has long env values, a copy
+// with them as digests (envtrim.Values); t may be the cache's and is never
+// changed.
+func fingerprinted(t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	if !longEnvValue(&t.Spec) {
+		return t
+	}
+	c := t.DeepCopy()
+	envtrim.Values(&c.Spec)
+	return c
 }
 
 // longEnvValue reports whether envtrim.Values would change spec: only then

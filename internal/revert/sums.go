@@ -41,14 +41,9 @@ const trimmedTag = "reroll.dev/template/trimmed\n"
 // (restTemplate). The cache's transform runs this on every event of a
 // workload, and a second encoding cost as much as the first (issue #36).
 func SumsOf(t *corev1.PodTemplateSpec) Sums {
-	full := t
-	if longEnvValue(&t.Spec) {
-		// Trimmed on a copy, as Fingerprint does: t may be the cache's.
-		// The rest has no env, so it is the same either way.
-		full = t.DeepCopy()
-		envtrim.Values(&full.Spec)
-	}
-	b := encodeJSON(full)
+	// The rest has no env, so it is the same whether or not long env
+	// values are digests.
+	b := encodeJSON(fingerprinted(t))
 	defer jsonBuffers.Put(b)
 	fullSum := sha256.Sum256(b.Bytes())
 	r := restBuffers.Get().(*[]byte)
