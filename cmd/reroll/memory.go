@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"runtime"
-	"runtime/debug"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,40 +25,53 @@ import (
 
 // freeMemoryAfterSync makes the manager, once the caches and the store have
 // synced, return to the operating system the memory that filling them left
-// behind, and once more when the controllers' first pass is done (pass,
-// nil for none: every cached workload looked at once). Every ConfigMap and
-// Secret is decoded whole before the transform replaces its values with
-// digests, and every workload before it is trimmed and compacted, so the
-// initial sync makes garbage in proportion to the cluster's data while what
-// stays live does not; the first pass (the first sight of each workload)
-// makes more. Without these returns the Go runtime keeps the peak's pages
-// until the collector's pacer finds the process idle (internal/idlegc, a
-// few seconds later) or for minutes. It returns an error only when the
-// manager is already started.
+// behind once the controllers' first pass is done (pass, nil for none: every
+// cached workload looked at once), or at once where no first pass follows
+// soon. Every ConfigMap and Secret is decoded whole before the transform
+// replaces its values with digests, and every workload before it is
+// trimmed and compacted, so the initial sync makes garbage in proportion to
+// the cluster's data while what stays live does not; the first pass (the
+// first sight of each workload) makes more. Without the return the Go
+// runtime keeps the peak's pages until the collector's pacer finds the
+// process idle (internal/idlegc, a few seconds later) or for minutes. It
+// returns an error only when the manager is already started.
 func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store, pass *idlegc.FirstPass) error {
 	var done <-chan struct{}
 	if pass != nil {
 		done = pass.Done()
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		freeAfter(ctx, mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil, done)
+		freeAfter(ctx, mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil, mgr.Elected(), done)
 		return nil
 	}))
 }
 
 // freeAfter returns the free heap to the operating system
-// (debug.FreeOSMemory, which collects first) when synced, and once more
-// when pass closes (nil: never); it returns then, when ctx is done, or at
-// once when not synced (the manager is stopping).
-func freeAfter(ctx context.Context, synced bool, pass <-chan struct{}) {
+// (idlegc.ReturnToOS, which collects first) once synced and pass has
+// closed, and returns then, when ctx is done, or at once when not synced
+// (the manager is stopping). When synced, a replica that does not lead yet
+// (elected open) or that has no pass (nil) returns the heap at once as
+// well, since its first pass may be far off; a leading one does not: its
+// first pass starts at once and reuses the sync's free pages, and a
+// return in between (one more full collection, and page faults as the
+// pass maps the pages again) would give back nothing that the return
+// after the pass does not.
+func freeAfter(ctx context.Context, synced bool, elected, pass <-chan struct{}) {
 	if !synced {
 		return
 	}
-	debug.FreeOSMemory()
+	select {
+	case <-elected:
+		if pass == nil {
+			idlegc.ReturnToOS()
+		}
+	default:
+		idlegc.ReturnToOS()
+	}
 	select {
 	case <-ctx.Done():
 	case <-pass:
-		debug.FreeOSMemory()
+		idlegc.ReturnToOS()
 	}
 }
 

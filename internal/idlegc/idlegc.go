@@ -4,8 +4,31 @@ import (
 	"context"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 )
+
+// lastReturn is when ReturnToOS last returned the free heap, in Unix
+// nanoseconds; 0 if it has not.
+var lastReturn atomic.Int64
+
+// ReturnToOS returns the free heap to the operating system
+// (debug.FreeOSMemory: one full collection, then every free page given
+// back) and notes when, so that a Pacer becoming idle less than its
+// FreeEvery later lowers its target without returning the heap again:
+// cmd/reroll returns it when the controllers' first pass is done, and the
+// process becomes idle a few seconds after that.
+func ReturnToOS() {
+	debug.FreeOSMemory()
+	lastReturn.Store(time.Now().UnixNano())
+}
+
+// returnedSince reports whether ReturnToOS has returned the heap within d
+// before now.
+func returnedSince(now time.Time, d time.Duration) bool {
+	last := lastReturn.Load()
+	return last != 0 && now.Sub(time.Unix(0, last)) < d
+}
 
 // allocsMetric is the runtime's cumulative count of bytes allocated on the
 // heap.
@@ -31,9 +54,9 @@ type Pacer struct {
 	// Interval is the time between two samples.
 	Interval time.Duration
 	// FreeEvery is the least time between two returns of the free heap to
-	// the operating system on becoming idle; a process idle again sooner
-	// only lowers the target and lets the runtime's scavenger return the
-	// pages. A return is a full collection, whose CPU grows with the live
+	// the operating system (ReturnToOS, by the Pacer on becoming idle or by
+	// its caller); a process idle again sooner only lowers the target and
+	// lets the runtime's scavenger return the pages. A return is a full collection, whose CPU grows with the live
 	// heap (~0.1 to 0.3 s for the xl profile's ~100 MiB), so bursts a few
 	// seconds apart must not each pay one.
 	FreeEvery time.Duration
@@ -81,10 +104,10 @@ func (Pacer) NeedLeaderElection() bool { return false }
 
 // Start samples the allocations every Interval until ctx is done, and sets
 // the collector's target on each change of state. On becoming idle it also
-// returns the free heap to the operating system at once
-// (debug.FreeOSMemory: one collection), at most once per FreeEvery, since
-// the runtime's scavenger takes longer. On return it sets Busy back. It
-// returns nil.
+// returns the free heap to the operating system at once (ReturnToOS: one
+// collection), since the runtime's scavenger takes longer, unless the heap
+// was returned (by the Pacer or anyone else through ReturnToOS) less than
+// FreeEvery before. On return it sets Busy back. It returns nil.
 func (p Pacer) Start(ctx context.Context) error {
 	sample := []metrics.Sample{{Name: allocsMetric}}
 	read := func() uint64 {
@@ -98,7 +121,6 @@ func (p Pacer) Start(ctx context.Context) error {
 	defer t.Stop()
 	defer debug.SetGCPercent(p.Busy)
 	var s State
-	var freed time.Time
 	last, at := read(), time.Now()
 	for {
 		select {
@@ -114,9 +136,8 @@ func (p Pacer) Start(ctx context.Context) error {
 			}
 			if s.Idle {
 				debug.SetGCPercent(p.Idle)
-				if freed.IsZero() || now.Sub(freed) >= p.FreeEvery {
-					debug.FreeOSMemory()
-					freed = now
+				if !returnedSince(now, p.FreeEvery) {
+					ReturnToOS()
 					// The collection's own allocations are not the
 					// process's.
 					last = read()

@@ -84,6 +84,7 @@ func TestPacer_Start_LowersTheTargetWhileIdleAndRestoresItUnderAllocations(t *te
 	g := gomega.NewWithT(t)
 	g.Expect(gcPercent()).To(gomega.BeEquivalentTo(100), "the test starts from Go's default")
 	p := Pacer{Busy: 100, Idle: 30, QuietRate: 1 << 20, QuietSamples: 2, Interval: 20 * time.Millisecond, FreeEvery: time.Hour}
+	lastReturn.Store(0) // no return before this test's
 	forced := forcedCollections()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
@@ -115,4 +116,28 @@ func TestPacer_Start_LowersTheTargetWhileIdleAndRestoresItUnderAllocations(t *te
 	cancel()
 	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
 	g.Expect(gcPercent()).To(gomega.BeEquivalentTo(100), "Busy is set back on return")
+}
+
+func TestPacer_Start_NoSecondReturnWithinFreeEveryOfTheCallers(t *testing.T) {
+	g := gomega.NewWithT(t)
+	p := Pacer{Busy: 100, Idle: 30, QuietRate: 1 << 20, QuietSamples: 2, Interval: 20 * time.Millisecond, FreeEvery: time.Hour}
+	ReturnToOS() // as cmd/reroll does after the first pass
+	forced := forcedCollections()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- p.Start(ctx) }()
+	g.Eventually(gcPercent).Should(gomega.BeEquivalentTo(30), "idle: the test allocates little")
+	g.Consistently(forcedCollections, 100*time.Millisecond).Should(gomega.Equal(forced), "returned less than FreeEvery before: not again")
+	cancel()
+	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
+
+	// Past FreeEvery the Pacer returns the heap itself.
+	p.FreeEvery = time.Millisecond
+	time.Sleep(2 * time.Millisecond)
+	forced = forcedCollections()
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() { done <- p.Start(ctx) }()
+	g.Eventually(forcedCollections).Should(gomega.Equal(forced+1), "returned more than FreeEvery before: returned on becoming idle")
+	cancel()
+	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
 }
