@@ -69,9 +69,12 @@ type Pacer struct {
 // Deployments, ~14 MiB live) Reroll allocates ~50 KB per second (metrics
 // scrapes, lease renewals, resyncs), so a target of 25 collects about once
 // a minute; a rollout allocates ~60 KB, so a burst of changes is busy at
-// its first sample.
+// its first sample. It samples every 250 ms (twelve quiet samples make
+// three quiet seconds): until a burst's first sample the target is still
+// 25, under which the first rollouts of a fan-out collected six times in
+// 0.7 s with a one-second sample (issue #36, docs/benchmarks.md).
 func Default() Pacer {
-	return Pacer{Busy: 100, Idle: 25, QuietRate: 256 << 10, QuietSamples: 3, Interval: time.Second, FreeEvery: time.Minute}
+	return Pacer{Busy: 100, Idle: 25, QuietRate: 256 << 10, QuietSamples: 12, Interval: 250 * time.Millisecond, FreeEvery: time.Minute}
 }
 
 // State is the pacer's state between two samples.

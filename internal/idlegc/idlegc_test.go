@@ -141,3 +141,25 @@ func TestPacer_Start_NoSecondReturnWithinFreeEveryOfTheCallers(t *testing.T) {
 	cancel()
 	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
 }
+
+func TestDefault_BusyWithinAQuarterSecondIdleAfterThreeQuietSeconds(t *testing.T) {
+	g := gomega.NewWithT(t)
+	p := Default()
+	g.Expect(p.Interval).To(gomega.BeNumerically("<=", 250*time.Millisecond), "a burst of changes finds the target at 25 for at most one sample")
+	// Idle after three seconds under QuietRate, and not before.
+	var s State
+	var changed bool
+	elapsed := time.Duration(0)
+	for !s.Idle {
+		s, changed = p.Next(s, uint64(p.QuietRate*p.Interval.Seconds()/2), p.Interval)
+		elapsed += p.Interval
+		g.Expect(elapsed).To(gomega.BeNumerically("<=", 3*time.Second), "still busy after three quiet seconds")
+	}
+	g.Expect(changed).To(gomega.BeTrue())
+	g.Expect(elapsed).To(gomega.Equal(3*time.Second), "idle after three quiet seconds")
+	// A fan-out's first sample (a rollout allocates ~60 KB; the fan-out
+	// profile rolls ~60 a second) is busy at once.
+	s, changed = p.Next(s, 15*60<<10, p.Interval)
+	g.Expect(changed).To(gomega.BeTrue())
+	g.Expect(s.Idle).To(gomega.BeFalse(), "a burst of rollouts is busy at its first sample")
+}
