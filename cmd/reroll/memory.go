@@ -24,49 +24,47 @@ import (
 // allocated between collections.
 
 // freeMemoryAfterSync makes the manager, once the caches and the store have
-// synced, return to the operating system the memory that filling them left
-// behind once the controllers' first pass is done (pass, nil for none: every
-// cached workload looked at once), or at once where no first pass follows
-// soon. Every ConfigMap and Secret is decoded whole before the transform
-// replaces its values with digests, and every workload before it is
-// trimmed and compacted, so the initial sync makes garbage in proportion to
-// the cluster's data while what stays live does not; the first pass (the
-// first sight of each workload) makes more. Without the return the Go
-// runtime keeps the peak's pages until the collector's pacer finds the
-// process idle (internal/idlegc, a few seconds later) or for minutes. It
-// returns an error only when the manager is already started.
+// synced and the controllers' first pass is done (pass, nil for none:
+// every cached workload looked at once), return to the operating system
+// the memory that filling them and the pass left behind. Every ConfigMap
+// and Secret is decoded whole before the transform replaces its values
+// with digests, and every workload before it is trimmed and compacted, so
+// the initial sync makes garbage in proportion to the cluster's data while
+// what stays live does not; the first pass (the first sight of each
+// workload) makes more. Without the return the Go runtime keeps the peak's
+// pages until the collector's pacer finds the process idle
+// (internal/idlegc, a few seconds later) or for minutes. The runnable
+// needs leader election (controller-runtime starts it with the
+// controllers, on the replica that leads): a standby's sync garbage is
+// returned by the pacer, which runs on every replica. It returns an error
+// only when the manager is already started.
 func freeMemoryAfterSync(mgr ctrl.Manager, st *store.Store, pass *idlegc.FirstPass) error {
 	var done <-chan struct{}
 	if pass != nil {
 		done = pass.Done()
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		freeAfter(ctx, mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil, mgr.Elected(), done)
+		freeAfter(ctx, mgr.GetCache().WaitForCacheSync(ctx) && st.WaitForSync(ctx) == nil, done)
 		return nil
 	}))
 }
 
 // freeAfter returns the free heap to the operating system
-// (idlegc.ReturnToOS, which collects first) once synced and pass has
-// closed, and returns then, when ctx is done, or at once when not synced
-// (the manager is stopping). When synced, a replica that does not lead yet
-// (elected open) or that has no pass (nil) returns the heap at once as
-// well, since its first pass may be far off; a leading one does not: its
-// first pass starts at once and reuses the sync's free pages, and a
-// return in between (one more full collection, and page faults as the
-// pass maps the pages again) would give back nothing that the return
-// after the pass does not.
-func freeAfter(ctx context.Context, synced bool, elected, pass <-chan struct{}) {
+// (idlegc.ReturnToOS, which collects first) once synced, when pass closes
+// (nil: at once), and returns then, when ctx is done, or at once when not
+// synced (the manager is stopping). With a pass it does not also return
+// the heap at sync: the pass starts at once and reuses the sync's free
+// pages, and a return in between (one more full collection, and page
+// faults as the pass maps the pages again) would give back nothing that
+// the return after the pass does not.
+func freeAfter(ctx context.Context, synced bool, pass <-chan struct{}) {
 	if !synced {
 		return
 	}
-	select {
-	case <-elected:
-		if pass == nil {
-			idlegc.ReturnToOS()
-		}
-	default:
+	if pass == nil {
 		idlegc.ReturnToOS()
+		<-ctx.Done()
+		return
 	}
 	select {
 	case <-ctx.Done():

@@ -68,65 +68,37 @@ func forcedCollections() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// closed is a channel closed already: a replica that leads (or elects no
-// leader).
-func closed() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
-
-func TestFreeAfter_ALeaderReturnsTheHeapOnceWhenTheFirstPassEnds(t *testing.T) {
+func TestFreeAfter_ReturnsTheHeapOnceWhenTheFirstPassEnds(t *testing.T) {
 	g := gomega.NewWithT(t)
 	pass := make(chan struct{})
 	before := forcedCollections()
 	returned := make(chan struct{})
 	go func() {
-		freeAfter(t.Context(), true, closed(), pass)
+		freeAfter(t.Context(), true, pass)
 		close(returned)
 	}()
-	g.Consistently(forcedCollections, 200*time.Millisecond).Should(gomega.Equal(before), "synced and leading: the first pass reuses the sync's free pages first")
+	g.Consistently(forcedCollections, 200*time.Millisecond).Should(gomega.Equal(before), "synced: the first pass reuses the sync's free pages first")
 	g.Expect(returned).NotTo(gomega.BeClosed(), "it waits for the first pass")
 	close(pass)
 	g.Eventually(returned).Should(gomega.BeClosed())
 	g.Expect(forcedCollections()).To(gomega.Equal(before+1), "the garbage of the sync and of the first pass is returned once")
 }
 
-func TestFreeAfter_AStandbyReturnsTheHeapAtSyncAndAgainWhenItsFirstPassEnds(t *testing.T) {
-	g := gomega.NewWithT(t)
-	pass := make(chan struct{})
-	before := forcedCollections()
-	returned := make(chan struct{})
-	go func() {
-		freeAfter(t.Context(), true, make(chan struct{}), pass)
-		close(returned)
-	}()
-	g.Eventually(forcedCollections).Should(gomega.Equal(before+1), "synced, not leading: its first pass may be far off")
-	g.Consistently(returned, 100*time.Millisecond).ShouldNot(gomega.BeClosed(), "it waits for the first pass")
-	g.Expect(forcedCollections()).To(gomega.Equal(before + 1))
-	close(pass)
-	g.Eventually(returned).Should(gomega.BeClosed())
-	g.Expect(forcedCollections()).To(gomega.Equal(before+2), "the first pass's garbage is returned")
-}
-
-func TestFreeAfter_NothingWhenNotSyncedAndNoSecondReturnWithoutAPass(t *testing.T) {
+func TestFreeAfter_NothingWhenNotSyncedAndOnceAtSyncWithoutAPass(t *testing.T) {
 	g := gomega.NewWithT(t)
 	before := forcedCollections()
-	freeAfter(t.Context(), false, closed(), make(chan struct{}))
+	freeAfter(t.Context(), false, make(chan struct{}))
 	g.Expect(forcedCollections()).To(gomega.Equal(before), "not synced: the manager is stopping")
 
-	for _, elected := range []<-chan struct{}{closed(), make(chan struct{})} {
-		before := forcedCollections()
-		ctx, cancel := context.WithCancel(t.Context())
-		returned := make(chan struct{})
-		go func() {
-			freeAfter(ctx, true, elected, nil)
-			close(returned)
-		}()
-		g.Eventually(forcedCollections).Should(gomega.Equal(before+1), "no pass: returned at sync, leading or not")
-		g.Consistently(returned, 100*time.Millisecond).ShouldNot(gomega.BeClosed(), "no pass: it waits for the end")
-		cancel()
-		g.Eventually(returned).Should(gomega.BeClosed())
-		g.Expect(forcedCollections()).To(gomega.Equal(before + 1))
-	}
+	ctx, cancel := context.WithCancel(t.Context())
+	returned := make(chan struct{})
+	go func() {
+		freeAfter(ctx, true, nil)
+		close(returned)
+	}()
+	g.Eventually(forcedCollections).Should(gomega.Equal(before+1), "no pass: returned at sync")
+	g.Consistently(returned, 100*time.Millisecond).ShouldNot(gomega.BeClosed(), "no pass: it waits for the end")
+	cancel()
+	g.Eventually(returned).Should(gomega.BeClosed())
+	g.Expect(forcedCollections()).To(gomega.Equal(before + 1))
 }
