@@ -37,8 +37,9 @@ type Workload struct {
 // From returns the compact form of obj when obj is a *appsv1.Deployment,
 // *appsv1.StatefulSet or *appsv1.DaemonSet; ok is false for any other
 // type and when the encoding fails (the caller keeps obj then). The
-// Workload takes obj's ObjectMeta (its maps and slices, not copies): obj
-// must not be used afterwards. A *Workload is returned as it is.
+// Workload takes obj's ObjectMeta (its slices, not copies; its strings
+// packed, pack): obj must not be used afterwards. A *Workload is returned
+// as it is.
 func From(obj any) (_ client.Object, ok bool) {
 	var (
 		w    = &Workload{}
@@ -67,6 +68,7 @@ func From(obj any) (_ client.Object, ok bool) {
 		return nil, false
 	}
 	w.rest = rest
+	pack(&w.ObjectMeta)
 	return w, true
 }
 
