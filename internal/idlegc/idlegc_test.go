@@ -132,8 +132,7 @@ func TestPacer_Start_NoSecondReturnWithinFreeEveryOfTheCallers(t *testing.T) {
 	g.Eventually(done).Should(gomega.Receive(gomega.Succeed()))
 
 	// Past FreeEvery the Pacer returns the heap itself.
-	p.FreeEvery = time.Millisecond
-	time.Sleep(2 * time.Millisecond)
+	lastReturn.Store(time.Now().Add(-2 * p.FreeEvery).UnixNano()) // the caller's return, FreeEvery and more before
 	forced = forcedCollections()
 	ctx, cancel = context.WithCancel(t.Context())
 	go func() { done <- p.Start(ctx) }()
