@@ -56,9 +56,10 @@ type Pacer struct {
 	// FreeEvery is the least time between two returns of the free heap to
 	// the operating system (ReturnToOS, by the Pacer on becoming idle or by
 	// its caller); a process idle again sooner only lowers the target and
-	// lets the runtime's scavenger return the pages. A return is a full collection, whose CPU grows with the live
-	// heap (~0.1 to 0.3 s for the xl profile's ~100 MiB), so bursts a few
-	// seconds apart must not each pay one.
+	// lets the runtime's scavenger return the pages. A return is a full
+	// collection, whose CPU grows with the live heap (~0.1 to 0.3 s for the
+	// xl profile's ~100 MiB), so bursts a few seconds apart must not each
+	// pay one.
 	FreeEvery time.Duration
 }
 
