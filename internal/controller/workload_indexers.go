@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/index"
 	"github.com/reroll/reroll/internal/plan"
 	"github.com/reroll/reroll/internal/reference"
@@ -33,8 +34,16 @@ func (r *WorkloadReconciler) cached() index.Cache {
 }
 
 // indexReferences is the index.References function for r's kind
-// (index.ReferencesOf).
+// (index.ReferencesOf). A cached Deployment, StatefulSet or DaemonSet
+// keeps its values (compact.Indexed): the indexer, which computes the
+// values of the copy an update replaces again, decodes that copy's pod
+// template once, not on each of its updates and deletion.
 func (r *WorkloadReconciler) indexReferences(obj client.Object) []string {
+	return compact.Indexed(obj, r.referencesOf)
+}
+
+// referencesOf is index.ReferencesOf for r's kind and options.
+func (r *WorkloadReconciler) referencesOf(obj client.Object) []string {
 	return index.ReferencesOf(r.Kind, r.Options.Annotations, r.Options.AllowCrossNamespaceReferences, obj)
 }
 
