@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -77,5 +78,33 @@ func TestIndexed_OtherObjectsComputeEachTime(t *testing.T) {
 	}
 	if *calls != 2 {
 		t.Errorf("a Job's values were computed %d times in 2 calls, want 2 (nothing is kept with it)", *calls)
+	}
+}
+
+// client-go's indexer computes the index values of the copy an update
+// replaces again, to remove them: with the values kept, an add and an
+// update of one key run the index function twice (once per copy), not
+// three times.
+func TestIndexed_AnUpdateComputesTheNewCopyOnly(t *testing.T) {
+	values, calls := counted([]string{"ConfigMap/shared"})
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"references": func(obj any) ([]string, error) {
+		return Indexed(obj.(client.Object), values), nil
+	}})
+	copyOf := func() client.Object {
+		w, _ := From(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
+		return w
+	}
+	if err := indexer.Add(copyOf()); err != nil {
+		t.Fatal(err)
+	}
+	if err := indexer.Update(copyOf()); err != nil {
+		t.Fatal(err)
+	}
+	found, err := indexer.ByIndex("references", "ConfigMap/shared")
+	if err != nil || len(found) != 1 {
+		t.Fatalf("the index holds %d objects under the value (%v), want the updated copy", len(found), err)
+	}
+	if *calls != 2 {
+		t.Errorf("an add and an update ran the index function %d times, want 2", *calls)
 	}
 }
