@@ -19,9 +19,11 @@ import "sigs.k8s.io/controller-runtime/pkg/client"
 // (internal/controller's reference index) may call Indexed, and values
 // must be the same function of the object on every call (it is: the
 // function of one cache's informer, under one configuration). Calls for
-// one Workload must not run concurrently; client-go's indexer calls its
-// index functions under its store's lock. The caller must not change the
-// slice returned.
+// one Workload must not run concurrently: client-go's indexer calls its
+// index functions under its store's write lock when it adds, updates,
+// deletes or replaces objects (only its Index method, which nothing in
+// Reroll calls, computes values under the read lock). The caller must not
+// change the slice returned.
 func Indexed(obj client.Object, values func(client.Object) []string) []string {
 	w, ok := obj.(*Workload)
 	if !ok {
