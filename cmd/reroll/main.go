@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	uzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -106,16 +107,9 @@ func run(args []string) error {
 		}
 	}
 
-	// client-go's scheme, which its package fills with every built-in type
-	// when it is loaded, and controller-runtime's default: a second scheme
-	// of the same types would keep ~170 KB more heap for the life of the
-	// process (issue #36).
-	scheme := clientgoscheme.Scheme
-	if err := controller.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
+	scheme, err := newScheme()
+	if err != nil {
+		return err
 	}
 	// The digest key, before the cache starts: the cache digests every value
 	// under it.
@@ -279,6 +273,23 @@ func run(args []string) error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// newScheme returns client-go's scheme (clientgoscheme.Scheme, which its
+// package fills with every built-in type when it is loaded, and
+// controller-runtime's default) with the Secrets Store CSI Driver types and
+// Reroll's own added; an error names a type that could not be registered.
+// A second scheme of the same built-in types kept ~170 KB more heap for the
+// life of the process (issue #36, docs/benchmarks.md).
+func newScheme() (*runtime.Scheme, error) {
+	scheme := clientgoscheme.Scheme
+	if err := controller.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := rerollv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	return scheme, nil
 }
 
 // configure parses args and builds the controller's options from them and
