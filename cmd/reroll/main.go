@@ -234,6 +234,9 @@ func run(args []string) error {
 		// A Projection's author must be allowed to act as its ServiceAccount.
 		projection.RegisterAuthorWebhook(mgr, mgr.GetClient(), projectionOpts.DefaultServiceAccount)
 	}
+	if err := blocksUntilSynced(mgr, mgr.GetCache().WaitForCacheSync); err != nil {
+		return fmt.Errorf("adding the end of the initial list's blocks: %w", err)
+	}
 	if err := freeMemoryAfterSync(mgr, opts.Store, opts.FirstPass); err != nil {
 		return fmt.Errorf("adding the memory release: %w", err)
 	}

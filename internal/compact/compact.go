@@ -49,7 +49,7 @@ type Workload struct {
 // as it is.
 func From(obj any) (_ client.Object, ok bool) {
 	var (
-		w    = &Workload{}
+		w    = newWorkload()
 		rest []byte
 		err  error
 	)
