@@ -34,6 +34,7 @@ import (
 
 	rerollv1alpha1 "github.com/reroll/reroll/api/v1alpha1"
 	"github.com/reroll/reroll/internal/certexpiry"
+	"github.com/reroll/reroll/internal/compact"
 	"github.com/reroll/reroll/internal/controller"
 	"github.com/reroll/reroll/internal/events"
 	"github.com/reroll/reroll/internal/idlegc"
@@ -174,6 +175,9 @@ func run(args []string) error {
 		// into objects that may roll on a change (digest.Key.DeriveV1).
 		projectionOpts.Key = opts.Key.DeriveV1("projection")
 	}
+	// The cache takes its initial list's workloads from arrays until it
+	// has synced (blocksUntilSynced).
+	opts.InitialList = &compact.Blocks{}
 	mo := opts.ManagerOptions()
 	mo.Scheme = scheme
 	mo.Metrics = f.metrics.serverOptions(f.metricsAddr, metricsToken)
@@ -234,7 +238,7 @@ func run(args []string) error {
 		// A Projection's author must be allowed to act as its ServiceAccount.
 		projection.RegisterAuthorWebhook(mgr, mgr.GetClient(), projectionOpts.DefaultServiceAccount)
 	}
-	if err := blocksUntilSynced(mgr, mgr.GetCache().WaitForCacheSync); err != nil {
+	if err := blocksUntilSynced(mgr, opts.InitialList, mgr.GetCache().WaitForCacheSync); err != nil {
 		return fmt.Errorf("adding the end of the initial list's blocks: %w", err)
 	}
 	if err := freeMemoryAfterSync(mgr, opts.Store, opts.FirstPass); err != nil {

@@ -74,32 +74,33 @@ func freeAfter(ctx context.Context, synced bool, pass <-chan struct{}) {
 	}
 }
 
-// blocksUntilSynced turns compact.InitialList on, so that the cache keeps
-// the Workloads of its initial list in arrays allocated together rather
-// than each in a span among the decode's garbage, and makes the manager
-// (mgr) turn it off once its cache has synced (synced, the cache's
-// WaitForCacheSync: true when synced, false when ctx is done first), on
-// every replica (the cache fills on a standby too). Later updates then
-// allocate each Workload by itself (compact.InitialList). It returns an
-// error only when the manager is already started.
-func blocksUntilSynced(mgr interface{ Add(manager.Runnable) error }, synced func(context.Context) bool) error {
-	compact.InitialList(true)
-	return mgr.Add(initialListEnd{synced: synced})
+// blocksUntilSynced turns blocks on, so that the cache keeps the
+// Workloads of its initial list in arrays allocated together rather than
+// each in a span among the decode's garbage (compact.Blocks), and makes
+// the manager (mgr) turn them off once its cache has synced (synced, the
+// cache's WaitForCacheSync: true when synced, false when ctx is done
+// first), on every replica (the cache fills on a standby too). Later
+// updates then allocate each Workload by itself. It returns an error only
+// when the manager is already started.
+func blocksUntilSynced(mgr interface{ Add(manager.Runnable) error }, blocks *compact.Blocks, synced func(context.Context) bool) error {
+	blocks.SetOn(true)
+	return mgr.Add(initialListEnd{blocks: blocks, synced: synced})
 }
 
 // initialListEnd is the runnable of blocksUntilSynced.
 type initialListEnd struct {
+	blocks *compact.Blocks
 	synced func(context.Context) bool
 }
 
 // NeedLeaderElection is false: a standby's cache fills too.
 func (initialListEnd) NeedLeaderElection() bool { return false }
 
-// Start waits until the cache has synced or ctx is done, turns
-// compact.InitialList off and returns nil.
+// Start waits until the cache has synced or ctx is done, turns the blocks
+// off and returns nil.
 func (e initialListEnd) Start(ctx context.Context) error {
 	e.synced(ctx)
-	compact.InitialList(false)
+	e.blocks.SetOn(false)
 	return nil
 }
 

@@ -106,7 +106,7 @@ func TestFreeAfter_NothingWhenNotSyncedAndOnceAtSyncWithoutAPass(t *testing.T) {
 
 func TestBlocksUntilSynced_OnUntilTheCacheHasSyncedOnEveryReplica(t *testing.T) {
 	g := gomega.NewWithT(t)
-	defer compact.InitialList(false)
+	var blocks compact.Blocks
 	var got runnables
 	release := make(chan struct{})
 	synced := func(ctx context.Context) bool {
@@ -117,23 +117,23 @@ func TestBlocksUntilSynced_OnUntilTheCacheHasSyncedOnEveryReplica(t *testing.T) 
 			return false
 		}
 	}
-	g.Expect(blocksUntilSynced(&got, synced)).To(gomega.Succeed())
-	g.Expect(compact.InitialListOn()).To(gomega.BeTrue(), "on before the manager starts the cache")
+	g.Expect(blocksUntilSynced(&got, &blocks, synced)).To(gomega.Succeed())
+	g.Expect(blocks.On()).To(gomega.BeTrue(), "on before the manager starts the cache")
 	g.Expect(got).To(gomega.HaveLen(1))
 	end, ok := got[0].(manager.LeaderElectionRunnable)
 	g.Expect(ok && !end.NeedLeaderElection()).To(gomega.BeTrue(), "runs on a standby too")
 
 	returned := make(chan error, 1)
 	go func() { returned <- got[0].Start(t.Context()) }()
-	g.Consistently(compact.InitialListOn, 100*time.Millisecond).Should(gomega.BeTrue(), "on while the cache fills")
+	g.Consistently(blocks.On, 100*time.Millisecond).Should(gomega.BeTrue(), "on while the cache fills")
 	close(release)
 	g.Eventually(returned).Should(gomega.Receive(gomega.BeNil()))
-	g.Expect(compact.InitialListOn()).To(gomega.BeFalse(), "off once synced")
+	g.Expect(blocks.On()).To(gomega.BeFalse(), "off once synced")
 
 	// Off too when the manager stops before the cache has synced.
-	g.Expect(blocksUntilSynced(&got, func(ctx context.Context) bool { <-ctx.Done(); return false })).To(gomega.Succeed())
+	g.Expect(blocksUntilSynced(&got, &blocks, func(ctx context.Context) bool { <-ctx.Done(); return false })).To(gomega.Succeed())
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	g.Expect(got[1].Start(ctx)).To(gomega.Succeed())
-	g.Expect(compact.InitialListOn()).To(gomega.BeFalse())
+	g.Expect(blocks.On()).To(gomega.BeFalse())
 }

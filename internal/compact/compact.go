@@ -46,10 +46,15 @@ type Workload struct {
 // type and when the encoding fails (the caller keeps obj then). The
 // Workload takes obj's ObjectMeta (its slices, not copies; its strings
 // packed, pack): obj must not be used afterwards. A *Workload is returned
-// as it is.
-func From(obj any) (_ client.Object, ok bool) {
+// as it is. Each Workload is allocated by itself (Blocks.From takes them
+// from arrays).
+func From(obj any) (_ client.Object, ok bool) { return from(obj, nil) }
+
+// from is From, with the Workload taken from blocks (nil: allocated by
+// itself).
+func from(obj any, blocks *Blocks) (_ client.Object, ok bool) {
 	var (
-		w    = newWorkload()
+		w    = blocks.newWorkload()
 		rest []byte
 		err  error
 	)

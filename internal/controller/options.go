@@ -27,9 +27,10 @@ func (o Options) StoreOptions() store.Options {
 }
 
 // ManagerOptions returns the manager settings of Scope.ManagerOptions, with
-// the cache digesting values under o.Key.
+// the cache digesting values under o.Key and taking the compact form of
+// the workloads it holds from o.InitialList (scope.Transform).
 func (o Options) ManagerOptions() ctrl.Options {
 	mo := o.Scope.ManagerOptions()
-	mo.Cache.DefaultTransform = scope.Transform(o.Key)
+	mo.Cache.DefaultTransform = scope.Transform(o.Key, o.InitialList)
 	return mo
 }

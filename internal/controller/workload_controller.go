@@ -19,6 +19,7 @@ import (
 	"github.com/reroll/reroll/internal/apply"
 	"github.com/reroll/reroll/internal/changeset"
 	"github.com/reroll/reroll/internal/coalesce"
+	"github.com/reroll/reroll/internal/compact"
 	safe "github.com/reroll/reroll/internal/delivery"
 	"github.com/reroll/reroll/internal/fairness"
 	"github.com/reroll/reroll/internal/firstsight"
@@ -110,6 +111,11 @@ type Options struct {
 	// after its start, the end of the start-up's first sight of every
 	// cached workload.
 	FirstPass *idlegc.FirstPass
+	// InitialList, when set, is where the cache's transform takes the
+	// compact form of the workloads it holds (compact.Blocks: from arrays
+	// while on, until the cache has synced; cmd/reroll); nil allocates
+	// each by itself.
+	InitialList *compact.Blocks
 	// Admission configures the mutating admission webhook (--enable-webhook);
 	// see internal/webhook.
 	Admission AdmissionOptions

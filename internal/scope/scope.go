@@ -51,7 +51,7 @@ type Scope struct {
 // digest.Objects, so a cached read of one fails with a type error instead of
 // holding values.
 func (s Scope) CacheOptions() cache.Options {
-	o := cache.Options{DefaultTransform: Transform(digest.Key{})}
+	o := cache.Options{DefaultTransform: Transform(digest.Key{}, nil)}
 	if len(s.Namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range s.Namespaces {

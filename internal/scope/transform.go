@@ -47,8 +47,9 @@ import (
 //
 // The transform is idempotent: informers may apply it twice to an object
 // (a template already trimmed keeps the Sums held with it; a
-// compact.Workload passes through).
-func Transform(k digest.Key) toolscache.TransformFunc {
+// compact.Workload passes through). It takes the compact Workloads from
+// blocks (compact.Blocks.From; nil: each allocated by itself).
+func Transform(k digest.Key, blocks *compact.Blocks) toolscache.TransformFunc {
 	trim := trimTransform(k)
 	return func(obj any) (any, error) {
 		if w, ok := obj.(*compact.Workload); ok {
@@ -58,7 +59,7 @@ func Transform(k digest.Key) toolscache.TransformFunc {
 		if err != nil {
 			return out, err
 		}
-		if w, ok := compact.From(out); ok {
+		if w, ok := blocks.From(out); ok {
 			return w, nil
 		}
 		return out, nil

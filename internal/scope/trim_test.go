@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -183,7 +184,7 @@ func kindOf(obj client.Object) workload.Kind {
 // (DeepCopyObject).
 func cached(t *testing.T, obj client.Object) client.Object {
 	t.Helper()
-	out, err := Transform(testKey(t))(obj.DeepCopyObject())
+	out, err := Transform(testKey(t), nil)(obj.DeepCopyObject())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +368,7 @@ func TestTransform_IsIdempotent(t *testing.T) {
 				t.Errorf("a second transform changed the object:\n%+v\n%+v", once, twice)
 			}
 			// The informer applies it to what it already holds too.
-			tr := Transform(testKey(t))
+			tr := Transform(testKey(t), nil)
 			held, err := tr(full.DeepCopyObject())
 			if err != nil {
 				t.Fatal(err)
@@ -393,7 +394,7 @@ func TestTransform_HoldsACompactWorkloadThatDecodesToTheTrimmedCopy(t *testing.T
 			if err != nil {
 				t.Fatal(err)
 			}
-			held, err := Transform(testKey(t))(full.DeepCopyObject())
+			held, err := Transform(testKey(t), nil)(full.DeepCopyObject())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -595,7 +596,7 @@ func BenchmarkTransform_FanoutDeployment(b *testing.B) {
 	d := fanoutDeployment(1)
 	for _, form := range []string{"compact", "trimmed"} {
 		b.Run(form, func(b *testing.B) {
-			tr := Transform(digest.Key{})
+			tr := Transform(digest.Key{}, nil)
 			if form == "trimmed" {
 				tr = trimTransform(digest.Key{})
 			}
@@ -617,7 +618,7 @@ func BenchmarkTransform_FanoutDeployment(b *testing.B) {
 func BenchmarkExpand_FanoutDeployment(b *testing.B) {
 	for _, form := range []string{"compact", "trimmed"} {
 		b.Run(form, func(b *testing.B) {
-			tr := Transform(digest.Key{})
+			tr := Transform(digest.Key{}, nil)
 			if form == "trimmed" {
 				tr = trimTransform(digest.Key{})
 			}
@@ -665,7 +666,7 @@ func BenchmarkTransform_HeapPerCachedDeployment(b *testing.B) {
 	}
 	k := digest.Key{}
 	for b.Loop() {
-		for form, tr := range map[string]toolscache.TransformFunc{"compact": Transform(k), "trimmed": trimTransform(k)} {
+		for form, tr := range map[string]toolscache.TransformFunc{"compact": Transform(k, nil), "trimmed": trimTransform(k)} {
 			per := heldHeap(n, func(i int) any {
 				out, err := tr(full[i].DeepCopy())
 				if err != nil {
@@ -675,5 +676,26 @@ func BenchmarkTransform_HeapPerCachedDeployment(b *testing.B) {
 			})
 			b.ReportMetric(per, "B/"+form)
 		}
+	}
+}
+
+func TestTransform_TakesWorkloadsFromTheBlocksWhileOn(t *testing.T) {
+	var blocks compact.Blocks
+	blocks.SetOn(true)
+	tr := Transform(digest.Key{}, &blocks)
+	var got [2]*compact.Workload
+	for i := range got {
+		out, err := tr(fanoutDeployment(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := out.(*compact.Workload)
+		if !ok {
+			t.Fatalf("the transform returned %T, want a *compact.Workload", out)
+		}
+		got[i] = w
+	}
+	if uintptr(unsafe.Pointer(got[1])) != uintptr(unsafe.Pointer(got[0]))+unsafe.Sizeof(compact.Workload{}) {
+		t.Error("two Deployments transformed while the blocks are on are not next to each other in one array")
 	}
 }
