@@ -23,7 +23,7 @@ import (
 )
 
 // patchResponses records the start of the answer to each PATCH of a
-// Deployment a client sends that succeeded: its Content-Type and the first bytes of its body, which hold the
+// Deployment a client sends: its Content-Type and the first bytes of its body, which hold the
 // kind of the object sent back (the protobuf envelope, or JSON's kind).
 type patchResponses struct {
 	mu      sync.Mutex
@@ -33,8 +33,7 @@ type patchResponses struct {
 
 func (p *patchResponses) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := p.next.RoundTrip(r)
-	if err != nil || r.Method != http.MethodPatch || !strings.Contains(r.URL.Path, "/deployments/") || resp.StatusCode != http.StatusOK {
-		// A conflict's answer is a Status; the write is decided again.
+	if err != nil || r.Method != http.MethodPatch || !strings.Contains(r.URL.Path, "/deployments/") {
 		return resp, err
 	}
 	body, err := io.ReadAll(resp.Body)
