@@ -2,7 +2,6 @@ package controller
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,54 +146,4 @@ func TestWorkloadReconciler_RolloutPatchesAnswerMetadataOnly(t *testing.T) {
 		g.Expect(a).To(gomega.ContainSubstring("PartialObjectMetadata"), "a PATCH's answer was the whole object")
 	}
 	g.Consistently(responses.seen).Should(gomega.HaveLen(2))
-}
-
-// BenchmarkPatch_Record sends a record's metadata patch (one annotation of
-// a Deployment changed, as workload.Patch writes it) to the real API
-// server through the typed client alone, which reads back the whole
-// Deployment, and with the metadata client, which reads back its metadata
-// (PartialObjectMetadata). Its allocations are the client's side of one
-// rollout's PATCH (issue #36); the times include the API server's.
-func BenchmarkPatch_Record(b *testing.B) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "reroll-bench-"}}
-	if err := k8s.Create(b.Context(), ns); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
-	obj := deployment(ns.Name, "web", autoOn, podSpec())
-	if err := k8s.Create(b.Context(), obj); err != nil {
-		b.Fatal(err)
-	}
-	hc, err := rest.HTTPClientFor(plane.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := client.New(plane.Config, client.Options{Scheme: scheme, HTTPClient: hc})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mc, err := metadata.NewForConfigAndClient(plane.Config, hc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, bc := range []struct {
-		name    string
-		clients workload.Clients
-	}{
-		{"typed client, whole Deployment back", workload.Clients{Client: c}},
-		{"metadata client, metadata back", workload.Clients{Client: c, Metadata: mc}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				i++
-				desired := obj.DeepCopy()
-				workload.SetAnnotation(desired, "reroll.dev/observed", strconv.Itoa(i))
-				if err := workload.Patch(b.Context(), bc.clients, obj, desired); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }

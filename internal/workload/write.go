@@ -104,13 +104,12 @@ func patch(ctx context.Context, c Clients, obj, desired client.Object, guard boo
 // (apply.OwnWrites reads the UID and resourceVersion). Without c.Metadata,
 // c.Client sends it and desired becomes the whole object answered.
 //
-// Per PATCH of a record, through controller-runtime's typed client the
-// client side allocated 35 KB in 309 allocations (the scheme's conversion
-// of the patch options, the whole Deployment decoded), through the
-// metadata client 26 KB in 231 (BenchmarkPatch_Record in
-// internal/controller, issue #36); controller-runtime's own metadata
-// client saves less, as it maps the kind to its resource through the
-// RESTMapper at every call.
+// On the fanout bench profile, through controller-runtime's typed client a
+// rollout's PATCH allocated about 32 KB in 285 allocations (the scheme's
+// conversion of the patch options, the whole Deployment decoded), and
+// through the metadata client 23 KB in 207; controller-runtime's own
+// metadata client saves less, as it maps the kind to its resource through
+// the RESTMapper at every call (docs/benchmarks.md, issue #36).
 func patchMetadata(ctx context.Context, c Clients, desired client.Object, data []byte) error {
 	var resource string
 	var meta *metav1.ObjectMeta
