@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reroll/reroll/internal/envtrim"
@@ -17,10 +16,6 @@ type Writer struct {
 	// Client writes to the API server (and reads the Deployment a
 	// workloadRef names).
 	Client client.Client
-	// Metadata, when set, sends the patches of a workload's annotations
-	// and labels alone and reads back only its metadata
-	// (workload.Clients).
-	Metadata metadata.Interface
 	// Kind is the workload kind.
 	Kind workload.Kind
 	// Journal keeps the manifest of a Job being re-created between its
@@ -86,7 +81,7 @@ func (w Writer) Workload(ctx context.Context, obj client.Object, p plan.Plan) er
 		// count as created).
 		// An undo: only over the template it saw fail.
 		write = func(ctx context.Context, obj, desired client.Object) error {
-			return workload.PatchGuarded(ctx, w.clients(), obj, desired)
+			return workload.PatchGuarded(ctx, w.Client, obj, desired)
 		}
 	}
 	if p.Outcome != plan.Roll {
@@ -154,12 +149,7 @@ func hasAll(m, want map[string]string) bool {
 
 // patch writes desired over obj (workload.Patch).
 func (w Writer) patch(ctx context.Context, obj, desired client.Object) error {
-	return workload.Patch(ctx, w.clients(), obj, desired)
-}
-
-// clients are w's clients for workload.Patch.
-func (w Writer) clients() workload.Clients {
-	return workload.Clients{Client: w.Client, Metadata: w.Metadata}
+	return workload.Patch(ctx, w.Client, obj, desired)
 }
 
 func (w Writer) now() time.Time {

@@ -50,7 +50,7 @@ func (a *Applier) evict(ctx context.Context, obj client.Object, d eviction.Decis
 	result := ctrl.Result{RequeueAfter: requeue}
 	desired := obj.DeepCopyObject().(client.Object)
 	workload.SetAnnotation(desired, eviction.ProgressAnnotation, progress.String())
-	if err := workload.Patch(ctx, a.writer().clients(), obj, desired); err != nil {
+	if err := workload.Patch(ctx, a.Client, obj, desired); err != nil {
 		return ctrl.Result{}, err
 	}
 	if failure != nil {

@@ -45,7 +45,7 @@ func (a *Applier) keepBaseline(ctx context.Context, obj client.Object, p plan.Pl
 				desired := obj.DeepCopyObject().(client.Object)
 				workload.SetAnnotation(desired, plan.RecordAnnotation, rec)
 				workload.SetAnnotation(desired, plan.KeyAnnotation, a.Key.ID())
-				if err := workload.PatchGuarded(ctx, a.writer().clients(), obj, desired); err != nil {
+				if err := workload.PatchGuarded(ctx, a.Client, obj, desired); err != nil {
 					return err
 				}
 				a.Creations.Forget(obj.GetUID())

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,10 +41,6 @@ type Applier struct {
 	// Client writes to the API server (and reads the cache for a slot of
 	// the rollout bound).
 	Client client.Client
-	// Metadata, when set, sends the patches of a workload's annotations
-	// and labels alone and reads back only its metadata
-	// (workload.Clients); it shares Client's HTTP client.
-	Metadata metadata.Interface
 	// Kind is the workload kind.
 	Kind workload.Kind
 	// Recorder emits the Events on the workload (and on the objects of a
@@ -285,7 +280,7 @@ func (a *Applier) unpinned(ctx context.Context, obj client.Object, failed []erro
 
 // writer writes the workloads of a's kind (Writer).
 func (a *Applier) writer() Writer {
-	w := Writer{Client: a.Client, Metadata: a.Metadata, Kind: a.Kind, Now: a.now, OwnWrites: a.OwnWrites}
+	w := Writer{Client: a.Client, Kind: a.Kind, Now: a.now, OwnWrites: a.OwnWrites}
 	if a.Journal != nil {
 		w.Journal = a.Journal
 	}

@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,9 +149,6 @@ type shared struct {
 	// knownCopies are versioned config's copies proven from an API read,
 	// for every kind's writer.
 	knownCopies *apply.KnownCopies
-	// metadata sends the workload patches that read back only metadata
-	// (workload.Clients), through the manager's HTTP client.
-	metadata metadata.Interface
 }
 
 // newShared builds what the reconcilers share, and adds its runnables (the
@@ -167,9 +163,6 @@ func newShared(ctx context.Context, mgr ctrl.Manager, opts Options) (*shared, er
 	}
 	sh := &shared{knownCopies: &apply.KnownCopies{}}
 	var err error
-	if sh.metadata, err = metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient()); err != nil {
-		return nil, fmt.Errorf("creating the metadata client: %w", err)
-	}
 	if sh.journal, err = newJournal(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
@@ -334,7 +327,7 @@ func newReconciler(mgr ctrl.Manager, opts Options, kind workload.Kind, sh *share
 		LegacyRecordsUntil: opts.LegacyRecordsUntil,
 		Delivery:           safe.Options{Window: opts.ChangeSetWindow, BakeTime: opts.BakeTime, HaltAfter: opts.HaltAfterFailedRollouts, Recheck: opts.Recheck}}
 	r.ownWrites = apply.NewOwnWrites()
-	r.apply = &apply.Applier{Client: r.Client, Metadata: sh.metadata, Reader: r.APIReader, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
+	r.apply = &apply.Applier{Client: r.Client, Reader: r.APIReader, Kind: kind, Recorder: r.Recorder, Key: opts.Key, Strategy: opts.Strategy, Alerter: opts.Alerter,
 		Sets: sh.sets, Metrics: r.metrics, Endpoint: sh.endpoint, Notifications: notifications, Notified: r.notified, Journal: r.journal,
 		Creations: r.creations, Baselines: sh.baselines, Rollouts: sh.counted, KnownCopies: sh.knownCopies,
 		CopyLabels: opts.Scope.ResourceLabelKeys(), Now: opts.Now, OwnWrites: r.ownWrites}

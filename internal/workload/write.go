@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,16 +27,7 @@ const FieldManager = "reroll"
 // differ. A write of metadata annotations and labels alone (a record, no
 // rollout) merges key by key and needs no guard: without it, the status
 // updates a workload's controller makes cannot turn it into a conflict.
-//
-// After a write, desired's metadata is the API server's (its
-// resourceVersion, generation, managedFields). A Deployment, StatefulSet
-// or DaemonSet whose change is to the maps of its metadata and pod
-// template alone (a rollout by annotation, a record) gets only that back
-// when c.Metadata is set (patchMetadata): its spec and status stay as
-// desired had them. Any other write leaves in desired the whole object
-// the API server returned. Errors are the API server's (a conflict, not
-// found), wrapped with the object's kind, namespace and name.
-func Patch(ctx context.Context, c Clients, obj, desired client.Object) error {
+func Patch(ctx context.Context, c client.Client, obj, desired client.Object) error {
 	return patch(ctx, c, obj, desired, false)
 }
 
@@ -46,29 +36,16 @@ func Patch(ctx context.Context, c Clients, obj, desired client.Object) error {
 // created, a referenced Deployment's template changed), so that a reconcile
 // working from a stale copy of the workload conflicts and re-reads instead
 // of reporting the rollout twice.
-func PatchGuarded(ctx context.Context, c Clients, obj, desired client.Object) error {
+func PatchGuarded(ctx context.Context, c client.Client, obj, desired client.Object) error {
 	return patch(ctx, c, obj, desired, true)
 }
 
-// Clients are the API clients a write of a workload goes through.
-type Clients struct {
-	// Client sends every write but the metadata patch's, and reads back
-	// the object the API server answers with.
-	Client client.Client
-	// Metadata, when set, sends the metadata patch (metadataPatch) of a
-	// Deployment, StatefulSet or DaemonSet and reads back its metadata
-	// alone (patchMetadata); nil sends it through Client. It must share
-	// Client's HTTP client (and so its transport's rate limits and
-	// request metrics): metadata.NewForConfigAndClient with the manager's.
-	Metadata metadata.Interface
-}
-
-func patch(ctx context.Context, c Clients, obj, desired client.Object, guard bool) error {
+func patch(ctx context.Context, c client.Client, obj, desired client.Object, guard bool) error {
 	if data, same, ok := metadataPatch(obj, desired, guard); ok {
 		if same {
 			return nil
 		}
-		if err := patchMetadata(ctx, c, desired, data); err != nil {
+		if err := c.Patch(ctx, desired, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("patching %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), err)
 		}
 		return nil
@@ -87,49 +64,9 @@ func patch(ctx context.Context, c Clients, obj, desired client.Object, guard boo
 	if _, ok := obj.(*unstructured.Unstructured); ok {
 		p = client.MergeFromWithOptions(obj, opts...)
 	}
-	if err := c.Client.Patch(ctx, desired, p, client.FieldOwner(FieldManager)); err != nil {
+	if err := c.Patch(ctx, desired, p, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), err)
 	}
-	return nil
-}
-
-// patchMetadata sends data, the JSON merge patch of desired that
-// metadataPatch built (a Deployment, StatefulSet or DaemonSet), through
-// c.Metadata when set: client-go's metadata client, with the kind's
-// resource named here, whose Accept header asks for PartialObjectMetadata
-// (protobuf first), so the API server answers with the object's metadata
-// alone; desired's ObjectMeta becomes that answer (the resourceVersion,
-// generation, annotations, labels and managedFields), and its spec and
-// status stay as they were: no caller reads them after a write
-// (apply.OwnWrites reads the UID and resourceVersion). Without c.Metadata,
-// c.Client sends it and desired becomes the whole object answered.
-//
-// On the fanout bench profile, through controller-runtime's typed client a
-// rollout's PATCH allocated about 32 KB in 285 allocations (the scheme's
-// conversion of the patch options, the whole Deployment decoded), and
-// through the metadata client 23 KB in 207; controller-runtime's own
-// metadata client saves less, as it maps the kind to its resource through
-// the RESTMapper at every call (docs/benchmarks.md, issue #36).
-func patchMetadata(ctx context.Context, c Clients, desired client.Object, data []byte) error {
-	var resource string
-	var meta *metav1.ObjectMeta
-	switch d := desired.(type) {
-	case *appsv1.Deployment:
-		resource, meta = "deployments", &d.ObjectMeta
-	case *appsv1.StatefulSet:
-		resource, meta = "statefulsets", &d.ObjectMeta
-	case *appsv1.DaemonSet:
-		resource, meta = "daemonsets", &d.ObjectMeta
-	}
-	if c.Metadata == nil || meta == nil {
-		return c.Client.Patch(ctx, desired, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager))
-	}
-	m, err := c.Metadata.Resource(appsv1.SchemeGroupVersion.WithResource(resource)).Namespace(desired.GetNamespace()).
-		Patch(ctx, desired.GetName(), types.MergePatchType, data, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
-		return err
-	}
-	*meta = m.ObjectMeta
 	return nil
 }
 
